@@ -1,0 +1,183 @@
+//! Python bindings of the tlpsim core: argument conversion only, no modelling.
+//!
+//! Exposed as `tlpsim._core`; the `tlpsim` package wraps it in the public API.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tlpsim::analytic::{CompletionSize, DllpPolicy, LinkBandwidth, LinkConfig, LinkRequest};
+use tlpsim::validation;
+
+create_exception!(
+    _core,
+    ConfigError,
+    PyValueError,
+    "A setting outside what PCI Express or tlpsim allows; the message names the allowed values."
+);
+
+fn to_py(e: tlpsim::ConfigError) -> PyErr {
+    ConfigError::new_err(e.to_string())
+}
+
+/// Builds and checks a link configuration from Python arguments.
+#[allow(clippy::too_many_arguments)]
+fn config(
+    gen: i64,
+    width: i64,
+    mps: i64,
+    payload: Option<i64>,
+    mrrs: i64,
+    rcb: i64,
+    addressing: i64,
+    ecrc: bool,
+    dllp: &str,
+    skp: bool,
+    flit: Option<bool>,
+    completion: &str,
+) -> PyResult<LinkConfig> {
+    LinkRequest {
+        gen,
+        width,
+        mps,
+        mrrs,
+        rcb,
+        payload,
+        addressing,
+        ecrc,
+        dllp: DllpPolicy::parse(dllp).map_err(to_py)?,
+        skp,
+        flit,
+        completion: CompletionSize::parse(completion).map_err(to_py)?,
+    }
+    .check()
+    .map_err(to_py)
+}
+
+fn link_dict<'py>(py: Python<'py>, bw: &LinkBandwidth) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("gen", bw.gen)?;
+    d.set_item("width", bw.width)?;
+    d.set_item("mps", bw.mps)?;
+    d.set_item("payload_bytes", bw.payload_bytes)?;
+    d.set_item("raw_gbps", bw.raw_gbps)?;
+    d.set_item("encoded_gbps", bw.encoded_gbps)?;
+    d.set_item("tlp_wire_bytes", bw.tlp_wire_bytes)?;
+    d.set_item("write_gbps", bw.write_gbps)?;
+    d.set_item("read_gbps", bw.read_gbps)?;
+    d.set_item("efficiency", bw.efficiency)?;
+    d.set_item("dllp_fraction", bw.dllp_fraction)?;
+    d.set_item("skp_fraction", bw.skp_fraction)?;
+    d.set_item("flit", bw.flit)?;
+    d.set_item("write_tlps", bw.write_tlps)?;
+    d.set_item("read_limit", bw.read_limit)?;
+    Ok(d)
+}
+
+/// Closed-form bandwidth of one link, as a dict of per-direction figures.
+#[pyfunction]
+#[pyo3(signature = (gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion))]
+#[allow(clippy::too_many_arguments)]
+fn link_bandwidth<'py>(
+    py: Python<'py>,
+    gen: i64,
+    width: i64,
+    mps: i64,
+    payload: Option<i64>,
+    mrrs: i64,
+    rcb: i64,
+    addressing: i64,
+    ecrc: bool,
+    dllp: &str,
+    skp: bool,
+    flit: Option<bool>,
+    completion: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let cfg = config(
+        gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion,
+    )?;
+    link_dict(py, &cfg.bandwidth())
+}
+
+/// Payload rate of messages of `message` bytes plus `header` bytes cut into TLPs of `payload`.
+#[pyfunction]
+#[pyo3(signature = (message, header, gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion))]
+#[allow(clippy::too_many_arguments)]
+fn message_bandwidth<'py>(
+    py: Python<'py>,
+    message: i64,
+    header: i64,
+    gen: i64,
+    width: i64,
+    mps: i64,
+    payload: Option<i64>,
+    mrrs: i64,
+    rcb: i64,
+    addressing: i64,
+    ecrc: bool,
+    dllp: &str,
+    skp: bool,
+    flit: Option<bool>,
+    completion: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let cfg = config(
+        gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion,
+    )?;
+    let m = cfg.message(message, header).map_err(to_py)?;
+    let d = PyDict::new(py);
+    d.set_item("gen", cfg.gen.number())?;
+    d.set_item("width", cfg.width)?;
+    d.set_item("message_bytes", m.message_bytes)?;
+    d.set_item("header_bytes", m.header_bytes)?;
+    d.set_item("payload_bytes", m.tlp_payload_bytes)?;
+    d.set_item("tlps_per_message", m.tlps_per_message)?;
+    d.set_item("max_gbps", m.max_gbps)?;
+    d.set_item("message_gbps", m.message_gbps)?;
+    d.set_item("reduction", m.reduction)?;
+    Ok(d)
+}
+
+/// Validation rows (dicts with the DESIGN.md fields) and the tables not modelled yet.
+#[pyfunction]
+#[pyo3(signature = (only=None))]
+fn validate<'py>(
+    py: Python<'py>,
+    only: Option<&str>,
+) -> PyResult<(Vec<Bound<'py, PyDict>>, Vec<String>)> {
+    let report = validation::validate(only).map_err(to_py)?;
+    let rows = report
+        .rows
+        .iter()
+        .map(|r| {
+            let d = PyDict::new(py);
+            d.set_item("system", &r.system)?;
+            d.set_item("table", &r.table)?;
+            d.set_item("series", &r.series)?;
+            d.set_item("column", &r.column)?;
+            d.set_item("unit", &r.unit)?;
+            d.set_item("published", r.published)?;
+            d.set_item("simulated", r.simulated)?;
+            d.set_item("error", r.error)?;
+            d.set_item("role", r.role.as_str())?;
+            Ok(d)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((rows, report.unmodelled_tables))
+}
+
+/// The seed systems known to the validation suite.
+#[pyfunction]
+fn systems() -> Vec<String> {
+    validation::systems()
+}
+
+/// The `tlpsim._core` extension module.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ConfigError", m.py().get_type::<ConfigError>())?;
+    m.add_function(wrap_pyfunction!(link_bandwidth, m)?)?;
+    m.add_function(wrap_pyfunction!(message_bandwidth, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(systems, m)?)?;
+    Ok(())
+}

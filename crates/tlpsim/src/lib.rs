@@ -1,0 +1,15 @@
+//! tlpsim: performance model and simulator of PCI Express fabrics.
+//!
+//! The core library: protocol arithmetic by spec layer ([`pcie`]), the closed-form link
+//! model ([`analytic`]) and the validation suite against published measurements
+//! ([`validation`]). It never depends on Python; `tlpsim-py` binds it.
+
+#![warn(missing_docs)]
+
+pub mod analytic;
+pub mod error;
+pub mod pcie;
+pub mod validation;
+
+pub use analytic::{link_bandwidth, CompletionSize, DllpPolicy, LinkBandwidth, LinkRequest};
+pub use error::ConfigError;

@@ -1,0 +1,412 @@
+//! The validation suite: every published number of the seed reports that tlpsim models,
+//! computed from the stated hardware and compared with the document.
+//!
+//! The reference numbers (`validation/reference/seed-tables.toml`, transcribed from the
+//! five seed documents and never edited) and the cell definitions (`validation/*.toml`)
+//! are compiled into the library, so a fresh install validates without the source tree.
+//! A published value is only read to be compared; it never enters a model.
+
+use crate::analytic::{CompletionSize, DllpPolicy, LinkRequest};
+use crate::error::{ConfigError, Result};
+use serde::Deserialize;
+use std::collections::BTreeSet;
+
+/// The seed reports' published numbers, as transcribed.
+pub const REFERENCE_TOML: &str = include_str!("../../../validation/reference/seed-tables.toml");
+/// Cells computed by the closed-form link model.
+pub const CLOSED_FORM_TOML: &str = include_str!("../../../validation/closed_form.toml");
+
+/// Whether a cell was used to fit a parameter or is a prediction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The cell was used to fit a catalog parameter; not counted in accuracy.
+    Calibrate,
+    /// The cell is predicted from the stated hardware and the catalog.
+    #[default]
+    Predict,
+}
+
+impl Role {
+    /// `"calibrate"` or `"predict"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Calibrate => "calibrate",
+            Role::Predict => "predict",
+        }
+    }
+}
+
+/// One compared cell, with the DESIGN.md field names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidationRow {
+    /// Seed system (`pes24n3a`, `pes24t6`, `ntb`, `t5220`, `ixp12xx`).
+    pub system: String,
+    /// Table key within the system.
+    pub table: String,
+    /// Series (row) within the table.
+    pub series: String,
+    /// Column (x value) within the series.
+    pub column: String,
+    /// Unit of `published` and `simulated`.
+    pub unit: String,
+    /// The document's number.
+    pub published: f64,
+    /// tlpsim's number.
+    pub simulated: f64,
+    /// `(simulated - published) / published`.
+    pub error: f64,
+    /// Calibrate or predict.
+    pub role: Role,
+}
+
+/// The rows of a validation run plus the published tables not modelled yet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidationReport {
+    /// Compared cells.
+    pub rows: Vec<ValidationRow>,
+    /// `system.table` keys of the reference file that no cell covers yet.
+    pub unmodelled_tables: Vec<String>,
+}
+
+/// Link inputs of a cell, as in a scenario's `[[link]]` (every field optional).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// Generation number.
+    pub gen: Option<i64>,
+    /// Lanes.
+    pub width: Option<i64>,
+    /// Max_Payload_Size.
+    pub mps: Option<i64>,
+    /// Max_Read_Request_Size.
+    pub mrrs: Option<i64>,
+    /// Read completion boundary.
+    pub rcb: Option<i64>,
+    /// Transfer (or TLP) payload size.
+    pub payload: Option<i64>,
+    /// Address bits.
+    pub addressing: Option<i64>,
+    /// ECRC on.
+    pub ecrc: Option<bool>,
+    /// `"spec"`, `"none"` or bytes per TLP.
+    pub dllp: Option<DllpSpec>,
+    /// SKP charged.
+    pub skp: Option<bool>,
+    /// Flit mode.
+    pub flit: Option<bool>,
+    /// `"rcb"` or `"mps"`.
+    pub completion: Option<String>,
+}
+
+/// A DLLP setting as written in TOML: a word or a number of bytes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum DllpSpec {
+    /// `"spec"` or `"none"`.
+    Word(String),
+    /// Bytes per TLP.
+    Bytes(f64),
+}
+
+impl LinkSpec {
+    /// The request these settings describe, defaults filled in.
+    pub fn to_request(&self) -> Result<LinkRequest> {
+        let d = LinkRequest::default();
+        let dllp = match &self.dllp {
+            None => d.dllp,
+            Some(DllpSpec::Word(w)) => DllpPolicy::parse(w)?,
+            Some(DllpSpec::Bytes(b)) => DllpPolicy::parse(&b.to_string())?,
+        };
+        let completion = match &self.completion {
+            None => d.completion,
+            Some(c) => CompletionSize::parse(c)?,
+        };
+        Ok(LinkRequest {
+            gen: self.gen.unwrap_or(d.gen),
+            width: self.width.unwrap_or(d.width),
+            mps: self.mps.unwrap_or(d.mps),
+            mrrs: self.mrrs.unwrap_or(d.mrrs),
+            rcb: self.rcb.unwrap_or(d.rcb),
+            payload: self.payload.or(d.payload),
+            addressing: self.addressing.unwrap_or(d.addressing),
+            ecrc: self.ecrc.unwrap_or(d.ecrc),
+            dllp,
+            skp: self.skp.unwrap_or(d.skp),
+            flit: self.flit.or(d.flit),
+            completion,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CellFile {
+    cell: Vec<Cell>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageSpec {
+    size: i64,
+    header: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Cell {
+    reference: String,
+    column: Option<String>,
+    unit: Option<String>,
+    quantity: Quantity,
+    #[serde(default = "one")]
+    scale: f64,
+    #[serde(default)]
+    role: Role,
+    link: LinkSpec,
+    message: Option<MessageSpec>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Quantity {
+    RawGbps,
+    EncodedGbps,
+    WriteGbps,
+    ReadGbps,
+    Efficiency,
+    FramingBytes,
+    TlpsPerSMillions,
+    OverheadGbps,
+    EncodingLoss,
+    FramingLoss,
+    MessageGbps,
+    MessageReduction,
+}
+
+impl Cell {
+    fn compute(&self) -> Result<f64> {
+        let link = self.link.to_request()?.check()?;
+        let bw = link.bandwidth();
+        let message = || -> Result<_> {
+            let m = self.message.as_ref().ok_or_else(|| {
+                ConfigError::Conflict(format!("cell {} needs a `message` table", self.reference))
+            })?;
+            link.message(m.size, m.header)
+        };
+        Ok(match self.quantity {
+            Quantity::RawGbps => bw.raw_gbps * self.scale,
+            Quantity::EncodedGbps => bw.encoded_gbps * self.scale,
+            Quantity::WriteGbps => bw.write_gbps * self.scale,
+            Quantity::ReadGbps => bw.read_gbps * self.scale,
+            Quantity::Efficiency => bw.efficiency,
+            Quantity::FramingBytes => (bw.tlp_wire_bytes - bw.payload_bytes) as f64,
+            Quantity::TlpsPerSMillions => {
+                bw.write_gbps * 1e9 / 8.0 / bw.payload_bytes as f64 * bw.write_tlps as f64 / 1e6
+                    * self.scale
+            }
+            Quantity::OverheadGbps => (bw.encoded_gbps - bw.write_gbps) * self.scale,
+            Quantity::EncodingLoss => 1.0 - bw.encoded_gbps / bw.raw_gbps,
+            Quantity::FramingLoss => 1.0 - bw.efficiency,
+            Quantity::MessageGbps => message()?.message_gbps * self.scale,
+            Quantity::MessageReduction => message()?.reduction,
+        })
+    }
+}
+
+/// One step of a reference path: a key, optionally indexed (`reduction[3]`).
+fn path_steps(path: &str) -> Vec<(&str, Option<usize>)> {
+    path.split('.')
+        .map(|step| match step.split_once('[') {
+            Some((key, rest)) => (key, rest.trim_end_matches(']').parse().ok()),
+            None => (step, None),
+        })
+        .collect()
+}
+
+/// The reference file, parsed.
+pub fn reference() -> toml::Table {
+    REFERENCE_TOML
+        .parse()
+        .expect("validation/reference/seed-tables.toml is valid TOML (checked by tests)")
+}
+
+/// Looks a value up in the reference file; `None` if the path names nothing.
+fn lookup<'a>(root: &'a toml::Table, path: &str) -> Option<&'a toml::Value> {
+    let mut steps = path_steps(path).into_iter();
+    let (first, idx) = steps.next()?;
+    let mut v = root.get(first)?;
+    if let Some(i) = idx {
+        v = v.as_array()?.get(i)?;
+    }
+    for (key, idx) in steps {
+        v = v.as_table()?.get(key)?;
+        if let Some(i) = idx {
+            v = v.as_array()?.get(i)?;
+        }
+    }
+    Some(v)
+}
+
+fn as_number(v: &toml::Value) -> Option<f64> {
+    v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
+}
+
+/// The seed systems of the reference file, in file order.
+pub fn systems() -> Vec<String> {
+    reference().keys().cloned().collect()
+}
+
+fn cell_row(root: &toml::Table, cell: &Cell) -> Result<ValidationRow> {
+    let bad =
+        |why: &str| ConfigError::Conflict(format!("validation cell {}: {why}", cell.reference));
+    let published = lookup(root, &cell.reference)
+        .and_then(as_number)
+        .ok_or_else(|| bad("names no number in seed-tables.toml"))?;
+    let steps = path_steps(&cell.reference);
+    if steps.len() < 3 {
+        return Err(bad("must be system.table.series"));
+    }
+    let (system, table) = (steps[0].0.to_string(), steps[1].0.to_string());
+    let table_value = lookup(root, &format!("{system}.{table}")).and_then(|t| t.as_table());
+    let series = steps[2..].iter().map(|s| s.0).collect::<Vec<_>>().join(".");
+    let column = match (&cell.column, steps.last().and_then(|s| s.1)) {
+        (Some(c), _) => c.clone(),
+        (None, Some(i)) => table_value
+            .and_then(|t| t.get("columns"))
+            .and_then(|c| c.as_array())
+            .and_then(|c| c.get(i))
+            .map(|c| match c {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .ok_or_else(|| bad("needs a `column`: its table has no such column"))?,
+        (None, None) => return Err(bad("needs a `column`")),
+    };
+    let unit = match &cell.unit {
+        Some(u) => u.clone(),
+        None => table_value
+            .and_then(|t| t.get("unit"))
+            .and_then(|u| u.as_str())
+            .unwrap_or("")
+            .to_string(),
+    };
+    let simulated = cell.compute()?;
+    Ok(ValidationRow {
+        system,
+        table,
+        series,
+        column,
+        unit,
+        published,
+        simulated,
+        error: (simulated - published) / published,
+        role: cell.role,
+    })
+}
+
+/// Runs every validation cell (of one system if `only` is given).
+pub fn validate(only: Option<&str>) -> Result<ValidationReport> {
+    let root = reference();
+    if let Some(s) = only {
+        if !root.contains_key(s) {
+            let known: Vec<_> = root.keys().map(String::as_str).collect();
+            return Err(ConfigError::not_allowed("system", s, known.join(", ")));
+        }
+    }
+    let cells: CellFile = toml::from_str(CLOSED_FORM_TOML)
+        .map_err(|e| ConfigError::Conflict(format!("validation/closed_form.toml: {e}")))?;
+    let mut rows = Vec::new();
+    let mut covered = BTreeSet::new();
+    for cell in &cells.cell {
+        let row = cell_row(&root, cell)?;
+        covered.insert(format!("{}.{}", row.system, row.table));
+        if only.is_none_or(|s| s == row.system) {
+            rows.push(row);
+        }
+    }
+    let unmodelled_tables = root
+        .iter()
+        .filter(|(s, _)| only.is_none_or(|o| o == s.as_str()))
+        .flat_map(|(s, t)| {
+            t.as_table()
+                .into_iter()
+                .flat_map(move |t| t.keys().map(move |k| format!("{s}.{k}")))
+        })
+        .filter(|k| !covered.contains(k))
+        .collect();
+    Ok(ValidationReport {
+        rows,
+        unmodelled_tables,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_cell_resolves_and_computes() {
+        let report = validate(None).unwrap();
+        assert_eq!(report.rows.len(), 22);
+        for row in &report.rows {
+            assert!(
+                row.published.is_finite() && row.simulated.is_finite(),
+                "{row:?}"
+            );
+            assert!(!row.unit.is_empty() && !row.column.is_empty(), "{row:?}");
+        }
+        assert!(report
+            .unmodelled_tables
+            .contains(&"t5220.dma_bandwidth".to_string()));
+        assert!(!report
+            .unmodelled_tables
+            .contains(&"ntb.protocol_overhead".to_string()));
+    }
+
+    #[test]
+    fn only_filters_and_rejects_unknown_systems() {
+        let ntb = validate(Some("ntb")).unwrap();
+        assert!(ntb.rows.iter().all(|r| r.system == "ntb"));
+        assert_eq!(ntb.rows.len(), 7);
+        let e = validate(Some("pes24")).unwrap_err().to_string();
+        assert!(e.contains("ixp12xx, ntb, pes24n3a, pes24t6, t5220"), "{e}");
+    }
+
+    #[test]
+    fn figure9_column_names_come_from_the_table() {
+        let ntb = validate(Some("ntb")).unwrap();
+        let cols: Vec<_> = ntb
+            .rows
+            .iter()
+            .filter(|r| r.series.starts_with("reduction"))
+            .map(|r| r.column.as_str())
+            .collect();
+        assert_eq!(cols, ["16384", "8192", "4096", "512"]);
+    }
+
+    #[test]
+    fn closed_form_cells_agree_with_the_documents_arithmetic() {
+        // These published figures are pure arithmetic in their documents, so the model
+        // must land within rounding, except where the document rounds loosely
+        // ("close to 75 %", "approximately 8 Gbps", "25 % lost in framing").
+        let loose = [
+            "example_x8_64B_wire_efficiency",
+            "x8_64B_framing_overhead_gbps",
+            "loss_breakdown_x8_64B.framing",
+            "reduction",
+        ];
+        for row in validate(None).unwrap().rows {
+            let tol = if loose.iter().any(|l| row.series.starts_with(l)) {
+                0.06
+            } else {
+                0.005
+            };
+            assert!(row.error.abs() <= tol, "{row:?}");
+        }
+    }
+}

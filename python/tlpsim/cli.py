@@ -1,0 +1,150 @@
+"""The ``tlpsim`` command line: ``link``, ``validate``."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+from rich.console import Console
+
+from tlpsim import ConfigError, link_bandwidth, message_bandwidth, validate
+from tlpsim.output import Format, console, emit
+from tlpsim.validation import write_report
+
+app = typer.Typer(
+    name="tlpsim",
+    help="Performance model and simulator of PCI Express fabrics.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(b|kib|k|mib|m)?\s*$", re.IGNORECASE)
+_SCALE = {None: 1, "b": 1, "k": 1024, "kib": 1024, "m": 1 << 20, "mib": 1 << 20}
+
+
+def parse_sizes(text: str, name: str) -> list[int]:
+    """Comma-separated byte counts: ``64,128,4KiB``."""
+    sizes = []
+    for item in text.split(","):
+        m = _SIZE.match(item)
+        if not m:
+            raise ConfigError(f"{name} {item.strip()!r} is not a size; write bytes like 64, 4096 or 4KiB, comma-separated")
+        sizes.append(int(m.group(1)) * _SCALE[m.group(2) and m.group(2).lower()])
+    return sizes
+
+
+@app.command()
+def link(
+    gen: Annotated[int, typer.Option(help="Generation, 1-7 (2.5 to 128 GT/s).")],
+    width: Annotated[int, typer.Option(help="Lanes: 1, 2, 4, 8, 12, 16 or 32.")],
+    mps: Annotated[int, typer.Option(help="Max_Payload_Size, bytes (128-4096).")] = 128,
+    mrrs: Annotated[int, typer.Option(help="Max_Read_Request_Size, bytes (128-4096).")] = 512,
+    rcb: Annotated[int, typer.Option(help="Read completion boundary, bytes (64 or 128).")] = 64,
+    payload: Annotated[
+        str | None, typer.Option(help="Transfer size(s), comma-separated (default: MPS); the TLP size with --message.")
+    ] = None,
+    addressing: Annotated[int, typer.Option(help="Address bits of memory requests: 32 or 64.")] = 64,
+    ecrc: Annotated[bool, typer.Option("--ecrc", help="Add a 4-byte ECRC to every TLP.")] = False,
+    dllp: Annotated[str, typer.Option(help="DLLP charge: spec, none, or bytes per TLP.")] = "spec",
+    no_skp: Annotated[bool, typer.Option("--no-skp", help="Do not charge SKP ordered sets.")] = False,
+    flit: Annotated[
+        bool | None, typer.Option("--flit/--no-flit", help="Flit mode (default: only where the generation requires it).")
+    ] = None,
+    completion: Annotated[str, typer.Option(help="Completion size: rcb (one per RCB block) or mps.")] = "rcb",
+    message: Annotated[
+        str | None, typer.Option(help="Message size(s) in bytes: report the message payload rate instead.")
+    ] = None,
+    header: Annotated[int, typer.Option(help="Protocol header bytes per message (with --message).")] = 0,
+    format: FormatOpt = Format.table,
+) -> None:
+    """Closed-form bandwidth of one link, per direction (both directions busy)."""
+    common = dict(
+        gen=gen, width=width, mps=mps, mrrs=mrrs, rcb=rcb, addressing=addressing, ecrc=ecrc,
+        dllp=dllp, skp=not no_skp, flit=flit, completion=completion,
+    )  # fmt: skip
+    if message is not None:
+        payloads = parse_sizes(payload, "payload") if payload else [64]
+        rows = [
+            message_bandwidth(message=m, header=header, payload=p, **common).to_dict()
+            for p in payloads
+            for m in parse_sizes(message, "message")
+        ]
+        columns = [
+            ("gen", "gen", ""), ("width", "width", ""), ("message_bytes", "message B", ""),
+            ("header_bytes", "header B", ""), ("payload_bytes", "TLP payload B", ""),
+            ("tlps_per_message", "TLPs/msg", ""), ("max_gbps", "max Gb/s", ".3f"),
+            ("message_gbps", "message Gb/s", ".3f"), ("reduction", "reduction", "%"),
+        ]  # fmt: skip
+        emit(rows, format, columns, title="Message payload rate per direction")
+        return
+    payloads = parse_sizes(payload, "payload") if payload else [None]
+    rows = [link_bandwidth(payload=p, **common).to_dict() for p in payloads]
+    columns = [
+        ("gen", "gen", ""), ("width", "width", ""), ("mps", "MPS", ""), ("payload_bytes", "payload B", ""),
+        ("raw_gbps", "raw Gb/s", ".4g"), ("encoded_gbps", "encoded Gb/s", ".4f"),
+        ("tlp_wire_bytes", "TLP wire B", ""), ("write_gbps", "write Gb/s", ".3f"),
+        ("read_gbps", "read Gb/s", ".3f"), ("efficiency", "efficiency", "%"),
+        ("dllp_fraction", "DLLP share", "%"), ("flit", "flit", ""),
+    ]  # fmt: skip
+    emit(rows, format, columns, title="Link bandwidth per direction")
+
+
+@app.command(name="validate")
+def validate_cmd(
+    only: Annotated[str | None, typer.Option(help="One system: pes24n3a, pes24t6, ntb, t5220, ixp12xx.")] = None,
+    report: Annotated[Path | None, typer.Option(help="Write DIR/report.md.")] = None,
+    format: FormatOpt = Format.table,
+) -> None:
+    """Every modelled number of the seed reports: published vs tlpsim, with the error."""
+    rows = validate(only)
+    columns = [
+        ("system", " system", ""), ("table", " table", ""), ("series", " series", ""), ("column", " column", ""),
+        ("unit", " unit", ""), ("published", "published", ".6g"), ("simulated", "simulated", ".6g"),
+        ("error", "error", "+.2%"), ("role", " role", ""),
+    ]  # fmt: skip
+    emit(rows, format, columns, title="tlpsim validate")
+    if format is Format.table:
+        out = console()
+        for summary in rows.summaries():
+            out.print(summary.line())
+        if rows.unmodelled_tables:
+            out.print(
+                f"not modelled yet ({len(rows.unmodelled_tables)} published tables): "
+                + ", ".join(rows.unmodelled_tables),
+                style="dim",
+            )
+    if report is not None:
+        path = write_report(rows, report)
+        Console(stderr=True).print(f"wrote {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: runs the app; bad arguments give one line on stderr and exit code 2."""
+    try:
+        result = app(args=argv, standalone_mode=False, prog_name="tlpsim")
+        return result if isinstance(result, int) else 0
+    except ConfigError as e:
+        print(f"tlpsim: error: {e}", file=sys.stderr)
+        return 2
+    except click.UsageError as e:
+        print(f"tlpsim: error: {e.format_message()} (see --help)", file=sys.stderr)
+        return 2
+    except click.exceptions.Abort:
+        print("tlpsim: aborted", file=sys.stderr)
+        return 130
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,146 @@
+"""Closed-form link bandwidth: thin typed wrappers over the Rust core."""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from tlpsim import _core
+from tlpsim._core import ConfigError
+
+#: Field order of a link row, as DESIGN.md names them (extras after).
+LINK_FIELDS = (
+    "gen", "width", "mps", "payload_bytes", "raw_gbps", "encoded_gbps", "tlp_wire_bytes",
+    "write_gbps", "read_gbps", "efficiency", "dllp_fraction", "skp_fraction", "flit",
+    "write_tlps", "read_limit",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LinkBandwidth:
+    """Per-direction closed-form figures of one link (Gb/s unless named otherwise)."""
+
+    gen: int
+    width: int
+    mps: int
+    payload_bytes: int
+    raw_gbps: float
+    encoded_gbps: float
+    tlp_wire_bytes: int
+    write_gbps: float
+    read_gbps: float
+    efficiency: float
+    dllp_fraction: float
+    skp_fraction: float
+    flit: bool
+    write_tlps: int
+    read_limit: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as a plain dict with the DESIGN.md field names."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MessageBandwidth:
+    """Payload rate of messages plus protocol headers cut into equal TLPs."""
+
+    gen: int
+    width: int
+    message_bytes: int
+    header_bytes: int
+    payload_bytes: int
+    tlps_per_message: int
+    max_gbps: float
+    message_gbps: float
+    reduction: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as a plain dict."""
+        return asdict(self)
+
+
+def _whole(name: str, value: Any, optional: bool = False) -> int | None:
+    """A whole number argument, or ConfigError naming the argument."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{name} must be a whole number, got {value!r}")
+    return max(min(int(value), 2**63 - 1), -(2**63))
+
+
+def _args(gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion):
+    if isinstance(dllp, bool) or not isinstance(dllp, (str, numbers.Real)):
+        raise ConfigError(f"dllp must be 'spec', 'none' or a number of bytes, got {dllp!r}")
+    if flit is not None and not isinstance(flit, bool):
+        raise ConfigError(f"flit must be True, False or None, got {flit!r}")
+    return dict(
+        gen=_whole("gen", gen),
+        width=_whole("width", width),
+        mps=_whole("mps", mps),
+        payload=_whole("payload", payload, optional=True),
+        mrrs=_whole("mrrs", mrrs),
+        rcb=_whole("rcb", rcb),
+        addressing=_whole("addressing", addressing),
+        ecrc=bool(ecrc),
+        dllp=str(dllp),
+        skp=bool(skp),
+        flit=flit,
+        completion=str(completion),
+    )
+
+
+def link_bandwidth(
+    gen: int,
+    width: int,
+    mps: int = 128,
+    payload: int | None = None,
+    mrrs: int = 512,
+    rcb: int = 64,
+    addressing: int = 64,
+    ecrc: bool = False,
+    dllp: str | float = "spec",
+    skp: bool = True,
+    flit: bool | None = None,
+    completion: str = "rcb",
+) -> LinkBandwidth:
+    """Closed-form bandwidth of one PCIe link, per direction, both directions busy.
+
+    ``payload=None`` means MPS-sized transfers. ``dllp`` is ``"spec"`` (one Ack and one
+    UpdateFC per interval of the spec's timer tables), ``"none"``, or DLLP bytes charged
+    per TLP. ``flit=None`` uses flit mode exactly where the generation requires it (Gen6+).
+    ``completion`` is ``"rcb"`` (one CplD per RCB block) or ``"mps"`` (MPS-sized CplDs).
+    Raises :class:`ConfigError` naming the allowed values on bad input.
+    """
+    args = _args(gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion)
+    return LinkBandwidth(**_core.link_bandwidth(**args))
+
+
+def message_bandwidth(
+    message: int,
+    header: int,
+    gen: int,
+    width: int,
+    payload: int = 64,
+    mps: int = 128,
+    mrrs: int = 512,
+    rcb: int = 64,
+    addressing: int = 64,
+    ecrc: bool = False,
+    dllp: str | float = "spec",
+    skp: bool = True,
+    flit: bool | None = None,
+    completion: str = "rcb",
+) -> MessageBandwidth:
+    """Payload rate of ``message`` bytes plus ``header`` bytes sent as TLPs of ``payload`` bytes.
+
+    The last, partly filled TLP of each message is sent whole (x86 write combining
+    flushes whole 64-byte lines), so a message costs ``ceil((message + header) / payload)``
+    TLPs.
+    """
+    args = _args(gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion)
+    result = _core.message_bandwidth(
+        message=_whole("message", message), header=_whole("header", header), **args
+    )
+    return MessageBandwidth(**result)

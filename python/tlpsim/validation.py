@@ -1,0 +1,93 @@
+"""The validation suite: published seed-report numbers against tlpsim's."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tlpsim import _core
+
+#: Field order of a validation row (DESIGN.md).
+ROW_FIELDS = ("system", "table", "series", "column", "unit", "published", "simulated", "error", "role")
+
+
+class ValidationReport(list):
+    """The validation rows (dicts with :data:`ROW_FIELDS`), plus the tables not modelled yet."""
+
+    def __init__(self, rows: list[dict], unmodelled_tables: list[str]):
+        super().__init__(rows)
+        self.unmodelled_tables = unmodelled_tables
+
+    def summaries(self) -> list[SystemSummary]:
+        """One accuracy summary per system, over its predicted cells."""
+        return [summarize(system, [r for r in self if r["system"] == system]) for system in _systems_in(self)]
+
+
+@dataclass(frozen=True)
+class SystemSummary:
+    """Accuracy of one system over its ``predict`` cells."""
+
+    system: str
+    predicted: int
+    calibrated: int
+    median_abs_error: float | None
+    max_abs_error: float | None
+    worst: dict | None = field(default=None, compare=False)
+
+    def line(self) -> str:
+        """The one-line summary printed after the table."""
+        if not self.predicted:
+            return f"{self.system}: no predicted cells ({self.calibrated} calibrated)"
+        return (
+            f"{self.system}: {self.predicted} predicted cells, "
+            f"median |error| {100 * self.median_abs_error:.1f} %, "
+            f"max |error| {100 * self.max_abs_error:.1f} % "
+            f"({self.worst['table']}.{self.worst['series']} @ {self.worst['column']})"
+            + (f", {self.calibrated} calibrated" if self.calibrated else "")
+        )
+
+
+def _systems_in(rows: list[dict]) -> list[str]:
+    return list(dict.fromkeys(r["system"] for r in rows))
+
+
+def summarize(system: str, rows: list[dict]) -> SystemSummary:
+    """Median and max |error| over the predicted cells of ``rows``."""
+    predicted = [r for r in rows if r["role"] == "predict"]
+    calibrated = len(rows) - len(predicted)
+    if not predicted:
+        return SystemSummary(system, 0, calibrated, None, None)
+    errors = [abs(r["error"]) for r in predicted]
+    worst = max(predicted, key=lambda r: abs(r["error"]))
+    return SystemSummary(system, len(predicted), calibrated, statistics.median(errors), max(errors), worst)
+
+
+def validate(only: str | None = None) -> ValidationReport:
+    """Every modelled published number: rows with :data:`ROW_FIELDS`.
+
+    ``only`` restricts the run to one system (``pes24n3a``, ``pes24t6``, ``ntb``,
+    ``t5220``, ``ixp12xx``); an unknown name raises :class:`tlpsim.ConfigError`.
+    """
+    rows, unmodelled = _core.validate(only)
+    return ValidationReport(rows, unmodelled)
+
+
+def write_report(report: ValidationReport, directory: Path) -> Path:
+    """Writes ``directory/report.md``: summaries, every row, and what is not modelled yet."""
+    directory.mkdir(parents=True, exist_ok=True)
+    out = directory / "report.md"
+    lines = ["# tlpsim validation report", "", "## Summary (predicted cells)", ""]
+    lines += [f"- {s.line()}" for s in report.summaries()]
+    lines += ["", "## Cells", "", "| " + " | ".join(ROW_FIELDS) + " |", "|" + "---|" * len(ROW_FIELDS)]
+    for r in report:
+        cells = [
+            r["system"], r["table"], r["series"], r["column"], r["unit"],
+            f"{r['published']:.6g}", f"{r['simulated']:.6g}", f"{100 * r['error']:+.2f} %", r["role"],
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    if report.unmodelled_tables:
+        lines += ["", "## Published tables not modelled yet", ""]
+        lines += [f"- {t}" for t in report.unmodelled_tables]
+    out.write_text("\n".join(lines) + "\n")
+    return out

@@ -1,0 +1,44 @@
+"""tlpsim validate: rows, roles, summaries, report."""
+
+import pytest
+
+import tlpsim
+
+FIELDS = ["system", "table", "series", "column", "unit", "published", "simulated", "error", "role"]
+
+
+def test_rows_have_design_fields_and_consistent_error():
+    rows = tlpsim.validate()
+    assert len(rows) >= 20
+    for row in rows:
+        assert list(row) == FIELDS
+        assert row["role"] in ("calibrate", "predict")
+        assert row["error"] == pytest.approx((row["simulated"] - row["published"]) / row["published"])
+
+
+def test_only_one_system():
+    rows = tlpsim.validate("ntb")
+    assert {r["system"] for r in rows} == {"ntb"}
+    with pytest.raises(tlpsim.ConfigError, match="pes24n3a"):
+        tlpsim.validate("nope")
+
+
+def test_summary_lines(cli):
+    proc = cli("validate")
+    assert proc.returncode == 0, proc.stderr
+    assert "ntb: 7 predicted cells, median |error|" in proc.stdout
+    assert "not modelled yet" in proc.stdout
+
+
+def test_json_and_report(cli_json, tmp_path, cli):
+    rows = cli_json("validate", "--only", "pes24t6")
+    assert rows and all(list(r) == FIELDS for r in rows)
+    proc = cli("validate", "--report", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "| pes24t6 | link_efficiency |" in text
+
+
+def test_unknown_system_exit_2(cli):
+    proc = cli("validate", "--only", "t5221")
+    assert proc.returncode == 2 and "t5220" in proc.stderr
