@@ -114,7 +114,7 @@ def link_bandwidth(
     Raises :class:`ConfigError` naming the allowed values on bad input.
     """
     args = _args(gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion)
-    return LinkBandwidth(**_core.link_bandwidth(**args))
+    return LinkBandwidth(**_core.link_bandwidth(args))
 
 
 def message_bandwidth(
@@ -140,7 +140,5 @@ def message_bandwidth(
     TLPs.
     """
     args = _args(gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion)
-    result = _core.message_bandwidth(
-        message=_whole("message", message), header=_whole("header", header), **args
-    )
+    result = _core.message_bandwidth(args, _whole("message", message), _whole("header", header))
     return MessageBandwidth(**result)

@@ -20,9 +20,10 @@ fn to_py(e: tlpsim::ConfigError) -> PyErr {
     ConfigError::new_err(e.to_string())
 }
 
-/// Builds and checks a link configuration from Python arguments.
-#[allow(clippy::too_many_arguments)]
-fn config(
+/// Link arguments as the Python wrapper passes them: a dict with every field present.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct LinkArgs {
     gen: i64,
     width: i64,
     mps: i64,
@@ -31,27 +32,32 @@ fn config(
     rcb: i64,
     addressing: i64,
     ecrc: bool,
-    dllp: &str,
+    dllp: String,
     skp: bool,
     flit: Option<bool>,
-    completion: &str,
-) -> PyResult<LinkConfig> {
-    LinkRequest {
-        gen,
-        width,
-        mps,
-        mrrs,
-        rcb,
-        payload,
-        addressing,
-        ecrc,
-        dllp: DllpPolicy::parse(dllp).map_err(to_py)?,
-        skp,
-        flit,
-        completion: CompletionSize::parse(completion).map_err(to_py)?,
+    completion: String,
+}
+
+impl LinkArgs {
+    /// Builds and checks the link configuration.
+    fn check(&self) -> PyResult<LinkConfig> {
+        LinkRequest {
+            gen: self.gen,
+            width: self.width,
+            mps: self.mps,
+            mrrs: self.mrrs,
+            rcb: self.rcb,
+            payload: self.payload,
+            addressing: self.addressing,
+            ecrc: self.ecrc,
+            dllp: DllpPolicy::parse(&self.dllp).map_err(to_py)?,
+            skp: self.skp,
+            flit: self.flit,
+            completion: CompletionSize::parse(&self.completion).map_err(to_py)?,
+        }
+        .check()
+        .map_err(to_py)
     }
-    .check()
-    .map_err(to_py)
 }
 
 fn link_dict<'py>(py: Python<'py>, bw: &LinkBandwidth) -> PyResult<Bound<'py, PyDict>> {
@@ -76,53 +82,19 @@ fn link_dict<'py>(py: Python<'py>, bw: &LinkBandwidth) -> PyResult<Bound<'py, Py
 
 /// Closed-form bandwidth of one link, as a dict of per-direction figures.
 #[pyfunction]
-#[pyo3(signature = (gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion))]
-#[allow(clippy::too_many_arguments)]
-fn link_bandwidth<'py>(
-    py: Python<'py>,
-    gen: i64,
-    width: i64,
-    mps: i64,
-    payload: Option<i64>,
-    mrrs: i64,
-    rcb: i64,
-    addressing: i64,
-    ecrc: bool,
-    dllp: &str,
-    skp: bool,
-    flit: Option<bool>,
-    completion: &str,
-) -> PyResult<Bound<'py, PyDict>> {
-    let cfg = config(
-        gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion,
-    )?;
-    link_dict(py, &cfg.bandwidth())
+fn link_bandwidth<'py>(py: Python<'py>, args: LinkArgs) -> PyResult<Bound<'py, PyDict>> {
+    link_dict(py, &args.check()?.bandwidth())
 }
 
-/// Payload rate of messages of `message` bytes plus `header` bytes cut into TLPs of `payload`.
+/// Payload rate of `message` bytes plus `header` bytes cut into TLPs of the link's payload.
 #[pyfunction]
-#[pyo3(signature = (message, header, gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion))]
-#[allow(clippy::too_many_arguments)]
 fn message_bandwidth<'py>(
     py: Python<'py>,
+    args: LinkArgs,
     message: i64,
     header: i64,
-    gen: i64,
-    width: i64,
-    mps: i64,
-    payload: Option<i64>,
-    mrrs: i64,
-    rcb: i64,
-    addressing: i64,
-    ecrc: bool,
-    dllp: &str,
-    skp: bool,
-    flit: Option<bool>,
-    completion: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let cfg = config(
-        gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion,
-    )?;
+    let cfg = args.check()?;
     let m = cfg.message(message, header).map_err(to_py)?;
     let d = PyDict::new(py);
     d.set_item("gen", cfg.gen.number())?;
