@@ -7,8 +7,10 @@
 #![warn(missing_docs)]
 
 pub mod analytic;
+pub mod engine;
 pub mod error;
 pub mod pcie;
+pub mod units;
 pub mod validation;
 
 pub use analytic::{link_bandwidth, CompletionSize, DllpPolicy, LinkBandwidth, LinkRequest};
