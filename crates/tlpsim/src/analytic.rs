@@ -28,7 +28,8 @@ pub enum DllpPolicy {
     Spec,
     /// No DLLP traffic at all.
     None,
-    /// A fixed number of DLLP bytes charged per TLP (PES24T6 Fig. 4 uses 4).
+    /// A fixed number of DLLP bytes charged per TLP (PES24T6 Fig. 4 uses 4); charged in
+    /// flit mode too, as the caller's explicit assumption.
     PerTlp(f64),
 }
 
@@ -225,8 +226,12 @@ pub struct LinkBandwidth {
     /// Byte rate after line encoding, in Gb/s.
     pub encoded_gbps: f64,
     /// Wire bytes of the write TLPs carrying one transfer (framing, header, data, ECRC).
+    ///
+    /// In flit mode there is no per-TLP framing: this is header + data (+ ECRC), and each
+    /// of those bytes costs 256/236 bytes of link time through the flit's overhead.
     pub tlp_wire_bytes: u64,
-    /// Payload rate of posted writes, in Gb/s.
+    /// Payload rate of posted writes, in Gb/s, with writes flowing both ways (so this
+    /// direction also carries the Acks and UpdateFCs for the other direction's writes).
     pub write_gbps: f64,
     /// Payload rate of DMA reads (completion data), in Gb/s.
     pub read_gbps: f64,
@@ -239,7 +244,7 @@ pub struct LinkBandwidth {
     /// Whether flit mode was used.
     pub flit: bool,
     /// Write TLPs per transfer.
-    pub write_tlps: u32,
+    pub write_tlps: u64,
     /// Which direction limits reads: `"completions"` or `"requests"`.
     pub read_limit: &'static str,
 }
@@ -305,25 +310,23 @@ impl LinkConfig {
             };
 
         // Posted writes, both directions busy: Ack + UpdateFC-P per interval.
-        let write_tlps: Vec<u32> = tlp::split(self.payload, self.mps).collect();
-        let tlp_wire_bytes: u64 = write_tlps
-            .iter()
-            .map(|&p| self.tlp_wire(TlpKind::MWr, p))
-            .sum();
-        let write_charged = tlp_wire_bytes as f64 + extra_dllp * write_tlps.len() as f64;
+        let write_tlps = tlp::pieces(self.payload, self.mps);
+        let tlp_wire_bytes = tlp::sum_over_split(self.payload, self.mps, |p| {
+            self.tlp_wire(TlpKind::MWr, p) as f64
+        }) as u64;
+        let write_charged = tlp_wire_bytes as f64 + extra_dllp * write_tlps as f64;
         let write_dllp = self.timer_dllp_fraction(2);
         let write_gbps = cap * (1.0 - write_dllp) * self.payload as f64 / write_charged * 8.0 / 1e9;
 
         // DMA reads: MRd at MRRS one way, CplD at the completion size the other way.
         let cpl = self.completion_bytes();
-        let mut cpl_wire = 0.0;
-        let mut req_wire = 0.0;
-        for req in tlp::split(self.payload, self.mrrs) {
-            req_wire += self.tlp_wire(TlpKind::MRd, 0) as f64 + extra_dllp;
-            for c in tlp::split(req as u64, cpl) {
-                cpl_wire += self.tlp_wire(TlpKind::CplD, c) as f64 + extra_dllp;
-            }
-        }
+        let req_wire = tlp::pieces(self.payload, self.mrrs) as f64
+            * (self.tlp_wire(TlpKind::MRd, 0) as f64 + extra_dllp);
+        let cpl_wire = tlp::sum_over_split(self.payload, self.mrrs, |req| {
+            tlp::sum_over_split(req as u64, cpl, |c| {
+                self.tlp_wire(TlpKind::CplD, c) as f64 + extra_dllp
+            })
+        });
         let by_cpl = cap * (1.0 - self.timer_dllp_fraction(2)) / cpl_wire;
         let by_req = cap * (1.0 - self.timer_dllp_fraction(1)) / req_wire;
         let (transfers_per_s, read_limit) = if by_cpl <= by_req {
@@ -348,7 +351,7 @@ impl LinkConfig {
             dllp_fraction: write_dllp,
             skp_fraction: self.skp_fraction(),
             flit: self.flit,
-            write_tlps: write_tlps.len() as u32,
+            write_tlps,
             read_limit,
         }
     }

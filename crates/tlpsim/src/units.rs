@@ -70,7 +70,7 @@ pub fn parse_bytes(setting: &'static str, text: &str) -> Result<u64> {
         _ => return Err(bad()),
     };
     let bytes = value * scale as f64;
-    if !(bytes.is_finite() && bytes >= 0.0 && bytes.fract() == 0.0 && bytes <= u64::MAX as f64) {
+    if !(bytes.is_finite() && bytes >= 0.0 && bytes.fract() == 0.0 && bytes < u64::MAX as f64) {
         return Err(bad());
     }
     Ok(bytes as u64)
@@ -131,7 +131,7 @@ mod tests {
         assert_eq!(parse_bytes("s", "64").unwrap(), 64);
         assert_eq!(parse_bytes("s", "2 MB").unwrap(), 2_000_000);
         assert_eq!(parse_bytes("s", "310KB").unwrap(), 310_000);
-        for bad in ["1.5B", "-4KiB", "4 KiBs", "x"] {
+        for bad in ["1.5B", "-4KiB", "4 KiBs", "x", "18446744073709551616"] {
             assert!(parse_bytes("transfer_size", bad)
                 .unwrap_err()
                 .to_string()

@@ -282,6 +282,21 @@ fn dllp_and_completion_parse() {
 }
 
 #[test]
+fn one_gib_transfer_is_closed_form_not_a_loop() {
+    let bw = LinkRequest {
+        gen: 5,
+        width: 16,
+        payload: Some(1 << 30),
+        ..LinkRequest::default()
+    }
+    .check()
+    .unwrap()
+    .bandwidth();
+    assert_eq!(bw.write_tlps, (1u64 << 30) / 128);
+    assert_eq!(bw.tlp_wire_bytes, bw.write_tlps * (128 + 16 + 8));
+}
+
+#[test]
 fn message_tlp_larger_than_mps_is_rejected() {
     let link = LinkRequest {
         payload: Some(256),

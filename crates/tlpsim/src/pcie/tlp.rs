@@ -122,6 +122,18 @@ pub fn split(total: u64, chunk: u32) -> impl Iterator<Item = u32> {
         .chain((rest > 0).then_some(rest as u32))
 }
 
+/// Sum of `cost(piece)` over the pieces of [`split`]`(total, chunk)`, in constant time.
+pub fn sum_over_split(total: u64, chunk: u32, cost: impl Fn(u32) -> f64) -> f64 {
+    let full = total / chunk as u64;
+    let rest = (total % chunk as u64) as u32;
+    full as f64 * cost(chunk) + if rest > 0 { cost(rest) } else { 0.0 }
+}
+
+/// Number of pieces [`split`]`(total, chunk)` yields.
+pub fn pieces(total: u64, chunk: u32) -> u64 {
+    total.div_ceil(chunk as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,6 +161,9 @@ mod tests {
         assert_eq!(parts.iter().map(|&p| p as u64).sum::<u64>(), 4196);
         assert_eq!(*parts.last().unwrap(), 100);
         assert_eq!(split(0, 64).count(), 0);
+        let direct: f64 = split(4196, 256).map(|p| p as f64 + 24.0).sum();
+        assert_eq!(sum_over_split(4196, 256, |p| p as f64 + 24.0), direct);
+        assert_eq!(pieces(4196, 256), 17);
     }
 
     #[test]

@@ -4,9 +4,10 @@
 //! occupies the wire for N / width symbol times (N × 256 / 236 / width in flit mode,
 //! where only 236 of each flit's 256 bytes carry TLPs). Time is integer ticks; the
 //! fraction of a tick left over by one packet is carried into the next, so a saturated
-//! wire's long-run rate is exact. An SKP ordered set is inserted after the packet during
-//! which the data time since the last one reaches the spec's interval; the excess carries
-//! over, so the long-run share of SKP equals [`Encoding::skp_fraction`].
+//! wire's long-run rate is exact. SKP ordered sets that fall due during a packet (the data
+//! time since the last one reaching the spec's interval) are sent after it, as many as fell
+//! due; the excess carries over, so the long-run share of SKP equals
+//! [`Encoding::skp_fraction`].
 
 use super::flit;
 use super::phy::{Encoding, Generation};
@@ -57,7 +58,10 @@ pub struct Wire {
 
 impl Wire {
     /// A wire of `width` lanes at `gen`; `flit` packs TLP bytes into flits; `skp` inserts SKP sets.
+    ///
+    /// `width` must be a checked lane count (see [`super::phy::check_width`]).
     pub fn new(gen: Generation, width: u32, flit: bool, skp: bool) -> Self {
+        assert!(width > 0, "Wire::new needs a checked, non-zero width");
         let sym = symbol_ticks(gen);
         let (num, den) = if flit {
             (
@@ -102,13 +106,13 @@ impl Wire {
         self.bytes += bytes as u64;
         self.free_at = end;
         if let Some((interval, length)) = self.skp {
+            // Every SKP ordered set that fell due during the packet goes out after it.
             self.data_ticks_since_skp += ticks;
-            if self.data_ticks_since_skp >= interval {
-                self.data_ticks_since_skp -= interval;
-                self.skp_ticks += length;
-                self.busy_ticks += length;
-                self.free_at = end + SimTime::from_ticks(length);
-            }
+            let due = self.data_ticks_since_skp / interval;
+            self.data_ticks_since_skp -= due * interval;
+            self.skp_ticks += due * length;
+            self.busy_ticks += due * length;
+            self.free_at = end + SimTime::from_ticks(due * length);
         }
         (start, end)
     }
@@ -149,7 +153,7 @@ mod tests {
         let bw = req.check().unwrap().bandwidth();
         let g = GENERATIONS[gen as usize - 1];
         let mut wire = Wire::new(g, width, bw.flit, skp);
-        let n = 200_000u64;
+        let n = 40_000u64;
         let mut end = SimTime::ZERO;
         for _ in 0..n {
             end = wire.send(SimTime::ZERO, bw.tlp_wire_bytes as u32).1;
@@ -162,7 +166,7 @@ mod tests {
     fn saturated_wire_matches_the_closed_form() {
         for gen in 1..=7 {
             for width in [1, 4, 8, 16, 32] {
-                for payload in [128, 256, 512] {
+                for payload in [128, 256, 512, 2048, 4096] {
                     for skp in [false, true] {
                         let (sim, closed) = saturated_write_gbps(gen, width, payload, skp);
                         let rel = (sim - closed).abs() / closed;
