@@ -275,20 +275,26 @@ impl LinkConfig {
         }
     }
 
-    /// Wire bytes charged per TLP beyond its transaction-layer bytes (framing + per-TLP DLLP).
-    fn per_tlp_overhead(&self) -> f64 {
-        let framing = if self.flit { 0 } else { TLP_FRAMING_BYTES };
-        let dllp = match self.dllp {
+    /// Framing bytes per TLP: 8 outside flit mode, none in flit mode.
+    fn framing_bytes(&self) -> u32 {
+        if self.flit {
+            0
+        } else {
+            TLP_FRAMING_BYTES
+        }
+    }
+
+    /// DLLP bytes charged per TLP (only with [`DllpPolicy::PerTlp`]).
+    fn per_tlp_dllp_bytes(&self) -> f64 {
+        match self.dllp {
             DllpPolicy::PerTlp(b) => b,
             _ => 0.0,
-        };
-        framing as f64 + dllp
+        }
     }
 
     /// Wire bytes of one TLP, excluding DLLPs charged per TLP.
     fn tlp_wire(&self, kind: TlpKind, payload: u32) -> u64 {
-        let framing = if self.flit { 0 } else { TLP_FRAMING_BYTES };
-        (tlp::tlp_bytes(kind, self.addressing, payload, self.ecrc) + framing) as u64
+        (tlp::tlp_bytes(kind, self.addressing, payload, self.ecrc) + self.framing_bytes()) as u64
     }
 
     /// Completion payload size the completer uses.
@@ -302,12 +308,7 @@ impl LinkConfig {
     /// Closed-form bandwidth of this link.
     pub fn bandwidth(&self) -> LinkBandwidth {
         let cap = self.tlp_capacity_bytes_per_s();
-        let extra_dllp = self.per_tlp_overhead()
-            - if self.flit {
-                0.0
-            } else {
-                TLP_FRAMING_BYTES as f64
-            };
+        let extra_dllp = self.per_tlp_dllp_bytes();
 
         // Posted writes, both directions busy: Ack + UpdateFC-P per interval.
         let write_tlps = tlp::pieces(self.payload, self.mps);
