@@ -21,79 +21,81 @@ fn split_number(text: &str) -> Option<(f64, &str)> {
     Some((value, t[end..].trim()))
 }
 
+/// Splits `text` into a number and a unit from `units`, returning number × the unit's scale.
+///
+/// Any failure, or a result that `accept` rejects, is a [`ConfigError`] naming `setting`,
+/// the text and `allowed`.
+fn parse_scaled(
+    setting: &'static str,
+    text: &str,
+    units: &[(&str, f64)],
+    allowed: &str,
+    accept: impl Fn(f64) -> bool,
+) -> Result<f64> {
+    let scaled = split_number(text).and_then(|(value, unit)| {
+        let (_, scale) = units.iter().find(|(u, _)| *u == unit)?;
+        Some(value * scale).filter(|v| v.is_finite() && accept(*v))
+    });
+    scaled.ok_or_else(|| ConfigError::not_allowed(setting, format!("{text:?}"), allowed))
+}
+
 /// Parses a duration: a number and one of `s`, `ms`, `us` (or `µs`), `ns`, `ps`.
 pub fn parse_duration(setting: &'static str, text: &str) -> Result<SimTime> {
-    let bad = || {
-        ConfigError::not_allowed(
-            setting,
-            format!("{text:?}"),
-            "a duration >= 0 with a unit: s, ms, us, ns, ps (e.g. \"150ns\")",
-        )
-    };
-    let (value, unit) = split_number(text).ok_or_else(bad)?;
-    let ps_per_unit = match unit {
-        "s" => 1e12,
-        "ms" => 1e9,
-        "us" | "µs" => 1e6,
-        "ns" => 1e3,
-        "ps" => 1.0,
-        _ => return Err(bad()),
-    };
-    let ps = value * ps_per_unit;
-    if !(ps.is_finite() && ps >= 0.0) || ps * SimTime::TICKS_PER_PS as f64 > u64::MAX as f64 {
-        return Err(bad());
-    }
-    Ok(SimTime::from_ticks(
-        (ps * SimTime::TICKS_PER_PS as f64).round() as u64,
-    ))
+    let ticks_per_ps = SimTime::TICKS_PER_PS as f64;
+    let ps = parse_scaled(
+        setting,
+        text,
+        &[
+            ("s", 1e12),
+            ("ms", 1e9),
+            ("us", 1e6),
+            ("µs", 1e6),
+            ("ns", 1e3),
+            ("ps", 1.0),
+        ],
+        "a duration >= 0 with a unit: s, ms, us, ns, ps (e.g. \"150ns\")",
+        |ps| ps >= 0.0 && ps * ticks_per_ps < u64::MAX as f64,
+    )?;
+    Ok(SimTime::from_ticks((ps * ticks_per_ps).round() as u64))
 }
 
 /// Parses a byte count: a whole number with an optional unit `B`, `KiB`, `MiB`, `GiB`,
 /// `KB`, `MB`, `GB` (decimal), or none (bytes).
 pub fn parse_bytes(setting: &'static str, text: &str) -> Result<u64> {
-    let bad = || {
-        ConfigError::not_allowed(
-            setting,
-            format!("{text:?}"),
-            "a whole number of bytes, optionally with B, KiB, MiB, GiB, KB, MB or GB (e.g. \"4KiB\")",
-        )
-    };
-    let (value, unit) = split_number(text).ok_or_else(bad)?;
-    let scale: u64 = match unit {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        "KB" | "kB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        _ => return Err(bad()),
-    };
-    let bytes = value * scale as f64;
-    if !(bytes.is_finite() && bytes >= 0.0 && bytes.fract() == 0.0 && bytes < u64::MAX as f64) {
-        return Err(bad());
-    }
+    let bytes = parse_scaled(
+        setting,
+        text,
+        &[
+            ("", 1.0),
+            ("B", 1.0),
+            ("KiB", 1024.0),
+            ("MiB", 1048576.0),
+            ("GiB", 1073741824.0),
+            ("KB", 1e3),
+            ("kB", 1e3),
+            ("MB", 1e6),
+            ("GB", 1e9),
+        ],
+        "a whole number of bytes, optionally with B, KiB, MiB, GiB, KB, MB or GB (e.g. \"4KiB\")",
+        |b| b >= 0.0 && b.fract() == 0.0 && b < u64::MAX as f64,
+    )?;
     Ok(bytes as u64)
 }
 
 /// Parses a per-lane signalling rate "2.5GT/s" into a generation number (1–7).
 pub fn parse_gt_per_s(setting: &'static str, text: &str) -> Result<u32> {
-    let bad = || {
-        ConfigError::not_allowed(
-            setting,
-            format!("{text:?}"),
-            "2.5GT/s, 5GT/s, 8GT/s, 16GT/s, 32GT/s, 64GT/s, 128GT/s",
-        )
-    };
-    let (value, unit) = split_number(text).ok_or_else(bad)?;
-    if unit != "GT/s" {
-        return Err(bad());
-    }
-    crate::pcie::phy::GENERATIONS
+    let gens = crate::pcie::phy::GENERATIONS;
+    let rate = parse_scaled(
+        setting,
+        text,
+        &[("GT/s", 1.0)],
+        "2.5GT/s, 5GT/s, 8GT/s, 16GT/s, 32GT/s, 64GT/s, 128GT/s",
+        |r| gens.iter().any(|g| g.gt_per_s() == r),
+    )?;
+    Ok(gens
         .iter()
-        .find(|g| g.gt_per_s() == value)
-        .map(|g| g.number())
-        .ok_or_else(bad)
+        .find(|g| g.gt_per_s() == rate)
+        .map_or(0, |g| g.number()))
 }
 
 #[cfg(test)]
