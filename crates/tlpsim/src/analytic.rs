@@ -13,7 +13,7 @@
 //!   no UpdateFC-Cpl flows). Read rate is the lower of the two directions' limits.
 
 use crate::error::{ConfigError, Result};
-use crate::pcie::dll::{spec_dllp_fraction, TLP_FRAMING_BYTES};
+use crate::pcie::dll::{spec_dllp_fraction, DLLP_BYTES, TLP_FRAMING_BYTES};
 use crate::pcie::flit;
 use crate::pcie::phy::{self, Generation};
 use crate::pcie::tlp::{self, Addressing, TlpKind};
@@ -328,8 +328,24 @@ impl LinkConfig {
                 self.tlp_wire(TlpKind::CplD, c) as f64 + extra_dllp
             })
         });
-        let by_cpl = cap * (1.0 - self.timer_dllp_fraction(2)) / cpl_wire;
-        let by_req = cap * (1.0 - self.timer_dllp_fraction(1)) / req_wire;
+        // Timer-driven DLLPs go at most once per interval and at most once per TLP they
+        // answer: the completion direction carries Ack + UpdateFC-NP for the requests, the
+        // request direction an Ack for the completions. Whichever is rarer sets the cost.
+        let n_req = tlp::pieces(self.payload, self.mrrs) as f64;
+        let n_cpl = tlp::sum_over_split(self.payload, self.mrrs, |req| {
+            tlp::pieces(req as u64, cpl) as f64
+        });
+        let answered = |wire: f64, dllps: u32, answered_tlps: f64| {
+            let by_timer = cap * (1.0 - self.timer_dllp_fraction(dllps)) / wire;
+            if self.timer_dllp_fraction(dllps) > 0.0 {
+                let per_tlp = (dllps * DLLP_BYTES) as f64 * answered_tlps;
+                by_timer.max(cap / (wire + per_tlp))
+            } else {
+                by_timer
+            }
+        };
+        let by_cpl = answered(cpl_wire, 2, n_req);
+        let by_req = answered(req_wire, 1, n_cpl);
         let (transfers_per_s, read_limit) = if by_cpl <= by_req {
             (by_cpl, "completions")
         } else {

@@ -9,7 +9,10 @@
 pub mod analytic;
 pub mod engine;
 pub mod error;
+pub mod fabric;
 pub mod pcie;
+pub mod scenario;
+pub mod sim;
 pub mod units;
 pub mod validation;
 

@@ -82,6 +82,26 @@ pub fn parse_bytes(setting: &'static str, text: &str) -> Result<u64> {
     Ok(bytes as u64)
 }
 
+/// Parses a data rate into bytes per second: a number and one of `GB/s`, `MB/s`, `KB/s`,
+/// `B/s` (decimal bytes) or `Gb/s`, `Mb/s` (bits).
+pub fn parse_bandwidth(setting: &'static str, text: &str) -> Result<f64> {
+    parse_scaled(
+        setting,
+        text,
+        &[
+            ("GB/s", 1e9),
+            ("MB/s", 1e6),
+            ("KB/s", 1e3),
+            ("B/s", 1.0),
+            ("Gb/s", 1e9 / 8.0),
+            ("Gbps", 1e9 / 8.0),
+            ("Mb/s", 1e6 / 8.0),
+        ],
+        "a rate > 0 with a unit: GB/s, MB/s, KB/s, B/s, Gb/s, Mb/s (e.g. \"2.5GB/s\")",
+        |r| r > 0.0,
+    )
+}
+
 /// Parses a per-lane signalling rate "2.5GT/s" into a generation number (1–7).
 pub fn parse_gt_per_s(setting: &'static str, text: &str) -> Result<u32> {
     let gens = crate::pcie::phy::GENERATIONS;

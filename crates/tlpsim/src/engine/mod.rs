@@ -4,6 +4,7 @@
 //! events at the same time run in the order they were scheduled.
 
 pub mod queue;
+pub mod rng;
 pub mod time;
 
 pub use queue::EventQueue;

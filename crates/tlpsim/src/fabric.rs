@@ -1,0 +1,238 @@
+//! A checked system: the nodes, links, host bridges and workloads a scenario describes, with
+//! every value validated and every name resolved to an index.
+//!
+//! [`crate::scenario`] builds it from a TOML file; [`crate::sim`] runs it.
+
+use crate::engine::rng::Latency;
+use crate::engine::SimTime;
+use crate::pcie::phy::Generation;
+use crate::pcie::tlp::Addressing;
+
+/// Index of a node in [`System::nodes`].
+pub type NodeId = usize;
+
+/// Flow-control credit types, in the order of [`Credits`]' array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreditType {
+    /// Posted request headers.
+    Ph = 0,
+    /// Posted request data (16-byte units).
+    Pd = 1,
+    /// Non-posted request headers.
+    Nph = 2,
+    /// Non-posted request data.
+    Npd = 3,
+    /// Completion headers.
+    CplH = 4,
+    /// Completion data.
+    CplD = 5,
+}
+
+/// The six credit types, indexable by `CreditType as usize`.
+pub const CREDIT_TYPES: [CreditType; 6] = [
+    CreditType::Ph,
+    CreditType::Pd,
+    CreditType::Nph,
+    CreditType::Npd,
+    CreditType::CplH,
+    CreditType::CplD,
+];
+
+impl CreditType {
+    /// The spec's name: PH, PD, NPH, NPD, CplH, CplD.
+    pub fn name(self) -> &'static str {
+        ["PH", "PD", "NPH", "NPD", "CplH", "CplD"][self as usize]
+    }
+}
+
+/// Credits a receiving port advertises per type; `None` is infinite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Credits(pub [Option<u32>; 6]);
+
+/// How a switch forwards a TLP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forwarding {
+    /// Start sending on the egress port once the header is in (unless the egress is faster).
+    CutThrough,
+    /// Receive the whole TLP first.
+    StoreAndForward,
+}
+
+/// A switch's internal fabric.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Core {
+    /// Non-blocking: only egress ports contend.
+    Crossbar,
+    /// One shared bus every TLP crosses, at this many bytes per second.
+    SharedBus(f64),
+}
+
+/// Which ingress port an egress port serves next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Arbitration {
+    /// One TLP per ingress port in turn.
+    RoundRobin,
+    /// `weights[port]` TLPs per turn (ports in [`NodeSpec::ports`] order).
+    Weighted(Vec<u32>),
+}
+
+/// Completion sizes a completer uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompletionRule {
+    /// One completion per RCB-aligned block.
+    Rcb,
+    /// Completions up to MPS, split at RCB-aligned addresses.
+    Mps,
+}
+
+/// What a node is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeKind {
+    /// A root complex: completer for memory reads, sink for memory writes.
+    RootComplex {
+        /// Request to first data of the memory.
+        read_latency: Latency,
+        /// Memory bandwidth shared by read data and write data (bytes/s), if limited.
+        memory_bandwidth: Option<f64>,
+        /// The host bridge the memory traffic crosses, if any.
+        host_bridge: Option<usize>,
+        /// Completion sizing.
+        completion: CompletionRule,
+    },
+    /// A switch.
+    Switch {
+        /// Cut-through or store-and-forward.
+        forwarding: Forwarding,
+        /// Port-to-port latency.
+        latency: SimTime,
+        /// Latency where the narrower of the two ports has this width.
+        latency_by_width: Vec<(u32, SimTime)>,
+        /// Internal fabric.
+        core: Core,
+        /// Egress arbitration.
+        arbitration: Arbitration,
+    },
+    /// An endpoint (a DMA engine).
+    Endpoint {
+        /// Read requests it may have outstanding (tags).
+        tags: u32,
+    },
+}
+
+/// One node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeSpec {
+    /// Its name in the scenario.
+    pub name: String,
+    /// What it is.
+    pub kind: NodeKind,
+    /// Credits each of its ingress ports advertises.
+    pub credits: Credits,
+}
+
+/// One link, upstream node first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkSpec {
+    /// "up-down".
+    pub name: String,
+    /// Upstream node.
+    pub up: NodeId,
+    /// Downstream node.
+    pub down: NodeId,
+    /// Generation.
+    pub gen: Generation,
+    /// Lanes.
+    pub width: u32,
+    /// Flit mode.
+    pub flit: bool,
+    /// SKP ordered sets sent.
+    pub skp: bool,
+    /// One-way propagation delay.
+    pub propagation: SimTime,
+    /// Bit error rate applied to TLPs and DLLPs.
+    pub ber: f64,
+    /// Replay buffer capacity in bytes.
+    pub replay_buffer: u32,
+}
+
+/// A bandwidth-capped, latency-adding hop between root complexes and memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostBridgeSpec {
+    /// Its name.
+    pub name: String,
+    /// Bytes per second, shared by every root complex behind it, both directions.
+    pub bandwidth: f64,
+    /// Latency added each way.
+    pub latency: SimTime,
+}
+
+/// What a DMA workload moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DmaDirection {
+    /// Reads from the target's memory (MRd out, CplD back).
+    Read,
+    /// Writes to the target's memory (MWr).
+    Write,
+    /// Both at once.
+    Both,
+}
+
+/// A DMA workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadSpec {
+    /// Its name (the flow's name in results).
+    pub name: String,
+    /// The node that issues the requests.
+    pub source: NodeId,
+    /// The node whose memory is read or written.
+    pub target: NodeId,
+    /// Read, write or both.
+    pub direction: DmaDirection,
+    /// Bytes per transfer.
+    pub transfer_size: u64,
+    /// Transfers in flight at once (per direction).
+    pub outstanding: u32,
+}
+
+/// Transaction-layer settings shared by the whole system.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PcieSettings {
+    /// Max_Payload_Size.
+    pub mps: u32,
+    /// Max_Read_Request_Size.
+    pub mrrs: u32,
+    /// Read completion boundary.
+    pub rcb: u32,
+    /// Memory request addressing.
+    pub addressing: Addressing,
+    /// ECRC on every TLP.
+    pub ecrc: bool,
+}
+
+/// A checked, runnable system.
+#[derive(Debug, Clone, PartialEq)]
+pub struct System {
+    /// Simulated time to run, warmup included.
+    pub duration: SimTime,
+    /// Time before statistics start.
+    pub warmup: SimTime,
+    /// RNG seed.
+    pub seed: u64,
+    /// Transaction-layer settings.
+    pub pcie: PcieSettings,
+    /// Nodes.
+    pub nodes: Vec<NodeSpec>,
+    /// Links.
+    pub links: Vec<LinkSpec>,
+    /// Host bridges.
+    pub host_bridges: Vec<HostBridgeSpec>,
+    /// Workloads.
+    pub workloads: Vec<WorkloadSpec>,
+}
+
+impl System {
+    /// The index of the node called `name`.
+    pub fn node(&self, name: &str) -> Option<NodeId> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+}

@@ -1,0 +1,962 @@
+//! Scenario files: the TOML format users write, its JSON Schema, and the checks that turn a
+//! file into a runnable [`System`].
+//!
+//! Every error names the file, the section or key, what is wrong and what is allowed; the
+//! TOML types reject unknown keys. Defaults for values the file leaves out are the
+//! `DEFAULT_*` constants below.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::engine::rng::Latency;
+use crate::engine::SimTime;
+use crate::error::ConfigError;
+use crate::fabric::{
+    Arbitration, CompletionRule, Core, Credits, DmaDirection, Forwarding, HostBridgeSpec, LinkSpec,
+    NodeId, NodeKind, NodeSpec, PcieSettings, System, WorkloadSpec,
+};
+use crate::pcie::phy::{self, Generation};
+use crate::pcie::tlp::{self, Addressing};
+use crate::units;
+
+/// Credits an endpoint advertises unless told otherwise: PH, PD, NPH, NPD (CplH/CplD
+/// infinite, as the spec requires of endpoints).
+pub const DEFAULT_ENDPOINT_CREDITS: [Option<u32>; 6] =
+    [Some(32), Some(512), Some(32), Some(32), None, None];
+/// Credits a root port advertises unless told otherwise (completions infinite).
+pub const DEFAULT_ROOT_CREDITS: [Option<u32>; 6] =
+    [Some(64), Some(1024), Some(64), Some(64), None, None];
+/// Credits a switch port advertises unless told otherwise (16 KiB of data per type).
+pub const DEFAULT_SWITCH_CREDITS: [Option<u32>; 6] = [
+    Some(64),
+    Some(1024),
+    Some(64),
+    Some(64),
+    Some(64),
+    Some(1024),
+];
+/// Replay buffer bytes unless told otherwise.
+pub const DEFAULT_REPLAY_BUFFER: &str = "16KiB";
+/// Read tags an endpoint has unless told otherwise.
+pub const DEFAULT_TAGS: u32 = 32;
+/// Transfers a DMA workload keeps in flight unless told otherwise.
+pub const DEFAULT_OUTSTANDING: u32 = 4;
+
+/// A scenario file that could not be used: where, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioError {
+    /// The file's path, or `<text>` for a string.
+    pub origin: String,
+    /// One line: the key or section, the problem, what is allowed.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.origin, self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// `[simulation]`: how long to run and the seed.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimulationSection {
+    /// Simulated time including warmup, e.g. "200us" (default "100us").
+    pub duration: Option<String>,
+    /// Time before statistics start, e.g. "20us" (default 10 % of duration).
+    pub warmup: Option<String>,
+    /// RNG seed (default 1).
+    pub seed: Option<u64>,
+}
+
+/// `[pcie]`: defaults for every link and device.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PcieSection {
+    /// Max_Payload_Size in bytes (128–4096, default 128).
+    pub mps: Option<i64>,
+    /// Max_Read_Request_Size in bytes (128–4096, default 512).
+    pub mrrs: Option<i64>,
+    /// Read completion boundary in bytes (64 or 128, default 64).
+    pub rcb: Option<i64>,
+    /// Address bits of memory requests (32 or 64, default 64).
+    pub addressing: Option<i64>,
+    /// ECRC on every TLP (default false).
+    pub ecrc: Option<bool>,
+    /// Default generation of links (1–7, default 1).
+    pub gen: Option<i64>,
+    /// Default lane width of links (default 1).
+    pub width: Option<i64>,
+    /// Default SKP ordered sets on links (default true).
+    pub skp: Option<bool>,
+    /// Default bit error rate of links (default 0).
+    pub ber: Option<f64>,
+    /// Default one-way propagation delay of links (default "0ns").
+    pub propagation: Option<String>,
+    /// Default replay buffer of links (default "16KiB").
+    pub replay_buffer: Option<String>,
+}
+
+/// A latency as written: "500ns", or a table naming a distribution.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum LatencyValue {
+    /// A fixed value such as "500ns".
+    Fixed(String),
+    /// `{ distribution = "uniform", min = "400ns", max = "600ns" }` or
+    /// `{ distribution = "exponential", min = "300ns", mean = "500ns" }`.
+    Distribution(DistributionSection),
+}
+
+/// A latency distribution.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DistributionSection {
+    /// "uniform" or "exponential".
+    pub distribution: String,
+    /// Smallest value.
+    pub min: String,
+    /// Largest value (uniform).
+    pub max: Option<String>,
+    /// Mean value (exponential).
+    pub mean: Option<String>,
+}
+
+/// A credit count as written: a number or "infinite".
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum CreditValue {
+    /// Credits (headers, or 16-byte data units).
+    Count(i64),
+    /// "infinite".
+    Word(String),
+}
+
+/// Advertised credits of a device's ingress ports.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreditsSection {
+    /// Posted headers.
+    pub ph: Option<CreditValue>,
+    /// Posted data, 16-byte units.
+    pub pd: Option<CreditValue>,
+    /// Non-posted headers.
+    pub nph: Option<CreditValue>,
+    /// Non-posted data.
+    pub npd: Option<CreditValue>,
+    /// Completion headers.
+    pub cplh: Option<CreditValue>,
+    /// Completion data.
+    pub cpld: Option<CreditValue>,
+}
+
+/// `[[root_complex]]`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RootComplexSection {
+    /// Unique node name.
+    pub name: String,
+    /// Memory read latency (default "500ns").
+    pub memory_read_latency: Option<LatencyValue>,
+    /// Memory bandwidth shared by reads and writes, e.g. "2.5GB/s" (default unlimited).
+    pub memory_bandwidth: Option<String>,
+    /// Name of a `[[host_bridge]]` between this root complex and memory.
+    pub host_bridge: Option<String>,
+    /// Completion sizes: "rcb" (one per RCB block, default) or "mps".
+    pub completion: Option<String>,
+    /// Credits its root ports advertise.
+    pub credits: Option<CreditsSection>,
+}
+
+/// `[[switch]]`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchSection {
+    /// Unique node name.
+    pub name: String,
+    /// "cut-through" (default) or "store-and-forward".
+    pub forwarding: Option<String>,
+    /// Port-to-port latency (default "150ns").
+    pub latency: Option<String>,
+    /// Latency by the narrower port's width, e.g. { 4 = "200ns" }.
+    pub latency_by_width: Option<BTreeMap<String, String>>,
+    /// "crossbar" (default) or "shared-bus".
+    pub core: Option<String>,
+    /// Bandwidth of a shared-bus core, e.g. "4GB/s".
+    pub core_bandwidth: Option<String>,
+    /// "round-robin" (default) or "weighted".
+    pub arbitration: Option<String>,
+    /// Weighted arbitration: TLPs per turn by neighbour node name.
+    pub weights: Option<BTreeMap<String, i64>>,
+    /// Credits every port advertises.
+    pub credits: Option<CreditsSection>,
+}
+
+/// `[[endpoint]]`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSection {
+    /// Unique node name.
+    pub name: String,
+    /// "dma".
+    pub kind: String,
+    /// Read tags (default 32).
+    pub tags: Option<i64>,
+    /// Credits it advertises.
+    pub credits: Option<CreditsSection>,
+}
+
+/// `[[host_bridge]]`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HostBridgeSection {
+    /// Unique name.
+    pub name: String,
+    /// Bandwidth shared by every root complex behind it, e.g. "2.5GB/s".
+    pub bandwidth: String,
+    /// Latency added each way (default "0ns").
+    pub latency: Option<String>,
+}
+
+/// `[[link]]`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSection {
+    /// [upstream node, downstream node].
+    pub between: Vec<String>,
+    /// Generation 1–7 (default from [pcie]).
+    pub gen: Option<i64>,
+    /// Rate instead of gen, e.g. "8GT/s".
+    pub rate: Option<String>,
+    /// Lanes: 1, 2, 4, 8, 12, 16, 32.
+    pub width: Option<i64>,
+    /// One-way propagation delay.
+    pub propagation: Option<String>,
+    /// Bit error rate, e.g. 1e-9.
+    pub ber: Option<f64>,
+    /// Replay buffer size, e.g. "8KiB".
+    pub replay_buffer: Option<String>,
+    /// SKP ordered sets.
+    pub skp: Option<bool>,
+    /// Flit mode (on by default at Gen6+).
+    pub flit: Option<bool>,
+}
+
+/// `[[workload]]`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSection {
+    /// Unique flow name.
+    pub name: String,
+    /// "dma".
+    pub kind: String,
+    /// The endpoint (or root complex, writes only) issuing the requests.
+    pub endpoint: String,
+    /// Whose memory: default the root complex above the endpoint.
+    pub target: Option<String>,
+    /// "read", "write" or "both".
+    pub direction: String,
+    /// Bytes per transfer, e.g. "4KiB".
+    pub transfer_size: String,
+    /// Transfers in flight (default 4).
+    pub outstanding: Option<i64>,
+}
+
+/// A whole scenario file.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// Run length and seed.
+    pub simulation: Option<SimulationSection>,
+    /// System-wide PCIe defaults.
+    pub pcie: Option<PcieSection>,
+    /// Root complexes.
+    #[serde(default)]
+    pub root_complex: Vec<RootComplexSection>,
+    /// Switches.
+    #[serde(default)]
+    pub switch: Vec<SwitchSection>,
+    /// Endpoints.
+    #[serde(default)]
+    pub endpoint: Vec<EndpointSection>,
+    /// Host bridges.
+    #[serde(default)]
+    pub host_bridge: Vec<HostBridgeSection>,
+    /// Links (a tree: every node but a root complex has one upstream link).
+    #[serde(default)]
+    pub link: Vec<LinkSection>,
+    /// Workloads.
+    #[serde(default)]
+    pub workload: Vec<WorkloadSection>,
+}
+
+/// The JSON Schema of the scenario format, generated from [`ScenarioFile`].
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(ScenarioFile);
+    serde_json::to_string_pretty(&schema).unwrap_or_default()
+}
+
+/// Parses and checks scenario text; `origin` names it in errors.
+pub fn load_str(text: &str, origin: &str) -> Result<System, ScenarioError> {
+    let fail = |message: String| ScenarioError {
+        origin: origin.to_string(),
+        message,
+    };
+    let file: ScenarioFile = toml::from_str(text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let msg = e.message().trim().replace('\n', " ");
+        fail(match line {
+            Some(l) => format!("line {l}: {msg}"),
+            None => msg,
+        })
+    })?;
+    build(&file).map_err(fail)
+}
+
+/// Reads, parses and checks a scenario file.
+pub fn load_path(path: &std::path::Path) -> Result<System, ScenarioError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        origin: origin.clone(),
+        message: format!("cannot read the file: {e}"),
+    })?;
+    load_str(&text, &origin)
+}
+
+/// `where: error`.
+fn at(place: &str) -> impl Fn(ConfigError) -> String + '_ {
+    move |e| format!("{place}: {e}")
+}
+
+fn duration(
+    place: &str,
+    key: &'static str,
+    v: &Option<String>,
+    default: &str,
+) -> Result<SimTime, String> {
+    units::parse_duration(key, v.as_deref().unwrap_or(default)).map_err(at(place))
+}
+
+fn latency(place: &str, v: &Option<LatencyValue>, default: &str) -> Result<Latency, String> {
+    let key = "memory_read_latency";
+    match v {
+        None => Ok(Latency::Fixed(
+            units::parse_duration(key, default).map_err(at(place))?,
+        )),
+        Some(LatencyValue::Fixed(s)) => Ok(Latency::Fixed(
+            units::parse_duration(key, s).map_err(at(place))?,
+        )),
+        Some(LatencyValue::Distribution(d)) => {
+            let min = units::parse_duration("min", &d.min).map_err(at(place))?;
+            let need = |name: &'static str, v: &Option<String>| -> Result<SimTime, String> {
+                let s = v.as_ref().ok_or_else(|| {
+                    format!(
+                        "{place}: {key}: a {} distribution needs `{name}`",
+                        d.distribution
+                    )
+                })?;
+                units::parse_duration(name, s).map_err(at(place))
+            };
+            let lat = match d.distribution.as_str() {
+                "uniform" => Latency::Uniform {
+                    min,
+                    max: need("max", &d.max)?,
+                },
+                "exponential" => Latency::Exponential {
+                    min,
+                    mean: need("mean", &d.mean)?,
+                },
+                other => {
+                    return Err(at(place)(ConfigError::not_allowed(
+                        "distribution",
+                        format!("{other:?}"),
+                        "uniform, exponential",
+                    )))
+                }
+            };
+            let (lo, hi) = match lat {
+                Latency::Uniform { min, max } => (min, max),
+                Latency::Exponential { min, mean } => (min, mean),
+                Latency::Fixed(t) => (t, t),
+            };
+            if hi < lo {
+                return Err(format!(
+                    "{place}: {key}: the upper value must not be below `min`"
+                ));
+            }
+            Ok(lat)
+        }
+    }
+}
+
+fn credits(
+    place: &str,
+    v: &Option<CreditsSection>,
+    default: [Option<u32>; 6],
+) -> Result<Credits, String> {
+    let mut out = default;
+    if let Some(c) = v {
+        let given = [&c.ph, &c.pd, &c.nph, &c.npd, &c.cplh, &c.cpld];
+        let names = ["ph", "pd", "nph", "npd", "cplh", "cpld"];
+        for (i, g) in given.iter().enumerate() {
+            out[i] = match g {
+                None => out[i],
+                Some(CreditValue::Word(w)) if w == "infinite" => None,
+                Some(CreditValue::Count(n)) if (1..=1 << 20).contains(n) => Some(*n as u32),
+                Some(other) => {
+                    let shown = match other {
+                        CreditValue::Count(n) => n.to_string(),
+                        CreditValue::Word(w) => format!("{w:?}"),
+                    };
+                    return Err(format!(
+                        "{place}: credits.{} {shown} is not allowed; allowed: 1 to 1048576, or \"infinite\"",
+                        names[i]
+                    ));
+                }
+            }
+        }
+    }
+    Ok(Credits(out))
+}
+
+fn words<T: Copy>(
+    place: &str,
+    key: &'static str,
+    v: &Option<String>,
+    choices: &[(&str, T)],
+) -> Result<T, String> {
+    let text = v.as_deref().unwrap_or(choices[0].0);
+    choices
+        .iter()
+        .find(|(w, _)| *w == text)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            let allowed: Vec<&str> = choices.iter().map(|(w, _)| *w).collect();
+            at(place)(ConfigError::not_allowed(
+                key,
+                format!("{text:?}"),
+                allowed.join(", "),
+            ))
+        })
+}
+
+/// Checks a parsed file and resolves its names.
+fn build(f: &ScenarioFile) -> Result<System, String> {
+    let sim = f.simulation.clone().unwrap_or_default();
+    let duration_t = duration("[simulation]", "duration", &sim.duration, "100us")?;
+    if duration_t == SimTime::ZERO {
+        return Err("[simulation]: duration must be greater than 0".into());
+    }
+    let warmup_t = match &sim.warmup {
+        Some(_) => duration("[simulation]", "warmup", &sim.warmup, "0ns")?,
+        None => SimTime::from_ticks(duration_t.ticks() / 10),
+    };
+    if warmup_t >= duration_t {
+        return Err(format!(
+            "[simulation]: warmup ({warmup_t}) must be shorter than duration ({duration_t})"
+        ));
+    }
+    let p = f.pcie.clone().unwrap_or_default();
+    let place = "[pcie]";
+    let pcie = PcieSettings {
+        mps: tlp::check_size("mps", p.mps.unwrap_or(128)).map_err(at(place))?,
+        mrrs: tlp::check_size("mrrs", p.mrrs.unwrap_or(512)).map_err(at(place))?,
+        rcb: tlp::check_rcb(p.rcb.unwrap_or(64)).map_err(at(place))?,
+        addressing: Addressing::from_bits(p.addressing.unwrap_or(64)).map_err(at(place))?,
+        ecrc: p.ecrc.unwrap_or(false),
+    };
+    let default_gen = Generation::from_number(p.gen.unwrap_or(1)).map_err(at(place))?;
+    let default_width = phy::check_width(p.width.unwrap_or(1)).map_err(at(place))?;
+    let default_ber = check_ber(place, p.ber.unwrap_or(0.0))?;
+    let default_prop = duration(place, "propagation", &p.propagation, "0ns")?;
+    let default_replay = replay_buffer(place, &p.replay_buffer, DEFAULT_REPLAY_BUFFER)?;
+
+    // Host bridges first: root complexes name them.
+    let mut host_bridges = Vec::new();
+    for (i, b) in f.host_bridge.iter().enumerate() {
+        let place = format!("[[host_bridge]] {} ({})", i + 1, b.name);
+        if f.host_bridge[..i].iter().any(|o| o.name == b.name) {
+            return Err(format!("{place}: the name {:?} is used twice", b.name));
+        }
+        host_bridges.push(HostBridgeSpec {
+            name: b.name.clone(),
+            bandwidth: units::parse_bandwidth("bandwidth", &b.bandwidth).map_err(at(&place))?,
+            latency: duration(&place, "latency", &b.latency, "0ns")?,
+        });
+    }
+
+    let mut nodes: Vec<NodeSpec> = Vec::new();
+    let add = |nodes: &mut Vec<NodeSpec>, place: &str, node: NodeSpec| -> Result<(), String> {
+        if nodes.iter().any(|n| n.name == node.name) {
+            return Err(format!(
+                "{place}: the node name {:?} is used twice",
+                node.name
+            ));
+        }
+        nodes.push(node);
+        Ok(())
+    };
+    for (i, rc) in f.root_complex.iter().enumerate() {
+        let place = format!("[[root_complex]] {} ({})", i + 1, rc.name);
+        let host_bridge =
+            match &rc.host_bridge {
+                None => None,
+                Some(name) => {
+                    Some(
+                        host_bridges
+                            .iter()
+                            .position(|b| &b.name == name)
+                            .ok_or_else(|| {
+                                let known: Vec<&str> =
+                                    host_bridges.iter().map(|b| b.name.as_str()).collect();
+                                format!(
+                    "{place}: host_bridge {name:?} is not a [[host_bridge]]; known: {}",
+                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                )
+                            })?,
+                    )
+                }
+            };
+        let kind = NodeKind::RootComplex {
+            read_latency: latency(&place, &rc.memory_read_latency, "500ns")?,
+            memory_bandwidth: match &rc.memory_bandwidth {
+                None => None,
+                Some(s) => Some(units::parse_bandwidth("memory_bandwidth", s).map_err(at(&place))?),
+            },
+            host_bridge,
+            completion: words(
+                &place,
+                "completion",
+                &rc.completion,
+                &[("rcb", CompletionRule::Rcb), ("mps", CompletionRule::Mps)],
+            )?,
+        };
+        let credits = credits(&place, &rc.credits, DEFAULT_ROOT_CREDITS)?;
+        add(
+            &mut nodes,
+            &place,
+            NodeSpec {
+                name: rc.name.clone(),
+                kind,
+                credits,
+            },
+        )?;
+    }
+    let mut switch_weights = Vec::new();
+    for (i, sw) in f.switch.iter().enumerate() {
+        let place = format!("[[switch]] {} ({})", i + 1, sw.name);
+        let forwarding = words(
+            &place,
+            "forwarding",
+            &sw.forwarding,
+            &[
+                ("cut-through", Forwarding::CutThrough),
+                ("store-and-forward", Forwarding::StoreAndForward),
+            ],
+        )?;
+        let mut latency_by_width = Vec::new();
+        for (w, l) in sw.latency_by_width.iter().flatten() {
+            let width = w
+                .parse::<i64>()
+                .map_err(|_| format!("{place}: latency_by_width key {w:?} is not a lane width; allowed: 1, 2, 4, 8, 12, 16, 32"))
+                .and_then(|n| phy::check_width(n).map_err(at(&place)))?;
+            latency_by_width.push((
+                width,
+                units::parse_duration("latency_by_width", l).map_err(at(&place))?,
+            ));
+        }
+        let core = match words(
+            &place,
+            "core",
+            &sw.core,
+            &[("crossbar", false), ("shared-bus", true)],
+        )? {
+            false if sw.core_bandwidth.is_some() => {
+                return Err(format!(
+                    "{place}: core_bandwidth needs core = \"shared-bus\""
+                ))
+            }
+            false => Core::Crossbar,
+            true => Core::SharedBus(
+                units::parse_bandwidth(
+                    "core_bandwidth",
+                    sw.core_bandwidth.as_deref().ok_or_else(|| {
+                        format!(
+                            "{place}: core = \"shared-bus\" needs core_bandwidth (e.g. \"4GB/s\")"
+                        )
+                    })?,
+                )
+                .map_err(at(&place))?,
+            ),
+        };
+        let weighted = words(
+            &place,
+            "arbitration",
+            &sw.arbitration,
+            &[("round-robin", false), ("weighted", true)],
+        )?;
+        if !weighted && sw.weights.is_some() {
+            return Err(format!("{place}: weights need arbitration = \"weighted\""));
+        }
+        switch_weights.push((
+            nodes.len(),
+            weighted,
+            sw.weights.clone().unwrap_or_default(),
+            place.clone(),
+        ));
+        let kind = NodeKind::Switch {
+            forwarding,
+            latency: duration(&place, "latency", &sw.latency, "150ns")?,
+            latency_by_width,
+            core,
+            arbitration: Arbitration::RoundRobin,
+        };
+        let credits = credits(&place, &sw.credits, DEFAULT_SWITCH_CREDITS)?;
+        add(
+            &mut nodes,
+            &place,
+            NodeSpec {
+                name: sw.name.clone(),
+                kind,
+                credits,
+            },
+        )?;
+    }
+    for (i, ep) in f.endpoint.iter().enumerate() {
+        let place = format!("[[endpoint]] {} ({})", i + 1, ep.name);
+        if ep.kind != "dma" {
+            return Err(at(&place)(ConfigError::not_allowed(
+                "kind",
+                format!("{:?}", ep.kind),
+                "dma",
+            )));
+        }
+        let tags = match ep.tags {
+            None => DEFAULT_TAGS,
+            Some(t) if (1..=16384).contains(&t) => t as u32,
+            Some(t) => {
+                return Err(at(&place)(ConfigError::not_allowed(
+                    "tags",
+                    t,
+                    "1 to 16384 (14-bit tags)",
+                )))
+            }
+        };
+        let credits = credits(&place, &ep.credits, DEFAULT_ENDPOINT_CREDITS)?;
+        add(
+            &mut nodes,
+            &place,
+            NodeSpec {
+                name: ep.name.clone(),
+                kind: NodeKind::Endpoint { tags },
+                credits,
+            },
+        )?;
+    }
+    let owned: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+    let names: HashMap<&str, NodeId> = owned
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let known = || {
+        let mut v: Vec<&str> = owned.iter().map(|n| n.as_str()).collect();
+        v.sort();
+        v.join(", ")
+    };
+
+    let mut links: Vec<LinkSpec> = Vec::new();
+    let mut upstream_of: Vec<Option<usize>> = vec![None; nodes.len()];
+    for (i, l) in f.link.iter().enumerate() {
+        let shown = l.between.join(", ");
+        let place = format!("[[link]] {} (between {shown})", i + 1);
+        if l.between.len() != 2 {
+            return Err(format!(
+                "{place}: between needs exactly two node names, upstream first"
+            ));
+        }
+        let mut ends = [0; 2];
+        for (k, name) in l.between.iter().enumerate() {
+            ends[k] = *names.get(name.as_str()).ok_or_else(|| {
+                format!(
+                    "{place}: between names {name:?}, which is not a node; known nodes: {}",
+                    known()
+                )
+            })?;
+        }
+        let [up, down] = ends;
+        if up == down {
+            return Err(format!(
+                "{place}: a link cannot join {:?} to itself",
+                l.between[0]
+            ));
+        }
+        if matches!(nodes[down].kind, NodeKind::RootComplex { .. }) {
+            return Err(format!(
+                "{place}: {:?} is a root complex and cannot be the downstream end; write the root complex first",
+                l.between[1]
+            ));
+        }
+        if matches!(nodes[up].kind, NodeKind::Endpoint { .. }) {
+            return Err(format!(
+                "{place}: {:?} is an endpoint and has no downstream ports; write the upstream node first",
+                l.between[0]
+            ));
+        }
+        if let Some(prev) = upstream_of[down] {
+            return Err(format!(
+                "{place}: {:?} already has an upstream link ([[link]] {}); a node has one upstream port",
+                l.between[1],
+                prev + 1
+            ));
+        }
+        upstream_of[down] = Some(i);
+        let gen = match (&l.gen, &l.rate) {
+            (Some(_), Some(_)) => return Err(format!("{place}: give gen or rate, not both")),
+            (Some(g), None) => Generation::from_number(*g).map_err(at(&place))?,
+            (None, Some(r)) => Generation::from_number(
+                units::parse_gt_per_s("rate", r).map_err(at(&place))? as i64,
+            )
+            .map_err(at(&place))?,
+            (None, None) => default_gen,
+        };
+        let width = match l.width {
+            Some(w) => phy::check_width(w).map_err(at(&place))?,
+            None => default_width,
+        };
+        let flit = match l.flit {
+            None => gen.requires_flit_mode(),
+            Some(false) if gen.requires_flit_mode() => {
+                return Err(format!(
+                    "{place}: flit = false is not allowed at Gen{} (it runs only in flit mode)",
+                    gen.number()
+                ))
+            }
+            Some(f) => f,
+        };
+        let replay = match &l.replay_buffer {
+            None => default_replay,
+            Some(_) => replay_buffer(&place, &l.replay_buffer, DEFAULT_REPLAY_BUFFER)?,
+        };
+        let need = tlp::tlp_bytes(tlp::TlpKind::MWr, pcie.addressing, pcie.mps, pcie.ecrc) + 8;
+        if replay < need {
+            return Err(format!("{place}: replay_buffer {replay} B cannot hold one MPS-sized TLP ({need} B); allowed: at least {need} B"));
+        }
+        links.push(LinkSpec {
+            name: format!("{}-{}", nodes[up].name, nodes[down].name),
+            up,
+            down,
+            gen,
+            width,
+            flit,
+            skp: l.skp.or(p.skp).unwrap_or(true),
+            propagation: match &l.propagation {
+                None => default_prop,
+                Some(_) => duration(&place, "propagation", &l.propagation, "0ns")?,
+            },
+            ber: match l.ber {
+                None => default_ber,
+                Some(b) => check_ber(&place, b)?,
+            },
+            replay_buffer: replay,
+        });
+    }
+    // Tree checks: every non-root node reaches a root complex through upstream links.
+    for (n, node) in nodes.iter().enumerate() {
+        let is_root = matches!(node.kind, NodeKind::RootComplex { .. });
+        if !is_root && upstream_of[n].is_none() {
+            return Err(format!(
+                "{:?} has no upstream link; add a [[link]] with between = [\"<upstream>\", {:?}]",
+                node.name, node.name
+            ));
+        }
+        let mut seen = vec![false; nodes.len()];
+        let mut cur = n;
+        while let Some(l) = upstream_of[cur] {
+            if seen[cur] {
+                let mut cycle: Vec<&str> = Vec::new();
+                let mut c = cur;
+                loop {
+                    cycle.push(&nodes[c].name);
+                    c = links[upstream_of[c].unwrap_or(0)].up;
+                    if c == cur {
+                        break;
+                    }
+                }
+                return Err(format!("the links form a loop ({} -> {}); links must form a tree below each root complex", cycle.join(" -> "), cycle[0]));
+            }
+            seen[cur] = true;
+            cur = links[l].up;
+        }
+    }
+    // Switch weights, resolved to port order: upstream first, then downstream links in file order.
+    for (n, weighted, weights, place) in switch_weights {
+        if !weighted {
+            continue;
+        }
+        let mut ports: Vec<NodeId> = Vec::new();
+        if let Some(l) = upstream_of[n] {
+            ports.push(links[l].up);
+        }
+        ports.extend(links.iter().filter(|l| l.up == n).map(|l| l.down));
+        for name in weights.keys() {
+            if !ports.iter().any(|&p| nodes[p].name == *name) {
+                return Err(format!(
+                    "{place}: weights names {name:?}, which is not a neighbour of this switch"
+                ));
+            }
+        }
+        let mut w = Vec::new();
+        for p in ports {
+            let v = weights.get(&nodes[p].name).copied().unwrap_or(1);
+            if !(1..=255).contains(&v) {
+                return Err(at(&place)(ConfigError::not_allowed(
+                    "weights",
+                    v,
+                    "1 to 255 TLPs per turn",
+                )));
+            }
+            w.push(v as u32);
+        }
+        if let NodeKind::Switch { arbitration, .. } = &mut nodes[n].kind {
+            *arbitration = Arbitration::Weighted(w);
+        }
+    }
+
+    let mut workloads = Vec::new();
+    for (i, w) in f.workload.iter().enumerate() {
+        let place = format!("[[workload]] {} ({})", i + 1, w.name);
+        if f.workload[..i].iter().any(|o| o.name == w.name) {
+            return Err(format!(
+                "{place}: the workload name {:?} is used twice",
+                w.name
+            ));
+        }
+        if w.kind != "dma" {
+            return Err(at(&place)(ConfigError::not_allowed(
+                "kind",
+                format!("{:?}", w.kind),
+                "dma",
+            )));
+        }
+        let source = *names.get(w.endpoint.as_str()).ok_or_else(|| {
+            format!(
+                "{place}: endpoint {:?} is not a node; known nodes: {}",
+                w.endpoint,
+                known()
+            )
+        })?;
+        let direction = words(
+            &place,
+            "direction",
+            &Some(w.direction.clone()),
+            &[
+                ("read", DmaDirection::Read),
+                ("write", DmaDirection::Write),
+                ("both", DmaDirection::Both),
+            ],
+        )?;
+        let root_above = |mut n: NodeId| {
+            while let Some(l) = upstream_of[n] {
+                n = links[l].up;
+            }
+            n
+        };
+        let target = match &w.target {
+            Some(t) => *names.get(t.as_str()).ok_or_else(|| {
+                format!(
+                    "{place}: target {t:?} is not a node; known nodes: {}",
+                    known()
+                )
+            })?,
+            None => match nodes[source].kind {
+                NodeKind::Endpoint { .. } => root_above(source),
+                _ => {
+                    return Err(format!(
+                        "{place}: a workload on {:?} needs a target endpoint",
+                        w.endpoint
+                    ))
+                }
+            },
+        };
+        match (&nodes[source].kind, &nodes[target].kind) {
+            (NodeKind::Endpoint { .. }, NodeKind::RootComplex { .. }) => {}
+            (NodeKind::RootComplex { .. }, NodeKind::Endpoint { .. }) if direction == DmaDirection::Write => {}
+            (NodeKind::RootComplex { .. }, NodeKind::Endpoint { .. }) => {
+                return Err(format!("{place}: a root complex workload can only write (direction = \"write\")"))
+            }
+            (NodeKind::Switch { .. }, _) => return Err(format!("{place}: {:?} is a switch; a workload runs on an endpoint", w.endpoint)),
+            _ => return Err(format!("{place}: the target {:?} must be a root complex (or an endpoint, for a root complex's writes)", nodes[target].name)),
+        }
+        if root_above(source) != root_above(target) {
+            return Err(format!(
+                "{place}: {:?} and {:?} are under different root complexes",
+                nodes[source].name, nodes[target].name
+            ));
+        }
+        let transfer_size =
+            units::parse_bytes("transfer_size", &w.transfer_size).map_err(at(&place))?;
+        if !(1..=crate::analytic::MAX_TRANSFER_BYTES).contains(&transfer_size) {
+            return Err(at(&place)(ConfigError::not_allowed(
+                "transfer_size",
+                &w.transfer_size,
+                "1 B to 1 GiB",
+            )));
+        }
+        let outstanding = match w.outstanding {
+            None => DEFAULT_OUTSTANDING,
+            Some(o) if (1..=4096).contains(&o) => o as u32,
+            Some(o) => {
+                return Err(at(&place)(ConfigError::not_allowed(
+                    "outstanding",
+                    o,
+                    "1 to 4096",
+                )))
+            }
+        };
+        workloads.push(WorkloadSpec {
+            name: w.name.clone(),
+            source,
+            target,
+            direction,
+            transfer_size,
+            outstanding,
+        });
+    }
+    Ok(System {
+        duration: duration_t,
+        warmup: warmup_t,
+        seed: sim.seed.unwrap_or(1),
+        pcie,
+        nodes,
+        links,
+        host_bridges,
+        workloads,
+    })
+}
+
+fn check_ber(place: &str, ber: f64) -> Result<f64, String> {
+    if (0.0..1e-3).contains(&ber) {
+        Ok(ber)
+    } else {
+        Err(at(place)(ConfigError::not_allowed(
+            "ber",
+            ber,
+            "0 to 1e-3 (errors per bit)",
+        )))
+    }
+}
+
+fn replay_buffer(place: &str, v: &Option<String>, default: &str) -> Result<u32, String> {
+    let b =
+        units::parse_bytes("replay_buffer", v.as_deref().unwrap_or(default)).map_err(at(place))?;
+    u32::try_from(b)
+        .map_err(|_| at(place)(ConfigError::not_allowed("replay_buffer", b, "up to 4 GiB")))
+}

@@ -1,0 +1,402 @@
+//! One direction of a link as the simulator sees it: the transmitter's egress queues and
+//! arbiter, its credit counters, its data link layer (sequence numbers, replay buffer,
+//! replay timer), the wire, and the receiver's side (next expected sequence number, Ack and
+//! UpdateFC timers, credits allocated).
+//!
+//! Channel `2 × link` carries TLPs downstream, `2 × link + 1` upstream; DLLPs about a
+//! channel's TLPs travel on the other channel of the same link.
+
+use std::collections::VecDeque;
+
+use crate::engine::SimTime;
+use crate::fabric::Credits;
+use crate::pcie::wire::Wire;
+
+/// Traffic class of the ordering and credit rules: posted, non-posted, completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FcClass {
+    /// Posted requests (MWr): header PH, data PD.
+    Posted = 0,
+    /// Non-posted requests (MRd): NPH, NPD.
+    NonPosted = 1,
+    /// Completions (CplD): CplH, CplD.
+    Completion = 2,
+}
+
+/// A DLLP and what it carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dllp {
+    /// Everything up to and including this sequence number arrived.
+    Ack(u64),
+    /// The TLP after this sequence number arrived corrupted: replay from there.
+    Nak(u64),
+    /// Cumulative credits allocated for a class: (headers, data units).
+    UpdateFc(FcClass, u64, u64),
+}
+
+/// A TLP waiting in an egress queue.
+#[derive(Debug, Clone, Copy)]
+pub struct Queued {
+    /// Slab index of the TLP.
+    pub tlp: u32,
+    /// Data credits it needs (16-byte units).
+    pub data_credits: u32,
+    /// Wire bytes on this channel.
+    pub bytes: u32,
+    /// Arrival order in its input, for the ordering rules.
+    stamp: u64,
+}
+
+/// One ingress port's TLPs waiting for this egress: posted, non-posted, completion queues.
+#[derive(Debug, Default)]
+struct Input {
+    queues: [VecDeque<Queued>; 3],
+    weight: u32,
+}
+
+/// A sent TLP held until acknowledged.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayEntry {
+    /// Sequence number.
+    pub seq: u64,
+    /// Slab index (only dereferenced if the receiver has not taken this sequence number).
+    pub tlp: u32,
+    /// Wire bytes.
+    pub bytes: u32,
+}
+
+/// Why the arbiter found nothing to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocked {
+    /// Nothing queued.
+    Empty,
+    /// The oldest eligible TLP lacks credits of this type index (see `fabric::CreditType`).
+    Credits(usize),
+    /// The replay buffer is full.
+    ReplayBuffer,
+}
+
+/// Counters of one channel (whole run; the simulator subtracts a warmup snapshot).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ChannelCounters {
+    /// New TLPs sent.
+    pub tlps: u64,
+    /// TLP payload bytes sent (new TLPs).
+    pub payload_bytes: u64,
+    /// DLLPs sent.
+    pub dllps: u64,
+    /// TLPs sent again from the replay buffer.
+    pub replays: u64,
+    /// Replay timer expiries.
+    pub timeouts: u64,
+    /// Naks received by the transmitter.
+    pub naks: u64,
+    /// TLPs the receiver found corrupted.
+    pub bad_tlps: u64,
+    /// DLLPs lost to errors.
+    pub bad_dllps: u64,
+    /// Ticks the transmitter had TLPs but no credits for the next one.
+    pub credit_stall_ticks: u64,
+    /// Wire ticks busy (TLPs, DLLPs, SKP).
+    pub busy_ticks: u64,
+}
+
+/// One direction of a link.
+#[derive(Debug)]
+pub struct Channel {
+    /// The wire.
+    pub wire: Wire,
+    /// Flit mode (DLLPs ride in the flit's DLP bytes, no per-TLP framing).
+    pub flit: bool,
+    /// Propagation delay.
+    pub prop: SimTime,
+    /// Probability that one byte on this wire is corrupted (from the BER).
+    pub byte_error: f64,
+    /// Ack / UpdateFC timer interval.
+    pub ack_interval: SimTime,
+    /// Replay timer limit.
+    pub replay_timeout: SimTime,
+    /// Framing bytes per TLP.
+    pub framing: u32,
+
+    // Transmitter.
+    inputs: Vec<Input>,
+    current: usize,
+    left: u32,
+    next_stamp: u64,
+    /// TLPs waiting in every input.
+    pub queued: usize,
+    /// DLLPs waiting to go (non-flit).
+    pub dllp_out: VecDeque<Dllp>,
+    /// A TxFree event is pending.
+    pub tx_event: bool,
+    /// Next sequence number to assign.
+    pub next_seq: u64,
+    /// Sent, not yet acknowledged.
+    pub replay: VecDeque<ReplayEntry>,
+    /// Bytes in `replay`.
+    pub replay_bytes: u32,
+    /// Capacity of the replay buffer.
+    pub replay_capacity: u32,
+    /// Index into `replay` of the next TLP to resend, while replaying.
+    pub replay_next: Option<usize>,
+    /// When the replay timer expires, if running.
+    pub replay_deadline: Option<SimTime>,
+    /// A ReplayTimer event is pending.
+    pub replay_event: bool,
+    /// Credit limit per type (cumulative, from InitFC and UpdateFC).
+    pub credit_limit: [u64; 6],
+    /// Credits consumed per type (cumulative).
+    pub credit_consumed: [u64; 6],
+    /// Types the receiver advertised as infinite.
+    pub infinite: [bool; 6],
+    /// Since when the transmitter has been stalled on credits.
+    pub stall_since: Option<SimTime>,
+    /// What blocked it last.
+    pub blocked: Blocked,
+    /// Latest arrival event time scheduled (arrivals stay in sequence order).
+    pub last_arrival: SimTime,
+
+    // Receiver.
+    /// Next sequence number expected.
+    pub rx_expected: u64,
+    /// A Nak was sent and no good TLP has arrived since.
+    pub rx_nak_sent: bool,
+    /// TLPs received and not yet acknowledged.
+    pub rx_unacked: bool,
+    /// The Ack timer runs.
+    pub ack_timer: bool,
+    /// Credits allocated per type (cumulative: advertised + freed).
+    pub rx_allocated: [u64; 6],
+    /// Credits in use in the receive buffer per type.
+    pub rx_used: [u64; 6],
+    /// Advertised size of the receive buffer per type (`None` infinite).
+    pub rx_advertised: [Option<u32>; 6],
+    /// Classes with freed credits not yet reported.
+    pub fc_dirty: u8,
+    /// The UpdateFC timer runs.
+    pub fc_timer: bool,
+
+    /// Counters.
+    pub counters: ChannelCounters,
+}
+
+impl Channel {
+    /// A channel whose transmitter arbitrates among `weights.len()` inputs and whose receiver
+    /// advertises `credits`.
+    pub fn new(wire: Wire, flit: bool, weights: &[u32], credits: Credits) -> Self {
+        let inputs = weights
+            .iter()
+            .map(|&w| Input {
+                weight: w.max(1),
+                ..Input::default()
+            })
+            .collect::<Vec<_>>();
+        let left = inputs[0].weight;
+        let adv = credits.0;
+        Channel {
+            wire,
+            flit,
+            prop: SimTime::ZERO,
+            byte_error: 0.0,
+            ack_interval: SimTime::ZERO,
+            replay_timeout: SimTime::ZERO,
+            framing: if flit {
+                0
+            } else {
+                crate::pcie::dll::TLP_FRAMING_BYTES
+            },
+            inputs,
+            current: 0,
+            left,
+            next_stamp: 0,
+            queued: 0,
+            dllp_out: VecDeque::new(),
+            tx_event: false,
+            next_seq: 1,
+            replay: VecDeque::new(),
+            replay_bytes: 0,
+            replay_capacity: u32::MAX,
+            replay_next: None,
+            replay_deadline: None,
+            replay_event: false,
+            credit_limit: adv.map(|c| c.unwrap_or(0) as u64),
+            credit_consumed: [0; 6],
+            infinite: adv.map(|c| c.is_none()),
+            stall_since: None,
+            blocked: Blocked::Empty,
+            last_arrival: SimTime::ZERO,
+            rx_expected: 1,
+            rx_nak_sent: false,
+            rx_unacked: false,
+            ack_timer: false,
+            rx_allocated: adv.map(|c| c.unwrap_or(0) as u64),
+            rx_used: [0; 6],
+            rx_advertised: adv,
+            fc_dirty: 0,
+            fc_timer: false,
+            counters: ChannelCounters::default(),
+        }
+    }
+
+    /// Queues a TLP from `input` in `class`.
+    pub fn enqueue(
+        &mut self,
+        input: usize,
+        class: FcClass,
+        tlp: u32,
+        data_credits: u32,
+        bytes: u32,
+    ) {
+        let stamp = self.next_stamp;
+        self.next_stamp += 1;
+        self.inputs[input].queues[class as usize].push_back(Queued {
+            tlp,
+            data_credits,
+            bytes,
+            stamp,
+        });
+        self.queued += 1;
+    }
+
+    /// True if a TLP of `class` needing `data` data credits may be sent now.
+    pub fn has_credits(&self, class: FcClass, data: u32) -> Result<(), usize> {
+        let h = class as usize * 2;
+        for (ty, need) in [(h, 1u64), (h + 1, data as u64)] {
+            let available = self.credit_limit[ty].saturating_sub(self.credit_consumed[ty]);
+            if need > 0 && !self.infinite[ty] && available < need {
+                return Err(ty);
+            }
+        }
+        Ok(())
+    }
+
+    /// Chooses the next TLP to send (round-robin or weighted among inputs; within an input
+    /// the oldest TLP the ordering rules let go: nothing passes an older posted request,
+    /// posted requests pass blocked non-posted requests and completions). Takes it out of
+    /// its queue and returns it with its class, or says why nothing can go.
+    pub fn pick(&mut self) -> Result<(Queued, FcClass), Blocked> {
+        if self.queued == 0 {
+            return Err(Blocked::Empty);
+        }
+        let n = self.inputs.len();
+        let mut blocked = Blocked::Empty;
+        for i in 0..n {
+            let idx = (self.current + i) % n;
+            let input = &self.inputs[idx];
+            let mut heads: [(u64, usize); 3] = [(u64::MAX, 0), (u64::MAX, 1), (u64::MAX, 2)];
+            for (c, q) in input.queues.iter().enumerate() {
+                if let Some(h) = q.front() {
+                    heads[c].0 = h.stamp;
+                }
+            }
+            heads.sort_unstable();
+            let posted_stamp = input.queues[0].front().map_or(u64::MAX, |q| q.stamp);
+            let mut chosen = None;
+            for &(stamp, c) in &heads {
+                if stamp == u64::MAX {
+                    break;
+                }
+                if c != 0 && posted_stamp < stamp {
+                    continue; // may not pass an older posted request
+                }
+                let class = [FcClass::Posted, FcClass::NonPosted, FcClass::Completion][c];
+                let head = input.queues[c].front().copied();
+                let Some(head) = head else { continue };
+                match self.has_credits(class, head.data_credits) {
+                    Ok(()) => {
+                        if self.replay_bytes as u64 + head.bytes as u64
+                            > self.replay_capacity as u64
+                        {
+                            blocked = Blocked::ReplayBuffer;
+                            continue;
+                        }
+                        chosen = Some((c, class));
+                        break;
+                    }
+                    Err(ty) => {
+                        if blocked == Blocked::Empty {
+                            blocked = Blocked::Credits(ty);
+                        }
+                    }
+                }
+            }
+            if let Some((c, class)) = chosen {
+                let entry = self.inputs[idx].queues[c].pop_front().expect("head exists");
+                self.queued -= 1;
+                if idx != self.current {
+                    self.current = idx;
+                    self.left = self.inputs[idx].weight;
+                }
+                self.left -= 1;
+                if self.left == 0 {
+                    self.current = (self.current + 1) % n;
+                    self.left = self.inputs[self.current].weight;
+                }
+                return Ok((entry, class));
+            }
+        }
+        Err(blocked)
+    }
+
+    /// Consumes the credits of a TLP being sent for the first time; false if a finite
+    /// counter would go negative (consumed beyond the limit), which the audit reports.
+    pub fn consume(&mut self, class: FcClass, data: u32) -> bool {
+        let h = class as usize * 2;
+        self.credit_consumed[h] += 1;
+        self.credit_consumed[h + 1] += data as u64;
+        [h, h + 1]
+            .iter()
+            .all(|&ty| self.infinite[ty] || self.credit_consumed[ty] <= self.credit_limit[ty])
+    }
+
+    /// Removes acknowledged entries (sequence ≤ `seq`); returns how many.
+    pub fn purge_acked(&mut self, seq: u64) -> usize {
+        let mut n = 0;
+        while self.replay.front().is_some_and(|e| e.seq <= seq) {
+            let e = self.replay.pop_front().expect("front exists");
+            self.replay_bytes -= e.bytes;
+            n += 1;
+        }
+        if let Some(i) = self.replay_next {
+            self.replay_next = if self.replay.is_empty() {
+                None
+            } else {
+                Some(i.saturating_sub(n))
+            };
+        }
+        n
+    }
+
+    /// The receiver frees `h` header and `d` data credits of `class`; returns true if the
+    /// class is finite (an UpdateFC is owed).
+    pub fn rx_free(&mut self, class: FcClass, h: u32, d: u32) -> bool {
+        let ht = class as usize * 2;
+        let mut finite = false;
+        for (ty, n) in [(ht, h as u64), (ht + 1, d as u64)] {
+            self.rx_used[ty] -= n.min(self.rx_used[ty]);
+            if self.rx_advertised[ty].is_some() {
+                self.rx_allocated[ty] += n;
+                finite = true;
+            }
+        }
+        if finite {
+            self.fc_dirty |= 1 << class as u8;
+        }
+        finite
+    }
+
+    /// The receiver takes a TLP into its buffer; false if that overflows what it advertised
+    /// (a flow-control violation the audit reports).
+    pub fn rx_take(&mut self, class: FcClass, h: u32, d: u32) -> bool {
+        let ht = class as usize * 2;
+        let mut ok = true;
+        for (ty, n) in [(ht, h as u64), (ht + 1, d as u64)] {
+            self.rx_used[ty] += n;
+            if let Some(adv) = self.rx_advertised[ty] {
+                ok &= self.rx_used[ty] <= adv as u64;
+            }
+        }
+        ok
+    }
+}

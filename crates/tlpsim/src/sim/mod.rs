@@ -1,0 +1,1257 @@
+//! The TLP-level discrete-event simulator.
+//!
+//! Each link direction is a [`channel::Channel`]: serialization on a [`Wire`] exactly as the
+//! closed form counts it, sequence numbers, a replay buffer and replay timer, Ack and
+//! UpdateFC DLLPs on the spec's timer intervals (travelling on the opposite direction),
+//! Naks and replays when a bit error corrupts a TLP, and credits per PH/PD/NPH/NPD/CplH/CplD.
+//! Nodes are root complexes (memory behind an optional host bridge), switches (cut-through
+//! or store-and-forward, crossbar or shared bus) and DMA endpoints. Every run ends with a
+//! self-audit ([`result::Audit`]).
+
+pub mod channel;
+pub mod result;
+
+use std::fmt;
+use std::time::Instant;
+
+use crate::engine::rng::{Latency, Rng};
+use crate::engine::{EventQueue, SimTime};
+use crate::fabric::{
+    Arbitration, CompletionRule, Core, DmaDirection, Forwarding, NodeKind, System, CREDIT_TYPES,
+};
+use crate::pcie::dll::{self, DLLP_BYTES};
+use crate::pcie::flit;
+use crate::pcie::phy;
+use crate::pcie::tlp::{self, TlpKind};
+use crate::pcie::wire::{symbol_ticks, Wire};
+use channel::{Blocked, Channel, ChannelCounters, Dllp, FcClass, ReplayEntry};
+use result::{Audit, FlowResult, LatencyRecorder, LinkResult, RunResult};
+
+const NONE: u32 = u32::MAX;
+/// TLPs a write source keeps queued ahead of its link.
+const WRITE_QUEUE_DEPTH: u32 = 2;
+
+/// Why a run could not finish.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunError {
+    /// TLPs waited for credits that never came.
+    Deadlock(String),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Deadlock(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// One TLP in the slab.
+#[derive(Debug, Clone, Copy)]
+struct Tlp {
+    kind: TlpKind,
+    src: u32,
+    dst: u32,
+    /// Data bytes (MWr, CplD).
+    payload: u32,
+    /// Bytes requested (MRd).
+    length: u32,
+    flow: u32,
+    /// Request slot at the requester (MRd, CplD).
+    req: u32,
+    /// Posted: order within its flow. CplD: byte offset within its request.
+    order: u64,
+    /// When its first byte left the source.
+    born: SimTime,
+    /// Channel it arrived on at the node holding it (NONE at its source).
+    ingress: u32,
+    live: bool,
+}
+
+impl Tlp {
+    fn class(&self) -> FcClass {
+        match self.kind {
+            TlpKind::MWr | TlpKind::Msg | TlpKind::MsgD => FcClass::Posted,
+            TlpKind::MRd => FcClass::NonPosted,
+            TlpKind::CplD | TlpKind::Cpl => FcClass::Completion,
+        }
+    }
+
+    fn data_credits(&self) -> u32 {
+        self.payload.div_ceil(16)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    TxFree(u32),
+    TlpArrive {
+        ch: u32,
+        seq: u64,
+        tlp: u32,
+        bad: bool,
+        head: SimTime,
+        tail: SimTime,
+    },
+    DllpArrive {
+        ch: u32,
+        dllp: Dllp,
+        bad: bool,
+    },
+    AckTimer(u32),
+    FcTimer(u32),
+    FcRefresh(u32),
+    ReplayTimer(u32),
+    Enqueue {
+        ch: u32,
+        tlp: u32,
+    },
+    Release {
+        ch: u32,
+        class: FcClass,
+        h: u32,
+        d: u32,
+    },
+    Start(u32),
+    Warmup,
+    Watchdog,
+}
+
+/// A bandwidth-limited resource data passes through in order.
+#[derive(Debug, Clone, Copy)]
+struct Throttle {
+    ticks_per_byte: f64,
+    free_at: SimTime,
+}
+
+impl Throttle {
+    fn new(bytes_per_s: f64) -> Self {
+        Throttle {
+            ticks_per_byte: SimTime::TICKS_PER_PS as f64 * 1e12 / bytes_per_s,
+            free_at: SimTime::ZERO,
+        }
+    }
+
+    /// Passes `bytes` arriving at `t`; returns when the last byte is through.
+    fn pass(&mut self, t: SimTime, bytes: u32) -> SimTime {
+        let start = t.max(self.free_at);
+        self.free_at =
+            start + SimTime::from_ticks((bytes as f64 * self.ticks_per_byte).round() as u64);
+        self.free_at
+    }
+}
+
+#[derive(Debug)]
+enum NodeState {
+    Root {
+        read_latency: Latency,
+        memory: Option<Throttle>,
+        bridge: Option<usize>,
+        cpl_size: u32,
+    },
+    Switch {
+        ports: usize,
+        /// (cut-through, latency) by [ingress port × ports + egress port].
+        table: Vec<(bool, SimTime)>,
+        bus: Option<Throttle>,
+    },
+    Endpoint {
+        free_tags: u32,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Req {
+    flow: u32,
+    transfer: u32,
+    length: u32,
+    remaining: u32,
+    next_offset: u64,
+    issued: SimTime,
+    answered: bool,
+}
+
+#[derive(Debug)]
+struct Flow {
+    source: u32,
+    target: u32,
+    out: u32,
+    reads: bool,
+    writes: bool,
+    transfer_size: u64,
+    outstanding: u32,
+    write_queued: u32,
+    write_left: u64,
+    next_order: u64,
+    expected_order: u64,
+    active: u32,
+    transfer_left: Vec<u64>,
+    free_transfers: Vec<u32>,
+    /// (transfer slot, bytes not yet requested, offset) of the transfer being requested.
+    current: Option<(u32, u64)>,
+    bytes: u64,
+    latency: LatencyRecorder,
+}
+
+/// A system being simulated.
+pub struct Simulator<'a> {
+    sys: &'a System,
+    q: EventQueue<Ev>,
+    rng: Rng,
+    tlps: Vec<Tlp>,
+    free_tlps: Vec<u32>,
+    reqs: Vec<Req>,
+    free_reqs: Vec<u32>,
+    chans: Vec<Channel>,
+    /// Node each channel delivers to, and that node's port index for it.
+    rx_node: Vec<u32>,
+    rx_port: Vec<u32>,
+    tx_port: Vec<u32>,
+    nodes: Vec<NodeState>,
+    route: Vec<u32>,
+    bridges: Vec<(Throttle, SimTime)>,
+    flows: Vec<Flow>,
+    audit: Audit,
+    measuring: bool,
+    snapshot: Vec<ChannelCounters>,
+    /// TLPs each channel had sent at the last watchdog check.
+    sent_at_watchdog: Vec<u64>,
+    watchdog: SimTime,
+}
+
+/// Runs `system` to its duration and reports.
+pub fn run(system: &System) -> Result<RunResult, RunError> {
+    Simulator::new(system).run()
+}
+
+impl<'a> Simulator<'a> {
+    /// Builds the runtime state of `sys`.
+    pub fn new(sys: &'a System) -> Self {
+        let n = sys.nodes.len();
+        // Ports per node: upstream link first, then downstream links in file order.
+        let mut ports: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut up_link = vec![usize::MAX; n];
+        for (i, l) in sys.links.iter().enumerate() {
+            up_link[l.down] = i;
+        }
+        for (node, p) in ports.iter_mut().enumerate() {
+            if up_link[node] != usize::MAX {
+                p.push(up_link[node]);
+            }
+        }
+        for (i, l) in sys.links.iter().enumerate() {
+            ports[l.up].push(i);
+        }
+        let port_of = |node: usize, link: usize| {
+            ports[node].iter().position(|&p| p == link).unwrap_or(0) as u32
+        };
+
+        let mps = sys.pcie.mps;
+        let mut chans = Vec::new();
+        let (mut rx_node, mut rx_port, mut tx_port) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, l) in sys.links.iter().enumerate() {
+            for (tx, rx) in [(l.up, l.down), (l.down, l.up)] {
+                let weights: Vec<u32> = match &sys.nodes[tx].kind {
+                    NodeKind::Switch {
+                        arbitration: Arbitration::Weighted(w),
+                        ..
+                    } => w.clone(),
+                    NodeKind::Switch { .. } => vec![1; ports[tx].len()],
+                    _ => vec![1],
+                };
+                let wire = Wire::new(l.gen, l.width, l.flit, l.skp);
+                let mut ch = Channel::new(wire, l.flit, &weights, sys.nodes[rx].credits);
+                ch.prop = l.propagation;
+                ch.byte_error = -(8.0 * (-l.ber).ln_1p()); // -ln(1 - p_byte)
+                let interval =
+                    dll::ack_latency_symbols(l.gen, l.width, mps) as u64 * symbol_ticks(l.gen);
+                ch.ack_interval = SimTime::from_ticks(interval);
+                ch.replay_timeout =
+                    SimTime::from_ticks(3 * interval) + l.propagation + l.propagation;
+                ch.replay_capacity = l.replay_buffer;
+                chans.push(ch);
+                rx_node.push(rx as u32);
+                rx_port.push(port_of(rx, i));
+                tx_port.push(port_of(tx, i));
+            }
+        }
+
+        // Routing: down toward descendants, up otherwise.
+        let mut route = vec![NONE; n * n];
+        for d in 0..n {
+            for a in 0..n {
+                if a != d {
+                    route[a * n + d] = if up_link[a] != usize::MAX {
+                        2 * up_link[a] as u32 + 1
+                    } else {
+                        NONE
+                    };
+                }
+            }
+            let mut child = d;
+            while up_link[child] != usize::MAX {
+                let l = up_link[child];
+                let parent = sys.links[l].up;
+                route[parent * n + d] = 2 * l as u32;
+                child = parent;
+            }
+        }
+
+        let rate = |link: usize| {
+            let l = &sys.links[link];
+            phy::encoded_gbps(l.gen, l.width) * if l.flit { flit::tlp_fraction() } else { 1.0 }
+        };
+        let nodes = sys
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, node)| match &node.kind {
+                NodeKind::RootComplex {
+                    read_latency,
+                    memory_bandwidth,
+                    host_bridge,
+                    completion,
+                } => NodeState::Root {
+                    read_latency: *read_latency,
+                    memory: memory_bandwidth.map(Throttle::new),
+                    bridge: *host_bridge,
+                    cpl_size: match completion {
+                        CompletionRule::Rcb => sys.pcie.rcb.min(mps),
+                        CompletionRule::Mps => mps,
+                    },
+                },
+                NodeKind::Switch {
+                    forwarding,
+                    latency,
+                    latency_by_width,
+                    core,
+                    ..
+                } => {
+                    let p = ports[i].len();
+                    let mut table = Vec::with_capacity(p * p);
+                    for &a in &ports[i] {
+                        for &b in &ports[i] {
+                            let narrow = sys.links[a].width.min(sys.links[b].width);
+                            let lat = latency_by_width
+                                .iter()
+                                .find(|(w, _)| *w == narrow)
+                                .map_or(*latency, |x| x.1);
+                            let ct =
+                                *forwarding == Forwarding::CutThrough && rate(b) <= rate(a) + 1e-9;
+                            table.push((ct, lat));
+                        }
+                    }
+                    NodeState::Switch {
+                        ports: p,
+                        table,
+                        bus: match core {
+                            Core::Crossbar => None,
+                            Core::SharedBus(bw) => Some(Throttle::new(*bw)),
+                        },
+                    }
+                }
+                NodeKind::Endpoint { tags } => NodeState::Endpoint { free_tags: *tags },
+            })
+            .collect();
+
+        let flows = sys
+            .workloads
+            .iter()
+            .map(|w| Flow {
+                source: w.source as u32,
+                target: w.target as u32,
+                out: route[w.source * n + w.target],
+                reads: matches!(w.direction, DmaDirection::Read | DmaDirection::Both),
+                writes: matches!(w.direction, DmaDirection::Write | DmaDirection::Both),
+                transfer_size: w.transfer_size,
+                outstanding: w.outstanding,
+                write_queued: 0,
+                write_left: 0,
+                next_order: 0,
+                expected_order: 0,
+                active: 0,
+                transfer_left: Vec::new(),
+                free_transfers: Vec::new(),
+                current: None,
+                bytes: 0,
+                latency: LatencyRecorder::default(),
+            })
+            .collect();
+        let watchdog =
+            SimTime::from_ticks((sys.duration.ticks() / 4).max(SimTime::from_ns(50_000).ticks()));
+        Simulator {
+            sys,
+            q: EventQueue::new(),
+            rng: Rng::new(sys.seed),
+            tlps: Vec::new(),
+            free_tlps: Vec::new(),
+            reqs: Vec::new(),
+            free_reqs: Vec::new(),
+            snapshot: vec![ChannelCounters::default(); chans.len()],
+            chans,
+            rx_node,
+            rx_port,
+            tx_port,
+            nodes,
+            route,
+            bridges: sys
+                .host_bridges
+                .iter()
+                .map(|b| (Throttle::new(b.bandwidth), b.latency))
+                .collect(),
+            flows,
+            audit: Audit::default(),
+            measuring: false,
+            sent_at_watchdog: Vec::new(),
+            watchdog,
+        }
+    }
+
+    /// Runs to the scenario's duration.
+    pub fn run(mut self) -> Result<RunResult, RunError> {
+        let wall = Instant::now();
+        for f in 0..self.flows.len() {
+            self.q.schedule(SimTime::ZERO, Ev::Start(f as u32));
+        }
+        for (c, link) in self
+            .sys
+            .links
+            .iter()
+            .enumerate()
+            .flat_map(|(i, l)| [(2 * i, l), (2 * i + 1, l)])
+        {
+            if link.ber > 0.0 {
+                self.q
+                    .schedule(SimTime::from_ns(30_000), Ev::FcRefresh(c as u32));
+            }
+        }
+        self.q.schedule(self.sys.warmup, Ev::Warmup);
+        if self.sys.warmup == SimTime::ZERO {
+            self.measuring = true;
+        }
+        self.q.schedule(self.watchdog, Ev::Watchdog);
+        let end = self.sys.duration;
+        while let Some((_, ev)) = self.q.pop_until(end) {
+            self.handle(ev)?;
+        }
+        if self.q.is_empty()
+            && self
+                .chans
+                .iter()
+                .any(|c| c.queued > 0 && matches!(c.blocked, Blocked::Credits(_)))
+        {
+            return Err(self.deadlock());
+        }
+        Ok(self.finish(wall.elapsed().as_secs_f64()))
+    }
+
+    fn now(&self) -> SimTime {
+        self.q.now()
+    }
+
+    fn handle(&mut self, ev: Ev) -> Result<(), RunError> {
+        match ev {
+            Ev::TxFree(c) => {
+                self.chans[c as usize].tx_event = false;
+                self.try_send(c);
+            }
+            Ev::TlpArrive {
+                ch,
+                seq,
+                tlp,
+                bad,
+                head,
+                tail,
+            } => self.on_tlp(ch, seq, tlp, bad, head, tail),
+            Ev::DllpArrive { ch, dllp, bad } => self.on_dllp(ch, dllp, bad),
+            Ev::AckTimer(c) => {
+                let now = self.now();
+                let ch = &mut self.chans[c as usize];
+                if ch.rx_unacked {
+                    ch.rx_unacked = false;
+                    let seq = ch.rx_expected - 1;
+                    let next = now + ch.ack_interval;
+                    self.q.schedule(next, Ev::AckTimer(c));
+                    self.send_dllp(c, Dllp::Ack(seq));
+                } else {
+                    ch.ack_timer = false;
+                }
+            }
+            Ev::FcTimer(c) => {
+                let now = self.now();
+                let ch = &mut self.chans[c as usize];
+                let dirty = std::mem::take(&mut ch.fc_dirty);
+                if dirty == 0 {
+                    ch.fc_timer = false;
+                } else {
+                    let next = now + ch.ack_interval;
+                    self.q.schedule(next, Ev::FcTimer(c));
+                    self.send_update_fcs(c, dirty);
+                }
+            }
+            Ev::FcRefresh(c) => {
+                // Spec §2.6.1.2: UpdateFCs at least every 30 us, which recovers lost ones.
+                let finite = (0..3u8)
+                    .filter(|k| self.chans[c as usize].rx_advertised[2 * *k as usize].is_some())
+                    .fold(0u8, |m, k| m | 1 << k);
+                self.send_update_fcs(c, finite);
+                self.q
+                    .schedule(self.now() + SimTime::from_ns(30_000), Ev::FcRefresh(c));
+            }
+            Ev::ReplayTimer(c) => self.on_replay_timer(c),
+            Ev::Enqueue { ch, tlp } => self.push(ch, tlp),
+            Ev::Release { ch, class, h, d } => self.rx_release(ch, class, h, d),
+            Ev::Start(f) => {
+                if self.flows[f as usize].writes {
+                    self.fill_writes(f);
+                }
+                if self.flows[f as usize].reads {
+                    self.issue_reads(f);
+                }
+            }
+            Ev::Warmup => self.start_measuring(),
+            Ev::Watchdog => {
+                // A transmitter that had TLPs waiting for credits and sent none for a whole
+                // watchdog period is deadlocked (credits come back within microseconds).
+                let stuck = self
+                    .chans
+                    .iter()
+                    .zip(&self.sent_at_watchdog)
+                    .any(|(c, &sent)| {
+                        c.queued > 0
+                            && matches!(c.blocked, Blocked::Credits(_))
+                            && c.counters.tlps == sent
+                    });
+                if stuck {
+                    return Err(self.deadlock());
+                }
+                self.sent_at_watchdog = self.chans.iter().map(|c| c.counters.tlps).collect();
+                self.q.schedule(self.now() + self.watchdog, Ev::Watchdog);
+            }
+        }
+        Ok(())
+    }
+
+    fn deadlock(&self) -> RunError {
+        let mut parts = Vec::new();
+        for (c, ch) in self.chans.iter().enumerate() {
+            if ch.queued == 0 || !matches!(ch.blocked, Blocked::Credits(_)) {
+                continue;
+            }
+            let link = &self.sys.links[c / 2];
+            let (tx, rx) = if c % 2 == 0 {
+                (link.up, link.down)
+            } else {
+                (link.down, link.up)
+            };
+            let why = match ch.blocked {
+                Blocked::Credits(ty) => {
+                    let adv =
+                        ch.rx_advertised[ty].map_or("infinite".to_string(), |a| a.to_string());
+                    format!(
+                        "waiting for {} credits ({} available, {} advertised by {})",
+                        CREDIT_TYPES[ty].name(),
+                        ch.credit_limit[ty].saturating_sub(ch.credit_consumed[ty]),
+                        adv,
+                        self.sys.nodes[rx].name
+                    )
+                }
+                Blocked::ReplayBuffer => "waiting for replay buffer space".to_string(),
+                Blocked::Empty => "waiting".to_string(),
+            };
+            parts.push(format!(
+                "port {} -> {}: {} TLP(s) {why}",
+                self.sys.nodes[tx].name, self.sys.nodes[rx].name, ch.queued
+            ));
+        }
+        RunError::Deadlock(format!(
+            "credit deadlock at {:.3} us: {}. A receiver must advertise at least one \
+             MPS-sized TLP of data credits (MPS {} B = {} credits) per type",
+            self.now().as_ns_f64() / 1000.0,
+            parts.join("; "),
+            self.sys.pcie.mps,
+            self.sys.pcie.mps / 16
+        ))
+    }
+
+    fn start_measuring(&mut self) {
+        let now = self.now();
+        for (c, ch) in self.chans.iter_mut().enumerate() {
+            if let Some(s) = ch.stall_since {
+                ch.counters.credit_stall_ticks += (now - s).ticks();
+                ch.stall_since = Some(now);
+            }
+            ch.counters.busy_ticks = ch.wire.busy_ticks();
+            self.snapshot[c] = ch.counters;
+        }
+        for f in &mut self.flows {
+            f.bytes = 0;
+            f.latency = LatencyRecorder::default();
+        }
+        self.measuring = true;
+    }
+
+    // ---- TLP slab -------------------------------------------------------------------
+
+    fn new_tlp(&mut self, t: Tlp) -> u32 {
+        self.audit.tlps_created += 1;
+        self.audit.payload_created += t.payload as u64;
+        if let Some(i) = self.free_tlps.pop() {
+            self.tlps[i as usize] = t;
+            i
+        } else {
+            self.tlps.push(t);
+            (self.tlps.len() - 1) as u32
+        }
+    }
+
+    /// The TLP reached its destination and is consumed.
+    fn deliver(&mut self, id: u32) {
+        let t = &mut self.tlps[id as usize];
+        if !t.live {
+            self.audit.duplicates += 1;
+            return;
+        }
+        t.live = false;
+        self.audit.tlps_delivered += 1;
+        self.audit.payload_delivered += t.payload as u64;
+        self.free_tlps.push(id);
+    }
+
+    // ---- transmit side --------------------------------------------------------------
+
+    /// Queues TLP `id` on channel `c` (input from its ingress port) and kicks the wire.
+    fn push(&mut self, c: u32, id: u32) {
+        let t = self.tlps[id as usize];
+        let input = if t.ingress == NONE {
+            0
+        } else {
+            self.rx_port[t.ingress as usize] as usize
+        };
+        let ch = &mut self.chans[c as usize];
+        let bytes = tlp::tlp_bytes(
+            t.kind,
+            self.sys.pcie.addressing,
+            t.payload,
+            self.sys.pcie.ecrc,
+        ) + ch.framing;
+        ch.enqueue(input, t.class(), id, t.data_credits(), bytes);
+        self.try_send(c);
+    }
+
+    fn schedule_tx_free(&mut self, c: u32) {
+        let ch = &mut self.chans[c as usize];
+        ch.tx_event = true;
+        let at = ch.wire.free_at();
+        self.q.schedule(at, Ev::TxFree(c));
+    }
+
+    fn try_send(&mut self, c: u32) {
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
+        if ch.tx_event {
+            return;
+        }
+        if ch.wire.free_at() > now {
+            self.schedule_tx_free(c);
+            return;
+        }
+        if let Some(d) = ch.dllp_out.pop_front() {
+            let (_, end) = ch.wire.send(now, DLLP_BYTES);
+            ch.counters.dllps += 1;
+            let p = ch.byte_error;
+            let at = end + ch.prop;
+            let bad = self.rng.chance(-(-p * DLLP_BYTES as f64).exp_m1());
+            self.q.schedule(
+                at,
+                Ev::DllpArrive {
+                    ch: c ^ 1,
+                    dllp: d,
+                    bad,
+                },
+            );
+            self.schedule_tx_free(c);
+            return;
+        }
+        if let Some(i) = ch.replay_next {
+            let e = ch.replay[i];
+            ch.replay_next = (i + 1 < ch.replay.len()).then_some(i + 1);
+            ch.counters.replays += 1;
+            self.transmit(c, e);
+            self.schedule_tx_free(c);
+            return;
+        }
+        match ch.pick() {
+            Ok((q, class)) => {
+                if let Some(s) = ch.stall_since.take() {
+                    ch.counters.credit_stall_ticks += (now - s).ticks();
+                }
+                if !ch.consume(class, q.data_credits) {
+                    self.audit.credit_violations += 1;
+                }
+                let e = ReplayEntry {
+                    seq: ch.next_seq,
+                    tlp: q.tlp,
+                    bytes: q.bytes,
+                };
+                ch.next_seq += 1;
+                ch.replay.push_back(e);
+                ch.replay_bytes += q.bytes;
+                let t = self.tlps[q.tlp as usize];
+                ch.counters.tlps += 1;
+                ch.counters.payload_bytes += t.payload as u64;
+                let start = self.transmit(c, e);
+                self.schedule_tx_free(c);
+                if t.ingress != NONE {
+                    // Leaves a switch: its ingress buffer space is free again.
+                    self.rx_release(t.ingress, class, 1, q.data_credits);
+                } else {
+                    self.tlps[q.tlp as usize].born = start;
+                    match t.kind {
+                        TlpKind::MWr => {
+                            let f = t.flow;
+                            self.flows[f as usize].write_queued -= 1;
+                            self.fill_writes(f);
+                        }
+                        TlpKind::MRd => self.reqs[t.req as usize].issued = start,
+                        _ => {}
+                    }
+                }
+            }
+            Err(b) => {
+                ch.blocked = b;
+                match b {
+                    Blocked::Credits(_) => {
+                        ch.stall_since.get_or_insert(now);
+                    }
+                    _ => {
+                        if let Some(s) = ch.stall_since.take() {
+                            ch.counters.credit_stall_ticks += (now - s).ticks();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Puts one TLP (new or replayed) on the wire of `c`; returns when its first byte left.
+    fn transmit(&mut self, c: u32, e: ReplayEntry) -> SimTime {
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
+        let (start, end) = ch.wire.send(now, e.bytes);
+        let p = ch.byte_error;
+        let prop = ch.prop;
+        if ch.replay_deadline.is_none() {
+            ch.replay_deadline = Some(now + ch.replay_timeout);
+            if !ch.replay_event {
+                ch.replay_event = true;
+                let at = now + ch.replay_timeout;
+                self.q.schedule(at, Ev::ReplayTimer(c));
+            }
+        }
+        let bad = self.rng.chance(-(-p * e.bytes as f64).exp_m1());
+        let rx = self.rx_node[c as usize] as usize;
+        let mut at = end + prop;
+        if let NodeState::Switch { ports, table, .. } = &self.nodes[rx] {
+            let dst = self.tlps[e.tlp as usize].dst as usize;
+            let out = self
+                .route
+                .get(rx * self.nodes.len() + dst)
+                .copied()
+                .unwrap_or(NONE);
+            if out != NONE {
+                let (ct, lat) = table[self.rx_port[c as usize] as usize * ports
+                    + self.tx_port[out as usize] as usize];
+                at = if ct { start } else { end } + prop + lat;
+            }
+        }
+        let ch = &mut self.chans[c as usize];
+        let at = at.max(ch.last_arrival);
+        ch.last_arrival = at;
+        self.q.schedule(
+            at,
+            Ev::TlpArrive {
+                ch: c,
+                seq: e.seq,
+                tlp: e.tlp,
+                bad,
+                head: start + prop,
+                tail: end + prop,
+            },
+        );
+        start
+    }
+
+    /// Sends a DLLP about channel `c`'s TLPs (it travels on the other direction's wire).
+    fn send_dllp(&mut self, c: u32, d: Dllp) {
+        let w = c ^ 1;
+        if self.chans[w as usize].flit {
+            // Flit mode: the DLLP rides in the DLP bytes of flits already on the wire.
+            let at = self.now() + self.chans[w as usize].prop;
+            self.chans[w as usize].counters.dllps += 1;
+            self.q.schedule(
+                at,
+                Ev::DllpArrive {
+                    ch: c,
+                    dllp: d,
+                    bad: false,
+                },
+            );
+        } else {
+            self.chans[w as usize].dllp_out.push_back(d);
+            self.try_send(w);
+        }
+    }
+
+    fn send_update_fcs(&mut self, c: u32, classes: u8) {
+        for (k, class) in [FcClass::Posted, FcClass::NonPosted, FcClass::Completion]
+            .into_iter()
+            .enumerate()
+        {
+            if classes & (1 << k) != 0 {
+                let ch = &self.chans[c as usize];
+                let d = Dllp::UpdateFc(class, ch.rx_allocated[2 * k], ch.rx_allocated[2 * k + 1]);
+                self.send_dllp(c, d);
+            }
+        }
+    }
+
+    fn on_dllp(&mut self, c: u32, d: Dllp, bad: bool) {
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
+        if bad {
+            ch.counters.bad_dllps += 1;
+            return;
+        }
+        match d {
+            Dllp::Ack(seq) | Dllp::Nak(seq) => {
+                if ch.purge_acked(seq) > 0 {
+                    ch.replay_deadline = (!ch.replay.is_empty()).then_some(now + ch.replay_timeout);
+                    if ch.replay_deadline.is_some() && !ch.replay_event {
+                        ch.replay_event = true;
+                        let at = now + ch.replay_timeout;
+                        self.q.schedule(at, Ev::ReplayTimer(c));
+                    }
+                }
+                let ch = &mut self.chans[c as usize];
+                if matches!(d, Dllp::Nak(_)) {
+                    ch.counters.naks += 1;
+                    if !ch.replay.is_empty() {
+                        ch.replay_next = Some(0);
+                    }
+                }
+            }
+            Dllp::UpdateFc(class, h, dd) => {
+                let k = class as usize * 2;
+                ch.credit_limit[k] = ch.credit_limit[k].max(h);
+                ch.credit_limit[k + 1] = ch.credit_limit[k + 1].max(dd);
+            }
+        }
+        self.try_send(c);
+    }
+
+    fn on_replay_timer(&mut self, c: u32) {
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
+        ch.replay_event = false;
+        match ch.replay_deadline {
+            None => {}
+            Some(d) if d > now => {
+                ch.replay_event = true;
+                self.q.schedule(d, Ev::ReplayTimer(c));
+            }
+            Some(_) => {
+                ch.replay_deadline = None;
+                if !ch.replay.is_empty() {
+                    ch.counters.timeouts += 1;
+                    ch.replay_next = Some(0);
+                    self.try_send(c);
+                }
+            }
+        }
+    }
+
+    // ---- receive side ---------------------------------------------------------------
+
+    /// The receiver of channel `c` frees credits; an UpdateFC follows on the timer.
+    fn rx_release(&mut self, c: u32, class: FcClass, h: u32, d: u32) {
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
+        if ch.rx_free(class, h, d) && !ch.fc_timer {
+            ch.fc_timer = true;
+            let at = now + ch.ack_interval;
+            self.q.schedule(at, Ev::FcTimer(c));
+        }
+    }
+
+    fn on_tlp(&mut self, c: u32, seq: u64, id: u32, bad: bool, head: SimTime, tail: SimTime) {
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
+        if bad {
+            ch.counters.bad_tlps += 1;
+            if !ch.rx_nak_sent {
+                ch.rx_nak_sent = true;
+                let s = ch.rx_expected - 1;
+                self.send_dllp(c, Dllp::Nak(s));
+            }
+            return;
+        }
+        if seq != ch.rx_expected {
+            if seq < ch.rx_expected {
+                // A duplicate from a replay: discard, acknowledge again.
+                let s = ch.rx_expected - 1;
+                self.send_dllp(c, Dllp::Ack(s));
+            } else if !ch.rx_nak_sent {
+                // A TLP is missing before this one.
+                self.audit.sequence_violations += u64::from(ch.replay_capacity == 0);
+            }
+            return;
+        }
+        ch.rx_expected += 1;
+        ch.rx_nak_sent = false;
+        ch.rx_unacked = true;
+        if !ch.ack_timer {
+            ch.ack_timer = true;
+            let at = (tail + ch.ack_interval).max(now);
+            self.q.schedule(at, Ev::AckTimer(c));
+        }
+        let t = self.tlps[id as usize];
+        if !t.live {
+            self.audit.duplicates += 1;
+            return;
+        }
+        if !ch.rx_take(t.class(), 1, t.data_credits()) {
+            self.audit.credit_violations += 1;
+        }
+        let n = self.rx_node[c as usize] as usize;
+        match &mut self.nodes[n] {
+            NodeState::Switch { ports, table, bus } => {
+                let out = self.route[n * self.sys.nodes.len() + t.dst as usize];
+                self.tlps[id as usize].ingress = c;
+                if let Some(bus) = bus {
+                    let (ct, _) = table[self.rx_port[c as usize] as usize * *ports
+                        + self.tx_port[out as usize] as usize];
+                    let bytes = tlp::tlp_bytes(
+                        t.kind,
+                        self.sys.pcie.addressing,
+                        t.payload,
+                        self.sys.pcie.ecrc,
+                    );
+                    let done = bus.pass(now, bytes);
+                    let ready = if ct {
+                        done.min(now.max(
+                            done - SimTime::from_ticks((bytes as f64 * bus.ticks_per_byte) as u64),
+                        ))
+                    } else {
+                        done
+                    };
+                    if ready > now {
+                        self.q.schedule(ready, Ev::Enqueue { ch: out, tlp: id });
+                        return;
+                    }
+                }
+                self.push(out, id);
+            }
+            NodeState::Root { .. } => self.at_root(n, c, id, t),
+            NodeState::Endpoint { .. } => self.at_endpoint(n, c, id, t, head),
+        }
+    }
+
+    fn at_root(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
+        let now = self.now();
+        let NodeState::Root {
+            read_latency,
+            memory,
+            bridge,
+            cpl_size,
+        } = &mut self.nodes[n]
+        else {
+            return;
+        };
+        match t.kind {
+            TlpKind::MWr => {
+                let mut done = now;
+                if let Some(b) = bridge {
+                    done = self.bridges[*b].0.pass(done, t.payload);
+                }
+                if let Some(m) = memory {
+                    done = m.pass(done, t.payload);
+                }
+                if done > now {
+                    self.q.schedule(
+                        done,
+                        Ev::Release {
+                            ch: c,
+                            class: FcClass::Posted,
+                            h: 1,
+                            d: t.data_credits(),
+                        },
+                    );
+                } else {
+                    self.rx_release(c, FcClass::Posted, 1, t.data_credits());
+                }
+                self.write_arrived(t, now);
+                self.deliver(id);
+            }
+            TlpKind::MRd => {
+                let bridge_lat = bridge.map_or(SimTime::ZERO, |b| self.bridges[b].1);
+                let ready = now + read_latency.sample(&mut self.rng) + bridge_lat + bridge_lat;
+                let size = *cpl_size;
+                let out = self.route[n * self.sys.nodes.len() + t.src as usize];
+                let mut offset = 0u64;
+                let pieces: Vec<u32> = tlp::split(t.length as u64, size).collect();
+                for piece in pieces {
+                    let NodeState::Root { memory, bridge, .. } = &mut self.nodes[n] else {
+                        return;
+                    };
+                    let mut at = ready;
+                    if let Some(m) = memory {
+                        at = m.pass(at, piece);
+                    }
+                    if let Some(b) = bridge {
+                        at = self.bridges[*b].0.pass(at, piece);
+                    }
+                    let cpl = self.new_tlp(Tlp {
+                        kind: TlpKind::CplD,
+                        src: n as u32,
+                        dst: t.src,
+                        payload: piece,
+                        length: 0,
+                        flow: t.flow,
+                        req: t.req,
+                        order: offset,
+                        born: SimTime::ZERO,
+                        ingress: NONE,
+                        live: true,
+                    });
+                    offset += piece as u64;
+                    self.q.schedule(at, Ev::Enqueue { ch: out, tlp: cpl });
+                }
+                self.rx_release(c, FcClass::NonPosted, 1, 0);
+                self.deliver(id);
+            }
+            _ => {
+                self.rx_release(c, t.class(), 1, t.data_credits());
+                self.deliver(id);
+            }
+        }
+    }
+
+    fn at_endpoint(&mut self, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
+        let now = self.now();
+        self.rx_release(c, t.class(), 1, t.data_credits());
+        match t.kind {
+            TlpKind::MWr => self.write_arrived(t, now),
+            TlpKind::CplD => {
+                let r = self.reqs[t.req as usize];
+                let f = r.flow as usize;
+                if t.order != r.next_offset {
+                    self.audit.order_violations += 1;
+                }
+                let measuring = self.measuring;
+                let flow = &mut self.flows[f];
+                if measuring {
+                    flow.bytes += t.payload as u64;
+                    if !r.answered {
+                        flow.latency.record((head - r.issued).as_ns_f64());
+                    }
+                }
+                let req = &mut self.reqs[t.req as usize];
+                req.answered = true;
+                req.next_offset += t.payload as u64;
+                req.remaining -= t.payload.min(req.remaining);
+                if req.remaining == 0 {
+                    self.free_reqs.push(t.req);
+                    if let NodeState::Endpoint { free_tags } = &mut self.nodes[n] {
+                        *free_tags += 1;
+                    }
+                    let slot = r.transfer as usize;
+                    let flow = &mut self.flows[f];
+                    flow.transfer_left[slot] -= r.length as u64;
+                    if flow.transfer_left[slot] == 0 {
+                        flow.active -= 1;
+                        flow.free_transfers.push(slot as u32);
+                    }
+                }
+                self.deliver(id);
+                self.issue_reads(f as u32);
+                return;
+            }
+            _ => {}
+        }
+        self.deliver(id);
+    }
+
+    /// A posted write reached its target: order check, bytes and latency.
+    fn write_arrived(&mut self, t: Tlp, now: SimTime) {
+        let measuring = self.measuring;
+        let flow = &mut self.flows[t.flow as usize];
+        if t.order != flow.expected_order {
+            self.audit.order_violations += 1;
+        }
+        flow.expected_order = t.order + 1;
+        if measuring {
+            flow.bytes += t.payload as u64;
+            flow.latency.record((now - t.born).as_ns_f64());
+        }
+    }
+
+    // ---- DMA sources ----------------------------------------------------------------
+
+    fn fill_writes(&mut self, f: u32) {
+        let mps = self.sys.pcie.mps as u64;
+        while self.flows[f as usize].write_queued < WRITE_QUEUE_DEPTH {
+            let flow = &mut self.flows[f as usize];
+            if flow.write_left == 0 {
+                flow.write_left = flow.transfer_size;
+            }
+            let size = flow.write_left.min(mps) as u32;
+            flow.write_left -= size as u64;
+            flow.write_queued += 1;
+            let order = flow.next_order;
+            flow.next_order += 1;
+            let (src, dst, out) = (flow.source, flow.target, flow.out);
+            let id = self.new_tlp(Tlp {
+                kind: TlpKind::MWr,
+                src,
+                dst,
+                payload: size,
+                length: 0,
+                flow: f,
+                req: NONE,
+                order,
+                born: SimTime::ZERO,
+                ingress: NONE,
+                live: true,
+            });
+            self.push(out, id);
+        }
+    }
+
+    fn issue_reads(&mut self, f: u32) {
+        let mrrs = self.sys.pcie.mrrs as u64;
+        loop {
+            let flow = &mut self.flows[f as usize];
+            let NodeState::Endpoint { free_tags } = &mut self.nodes[flow.source as usize] else {
+                return;
+            };
+            if *free_tags == 0 {
+                return;
+            }
+            if flow.current.is_none() {
+                if flow.active >= flow.outstanding {
+                    return;
+                }
+                let slot = match flow.free_transfers.pop() {
+                    Some(s) => s,
+                    None => {
+                        flow.transfer_left.push(0);
+                        (flow.transfer_left.len() - 1) as u32
+                    }
+                };
+                flow.transfer_left[slot as usize] = flow.transfer_size;
+                flow.active += 1;
+                flow.current = Some((slot, flow.transfer_size));
+            }
+            let (slot, left) = flow.current.expect("set above");
+            let len = left.min(mrrs);
+            flow.current = (left > len).then_some((slot, left - len));
+            *free_tags -= 1;
+            let (src, dst, out) = (flow.source, flow.target, flow.out);
+            let req = Req {
+                flow: f,
+                transfer: slot,
+                length: len as u32,
+                remaining: len as u32,
+                next_offset: 0,
+                issued: SimTime::ZERO,
+                answered: false,
+            };
+            let r = match self.free_reqs.pop() {
+                Some(i) => {
+                    self.reqs[i as usize] = req;
+                    i
+                }
+                None => {
+                    self.reqs.push(req);
+                    (self.reqs.len() - 1) as u32
+                }
+            };
+            let id = self.new_tlp(Tlp {
+                kind: TlpKind::MRd,
+                src,
+                dst,
+                payload: 0,
+                length: len as u32,
+                flow: f,
+                req: r,
+                order: 0,
+                born: SimTime::ZERO,
+                ingress: NONE,
+                live: true,
+            });
+            self.push(out, id);
+        }
+    }
+
+    // ---- results --------------------------------------------------------------------
+
+    fn finish(mut self, wall_s: f64) -> RunResult {
+        let now = self.sys.duration;
+        let window = (self.sys.duration - self.sys.warmup).as_secs_f64();
+        let mut links = Vec::new();
+        let mut hops = 0;
+        for (c, ch) in self.chans.iter_mut().enumerate() {
+            if let Some(s) = ch.stall_since.take() {
+                ch.counters.credit_stall_ticks += (now.max(s) - s).ticks();
+            }
+            ch.counters.busy_ticks = ch.wire.busy_ticks();
+            hops += ch.counters.tlps + ch.counters.replays;
+            let a = ch.counters;
+            let b = self.snapshot[c];
+            let window_ticks = (self.sys.duration - self.sys.warmup).ticks() as f64;
+            links.push(LinkResult {
+                name: self.sys.links[c / 2].name.clone(),
+                direction: if c % 2 == 0 { "down" } else { "up" },
+                utilization: ((a.busy_ticks - b.busy_ticks) as f64 / window_ticks).min(1.0),
+                payload_gbps: (a.payload_bytes - b.payload_bytes) as f64 * 8.0 / window / 1e9,
+                tlps: a.tlps - b.tlps,
+                dllps: a.dllps - b.dllps,
+                replays: a.replays - b.replays,
+                credit_stall_fraction: ((a.credit_stall_ticks - b.credit_stall_ticks) as f64
+                    / window_ticks)
+                    .min(1.0),
+                bad_tlps: a.bad_tlps - b.bad_tlps,
+                bad_dllps: a.bad_dllps - b.bad_dllps,
+            });
+        }
+        let flows = self
+            .flows
+            .iter()
+            .zip(&self.sys.workloads)
+            .map(|(f, w)| FlowResult {
+                name: w.name.clone(),
+                bytes: f.bytes,
+                throughput_gbps: f.bytes as f64 * 8.0 / window / 1e9,
+                latency_ns: f.latency.summary(),
+                requests: f.latency.count(),
+            })
+            .collect();
+        for t in self.tlps.iter().filter(|t| t.live) {
+            self.audit.tlps_in_flight += 1;
+            self.audit.payload_in_flight += t.payload as u64;
+        }
+        self.audit.conclude();
+        RunResult {
+            simulated_s: window,
+            wall_s,
+            events: self.q.events(),
+            tlp_hops: hops,
+            flows,
+            links,
+            audit: self.audit,
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! What a run reports: per flow, per link direction, and the self-audit, with the JSON
+//! field names of the design (`flows[].latency_ns.p99`, `links[].credit_stall_fraction`, ...).
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Latency summary in nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct LatencySummary {
+    /// Mean (exact).
+    pub mean: f64,
+    /// Median (histogram, 3 significant digits).
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// One workload's results over the measured window (after warmup).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowResult {
+    /// Workload name.
+    pub name: String,
+    /// Payload bytes delivered (write data at the target, read data at the requester).
+    pub bytes: u64,
+    /// `bytes` per second, in Gb/s.
+    pub throughput_gbps: f64,
+    /// Latency of each request: read request start to first completion byte at the
+    /// requester; write start to its last byte at the target.
+    pub latency_ns: LatencySummary,
+    /// Requests measured.
+    pub requests: u64,
+}
+
+/// One link direction's results over the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkResult {
+    /// Link name ("upstream-downstream").
+    pub name: String,
+    /// "down" (away from the root complex) or "up".
+    pub direction: &'static str,
+    /// Fraction of wire time busy (TLPs, DLLPs, SKP).
+    pub utilization: f64,
+    /// TLP payload carried, in Gb/s.
+    pub payload_gbps: f64,
+    /// New TLPs sent.
+    pub tlps: u64,
+    /// DLLPs sent.
+    pub dllps: u64,
+    /// TLPs sent again from the replay buffer.
+    pub replays: u64,
+    /// Fraction of the window the transmitter had TLPs waiting but no credits.
+    pub credit_stall_fraction: f64,
+    /// TLPs that arrived corrupted.
+    pub bad_tlps: u64,
+    /// DLLPs that arrived corrupted.
+    pub bad_dllps: u64,
+}
+
+/// The end-of-run self-audit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Audit {
+    /// TLPs created by requesters and completers.
+    pub tlps_created: u64,
+    /// TLPs consumed at their destination.
+    pub tlps_delivered: u64,
+    /// TLPs still in queues or on wires at the end.
+    pub tlps_in_flight: u64,
+    /// Payload bytes created.
+    pub payload_created: u64,
+    /// Payload bytes delivered.
+    pub payload_delivered: u64,
+    /// Payload bytes in flight at the end.
+    pub payload_in_flight: u64,
+    /// TLPs delivered to a destination twice.
+    pub duplicates: u64,
+    /// Posted requests or completions delivered out of the order the rules require.
+    pub order_violations: u64,
+    /// Data link layer sequence numbers taken out of order.
+    pub sequence_violations: u64,
+    /// Credit counters that went negative (sent beyond the limit) or receive buffers
+    /// filled beyond what they advertised.
+    pub credit_violations: u64,
+    /// Every check held.
+    pub passed: bool,
+}
+
+impl Audit {
+    /// Sets `passed` from the counters.
+    pub fn conclude(&mut self) {
+        self.passed = self.tlps_created == self.tlps_delivered + self.tlps_in_flight
+            && self.payload_created == self.payload_delivered + self.payload_in_flight
+            && self.duplicates == 0
+            && self.order_violations == 0
+            && self.sequence_violations == 0
+            && self.credit_violations == 0;
+    }
+}
+
+/// Everything a run reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunResult {
+    /// Simulated seconds measured (duration minus warmup).
+    pub simulated_s: f64,
+    /// Wall-clock seconds the run took.
+    pub wall_s: f64,
+    /// Events processed.
+    pub events: u64,
+    /// TLP transmissions on any link (a TLP crossing one link is one hop).
+    pub tlp_hops: u64,
+    /// Per workload.
+    pub flows: Vec<FlowResult>,
+    /// Per link and direction.
+    pub links: Vec<LinkResult>,
+    /// The self-audit.
+    pub audit: Audit,
+}
+
+impl RunResult {
+    /// The result as JSON text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// A latency recorder: exact mean, histogram percentiles, constant memory.
+#[derive(Debug, Clone)]
+pub struct LatencyRecorder {
+    hist: Histogram<u64>,
+    sum_ns: f64,
+    count: u64,
+}
+
+impl Default for LatencyRecorder {
+    fn default() -> Self {
+        LatencyRecorder {
+            hist: Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds"),
+            sum_ns: 0.0,
+            count: 0,
+        }
+    }
+}
+
+impl LatencyRecorder {
+    /// Records one latency in nanoseconds.
+    pub fn record(&mut self, ns: f64) {
+        self.sum_ns += ns;
+        self.count += 1;
+        self.hist.saturating_record((ns.round() as u64).max(1));
+    }
+
+    /// Samples recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Mean, p50, p99, max (zeros when empty).
+    pub fn summary(&self) -> LatencySummary {
+        if self.count == 0 {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            mean: self.sum_ns / self.count as f64,
+            p50: self.hist.value_at_quantile(0.5) as f64,
+            p99: self.hist.value_at_quantile(0.99) as f64,
+            max: self.hist.max() as f64,
+        }
+    }
+}
