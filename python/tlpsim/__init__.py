@@ -4,10 +4,20 @@ Public API (names fixed by DESIGN.md):
 
 - :func:`link_bandwidth` - closed-form bandwidth of one link, per direction.
 - :func:`message_bandwidth` - payload rate of messages segmented into TLPs.
+- :func:`load_scenario`, :func:`run` - the TLP-level simulator on a scenario file.
 - :func:`validate` - every modelled seed-report number, published vs computed.
 """
 
 from tlpsim._core import ConfigError
+from tlpsim.simulate import (
+    RunResult,
+    Scenario,
+    ScenarioError,
+    SimulationError,
+    load_scenario,
+    run,
+    schema,
+)
 from tlpsim.link import LinkBandwidth, MessageBandwidth, link_bandwidth, message_bandwidth
 from tlpsim.validation import ValidationReport, validate
 
@@ -15,9 +25,16 @@ __all__ = [
     "ConfigError",
     "LinkBandwidth",
     "MessageBandwidth",
+    "RunResult",
+    "Scenario",
+    "ScenarioError",
+    "SimulationError",
     "ValidationReport",
     "link_bandwidth",
+    "load_scenario",
     "message_bandwidth",
+    "run",
+    "schema",
     "validate",
 ]
 __version__ = "0.1.0"

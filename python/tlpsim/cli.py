@@ -1,4 +1,4 @@
-"""The ``tlpsim`` command line: ``link``, ``validate``."""
+"""The ``tlpsim`` command line: ``link``, ``run``, ``schema``, ``validate``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import typer
 from rich.console import Console
 
 from tlpsim import ConfigError, link_bandwidth, message_bandwidth, validate
-from tlpsim.output import Format, console, emit
+from tlpsim.simulate import SimulationError, load_scenario, schema
+from tlpsim.simulate import run as run_scenario
+from tlpsim.output import Format, console, emit, emit_json
 from tlpsim.validation import write_report
 
 app = typer.Typer(
@@ -96,6 +98,70 @@ def link(
     emit(rows, format, columns, title="Link bandwidth per direction")
 
 
+def _run_rows(result) -> list[dict]:
+    """Flows and links as one list of flat rows (the CSV view)."""
+    rows = []
+    for f in result.flows:
+        lat = {f"latency_ns_{k}": v for k, v in f["latency_ns"].items()}
+        rows.append({"kind": "flow", "name": f["name"], "direction": "", "bytes": f["bytes"],
+                     "throughput_gbps": f["throughput_gbps"], **lat})  # fmt: skip
+    for link in result.links:
+        rows.append({"kind": "link", **link})
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(r))
+    return [{k: r.get(k, "") for k in keys} for r in rows]
+
+
+@app.command(name="run")
+def run_cmd(
+    scenario: Annotated[Path, typer.Argument(help="Scenario TOML file (see `tlpsim schema`).")],
+    format: FormatOpt = Format.table,
+) -> None:
+    """Simulate a scenario at the TLP level: throughput and latency per flow, per link direction."""
+    loaded = load_scenario(scenario)
+    err = Console(stderr=True)
+    if err.is_terminal and format is Format.table:
+        with err.status(f"simulating {loaded.duration_s * 1e6:.0f} us of {scenario.name} ..."):
+            result = run_scenario(loaded)
+    else:
+        result = run_scenario(loaded)
+    if format is Format.json:
+        emit_json(result.to_dict())
+    elif format is Format.csv:
+        emit(_run_rows(result), format, [])
+    else:
+        flows = [dict(f, **{f"lat_{k}": v for k, v in f["latency_ns"].items()}) for f in result.flows]
+        emit(flows, format, [
+            ("name", " flow", ""), ("bytes", "bytes", ","), ("throughput_gbps", "Gb/s", ".3f"),
+            ("lat_mean", "latency mean ns", ".1f"), ("lat_p50", "p50 ns", ".0f"), ("lat_p99", "p99 ns", ".0f"),
+            ("lat_max", "max ns", ".0f"), ("requests", "requests", ","),
+        ], title=f"{scenario.name}: flows")  # fmt: skip
+        emit(result.links, format, [
+            ("name", " link", ""), ("direction", " dir", ""), ("utilization", "utilization", "%"),
+            ("payload_gbps", "payload Gb/s", ".3f"), ("tlps", "TLPs", ","), ("dllps", "DLLPs", ","),
+            ("replays", "replays", ","), ("credit_stall_fraction", "credit stall", "%"),
+        ], title="links")  # fmt: skip
+        a = result.audit
+        conserved = a["payload_created"] == a["payload_delivered"] + a["payload_in_flight"]
+        console().print(
+            f"audit {'passed' if a['passed'] else 'FAILED'}: {a['tlps_created']:,} TLPs created, "
+            f"{a['tlps_delivered']:,} delivered, {a['tlps_in_flight']:,} in flight at the end; "
+            f"payload {'conserved' if conserved else 'NOT conserved'}; "
+            f"{a['order_violations']} ordering and {a['credit_violations']} credit violations. "
+            f"{result.simulated_s * 1e6:.1f} us measured after warmup, {result.events:,} events in {result.wall_s:.3f} s"
+        )
+    if not result.audit["passed"]:
+        Console(stderr=True).print(f"tlpsim: audit FAILED: {result.audit}")
+        raise typer.Exit(1)
+
+
+@app.command(name="schema")
+def schema_cmd() -> None:
+    """Print the JSON Schema of the scenario file format."""
+    emit_json(schema())
+
+
 @app.command(name="validate")
 def validate_cmd(
     only: Annotated[str | None, typer.Option(help="One system: pes24n3a, pes24t6, ntb, t5220, ixp12xx.")] = None,
@@ -133,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"tlpsim: error: {e}", file=sys.stderr)
         return 2
+    except SimulationError as e:
+        print(f"tlpsim: error: {e}", file=sys.stderr)
+        return 3
     except click.UsageError as e:
         print(f"tlpsim: error: {e.format_message()} (see --help)", file=sys.stderr)
         return 2

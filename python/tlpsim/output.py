@@ -41,6 +41,12 @@ def console() -> Console:
     return c if c.is_terminal else Console(width=max(c.width, 200))
 
 
+def emit_json(data) -> None:
+    """Prints any JSON-ready value, indented."""
+    json.dump(data, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
 def emit(rows: Sequence[dict], fmt: Format, columns: Sequence[Column], title: str | None = None) -> None:
     """Prints ``rows``; ``columns`` chooses and formats the table view's columns.
 
@@ -48,8 +54,7 @@ def emit(rows: Sequence[dict], fmt: Format, columns: Sequence[Column], title: st
     headings that start with a space are left-aligned text columns.
     """
     if fmt is Format.json:
-        json.dump(list(rows), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        emit_json(list(rows))
     elif fmt is Format.csv:
         if not rows:
             return

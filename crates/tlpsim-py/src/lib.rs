@@ -16,6 +16,100 @@ create_exception!(
     "A setting outside what PCI Express or tlpsim allows; the message names the allowed values."
 );
 
+create_exception!(
+    _core,
+    ScenarioError,
+    ConfigError,
+    "A scenario file that cannot be used; the message names the file, the key and what is allowed."
+);
+
+create_exception!(
+    _core,
+    SimulationError,
+    pyo3::exceptions::PyRuntimeError,
+    "A run that could not finish (a credit deadlock); the message names the ports and credit types."
+);
+
+/// A checked scenario, ready to run.
+#[pyclass(frozen, module = "tlpsim._core")]
+struct Scenario {
+    system: tlpsim::fabric::System,
+    origin: String,
+}
+
+#[pymethods]
+impl Scenario {
+    /// Where the scenario came from (a path, or `<text>`).
+    #[getter]
+    fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// Node names, in file order of sections.
+    #[getter]
+    fn nodes(&self) -> Vec<String> {
+        self.system.nodes.iter().map(|n| n.name.clone()).collect()
+    }
+
+    /// Link names ("upstream-downstream").
+    #[getter]
+    fn links(&self) -> Vec<String> {
+        self.system.links.iter().map(|l| l.name.clone()).collect()
+    }
+
+    /// Workload names.
+    #[getter]
+    fn workloads(&self) -> Vec<String> {
+        self.system
+            .workloads
+            .iter()
+            .map(|w| w.name.clone())
+            .collect()
+    }
+
+    /// Simulated seconds (duration, warmup included).
+    #[getter]
+    fn duration_s(&self) -> f64 {
+        self.system.duration.as_secs_f64()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Scenario({:?}: {} nodes, {} links, {} workloads)",
+            self.origin,
+            self.system.nodes.len(),
+            self.system.links.len(),
+            self.system.workloads.len()
+        )
+    }
+}
+
+/// Parses and checks scenario TOML text; `origin` names it in error messages.
+#[pyfunction]
+fn load_scenario(text: &str, origin: &str) -> PyResult<Scenario> {
+    let system = tlpsim::scenario::load_str(text, origin)
+        .map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    Ok(Scenario {
+        system,
+        origin: origin.to_string(),
+    })
+}
+
+/// Runs a scenario (the GIL is released) and returns the result as JSON text.
+#[pyfunction]
+fn run_scenario(py: Python<'_>, scenario: &Scenario) -> PyResult<String> {
+    let system = &scenario.system;
+    py.detach(|| tlpsim::sim::run(system))
+        .map(|r| r.to_json())
+        .map_err(|e| SimulationError::new_err(e.to_string()))
+}
+
+/// The JSON Schema of the scenario format.
+#[pyfunction]
+fn scenario_schema() -> String {
+    tlpsim::scenario::json_schema()
+}
+
 fn to_py(e: tlpsim::ConfigError) -> PyErr {
     ConfigError::new_err(e.to_string())
 }
@@ -147,6 +241,12 @@ fn systems() -> Vec<String> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add_class::<Scenario>()?;
+    m.add_function(wrap_pyfunction!(load_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;
     m.add_function(wrap_pyfunction!(link_bandwidth, m)?)?;
     m.add_function(wrap_pyfunction!(message_bandwidth, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;

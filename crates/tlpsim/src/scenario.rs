@@ -308,12 +308,14 @@ pub fn load_str(text: &str, origin: &str) -> Result<System, ScenarioError> {
         message,
     };
     let file: ScenarioFile = toml::from_str(text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
         let msg = e.message().trim().replace('\n', " ");
-        fail(match line {
-            Some(l) => format!("line {l}: {msg}"),
+        fail(match e.span() {
+            Some(span) => {
+                let start = span.start.min(text.len());
+                let line = text[..start].matches('\n').count() + 1;
+                let source = text.lines().nth(line - 1).unwrap_or("").trim();
+                format!("line {line} (`{source}`): {msg}")
+            }
             None => msg,
         })
     })?;

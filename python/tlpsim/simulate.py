@@ -1,0 +1,89 @@
+"""Scenario files and simulation runs: :func:`load_scenario`, :func:`run`, :class:`RunResult`."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from tlpsim import _core
+from tlpsim._core import Scenario, ScenarioError, SimulationError
+
+__all__ = ["Scenario", "ScenarioError", "SimulationError", "RunResult", "load_scenario", "run", "schema"]
+
+
+def load_scenario(source: str | os.PathLike[str]) -> Scenario:
+    """Loads and checks a scenario: a path to a TOML file, or the TOML text itself.
+
+    Raises :class:`ScenarioError` (a ``ValueError``) with one line naming the file, the
+    key and what is allowed.
+    """
+    if isinstance(source, os.PathLike) or ("\n" not in source and source.strip().endswith(".toml")):
+        path = Path(source)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ScenarioError(f"{path}: cannot read the file: {e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise ScenarioError(f"{path}: the file is not UTF-8 text") from None
+        return _core.load_scenario(text, str(path))
+    if not isinstance(source, str):
+        raise TypeError(f"load_scenario takes a path or TOML text, not {type(source).__name__}")
+    return _core.load_scenario(source, "<text>")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A run's results; field names as in the design's JSON (``flows``, ``links``)."""
+
+    simulated_s: float
+    wall_s: float
+    events: int
+    tlp_hops: int
+    flows: list[dict[str, Any]]
+    links: list[dict[str, Any]]
+    audit: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as plain JSON-ready data."""
+        return {
+            "simulated_s": self.simulated_s,
+            "wall_s": self.wall_s,
+            "events": self.events,
+            "tlp_hops": self.tlp_hops,
+            "flows": [dict(f, latency_ns=dict(f["latency_ns"])) for f in self.flows],
+            "links": [dict(link) for link in self.links],
+            "audit": dict(self.audit),
+        }
+
+    def to_pandas(self, what: Literal["flows", "links"] = "flows"):
+        """A pandas DataFrame of the flows (latency as ``latency_ns_mean`` ...) or the links."""
+        import pandas as pd
+
+        if what == "flows":
+            rows = [
+                {**{k: v for k, v in f.items() if k != "latency_ns"}, **{f"latency_ns_{k}": v for k, v in f["latency_ns"].items()}}
+                for f in self.flows
+            ]
+            return pd.DataFrame(rows)
+        if what == "links":
+            return pd.DataFrame(self.links)
+        raise ValueError(f"what {what!r} is not allowed; allowed: flows, links")
+
+
+def run(scenario: Scenario | str | os.PathLike[str]) -> RunResult:
+    """Simulates a scenario (or a path / TOML text, loaded first) and returns its results.
+
+    Raises :class:`SimulationError` if the run deadlocks on credits.
+    """
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    data = json.loads(_core.run_scenario(scenario))
+    return RunResult(**data)
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of the scenario format, generated from the core's types."""
+    return json.loads(_core.scenario_schema())

@@ -1,0 +1,177 @@
+"""The simulator from Python and the CLI: scenario loading, errors, results, determinism."""
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tlpsim
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "scenarios" / "t5220-two-switches.toml"
+
+FLOW_FIELDS = {"name", "bytes", "throughput_gbps", "latency_ns"}
+LINK_FIELDS = {"name", "direction", "utilization", "payload_gbps", "tlps", "dllps", "replays", "credit_stall_fraction"}
+
+
+def test_the_example_loads_and_runs_with_the_design_fields():
+    result = tlpsim.run(tlpsim.load_scenario(EXAMPLE))
+    d = result.to_dict()
+    assert {"simulated_s", "wall_s", "events", "flows", "links"} <= d.keys()
+    assert FLOW_FIELDS <= d["flows"][0].keys()
+    assert set(d["flows"][0]["latency_ns"]) == {"mean", "p50", "p99", "max"}
+    assert all(LINK_FIELDS <= link.keys() for link in d["links"])
+    assert d["audit"]["passed"]
+    # Gen1 x8, 64-byte completions: the closed form's read ceiling bounds the flow.
+    ceiling = tlpsim.link_bandwidth(1, 8, mps=128, payload=4096).read_gbps
+    assert 0.97 * ceiling < result.flows[0]["throughput_gbps"] < 1.01 * ceiling
+
+
+def test_same_seed_same_json(tmp_path):
+    a = tlpsim.run(EXAMPLE).to_dict()
+    b = tlpsim.run(EXAMPLE).to_dict()
+    a.pop("wall_s"), b.pop("wall_s")
+    assert json.dumps(a) == json.dumps(b)
+
+
+def test_to_pandas():
+    r = tlpsim.run(EXAMPLE)
+    flows = r.to_pandas()
+    assert list(flows["name"]) == ["reads"] and "latency_ns_p99" in flows.columns
+    links = r.to_pandas("links")
+    assert len(links) == 6 and set(links["direction"]) == {"up", "down"}
+
+
+BASE = EXAMPLE.read_text()
+
+BAD = [
+    (BASE.replace("seed = 7", "seed = 7\nspeed = 3"), ["line 6", "unknown field `speed`"]),
+    (BASE.replace('between = ["sw2", "ex"]', 'between = ["sw2", "nic"]'), ['"nic"', "known nodes", "[[link]] 3"]),
+    (BASE.replace("width = 8\n\n[[link]]\nbetween = [\"sw2\"", "width = 3\n\n[[link]]\nbetween = [\"sw2\""), ["width 3 is not allowed", "1, 2, 4, 8, 12, 16, 32"]),
+    (BASE.replace("mps = 128", "mps = 100"), ["[pcie]", "mps 100 is not allowed", "128, 256"]),
+    (BASE.replace('between = ["rc", "sw1"]', 'between = ["sw2", "sw1"]'), ["loop", "tree"]),
+    (BASE + '\n[[link]]\nbetween = ["sw1", "ex"]\n', ['"ex" already has an upstream link']),
+    (BASE.replace('endpoint = "ex"', 'endpoint = "exerciser"'), ['[[workload]] 1 (reads)', '"exerciser" is not a node']),
+    (BASE.replace('direction = "read"', 'direction = "sideways"'), ['direction "sideways" is not allowed', "read, write, both"]),
+    (BASE.replace('transfer_size = "4KiB"', 'transfer_size = "4 parsecs"'), ["transfer_size", "KiB"]),
+    (BASE.replace('latency = "150ns"', 'latency = 150', 1), ["line 19 (`latency = 150`)", "invalid type", "expected a string"]),
+]
+
+
+@pytest.mark.parametrize(("text", "needles"), BAD)
+def test_bad_files_get_one_clear_line(tmp_path, cli, text, needles):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(tlpsim.ScenarioError) as e:
+        tlpsim.load_scenario(path)
+    message = str(e.value)
+    assert message.startswith(str(path)), message
+    for n in needles:
+        assert n in message, message
+    proc = cli("run", str(path))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("tlpsim: error: ")
+
+
+def test_missing_file_and_text_source(tmp_path, cli):
+    with pytest.raises(tlpsim.ScenarioError, match="cannot read"):
+        tlpsim.load_scenario(tmp_path / "nope.toml")
+    proc = cli("run", str(tmp_path / "nope.toml"))
+    assert proc.returncode == 2 and "cannot read the file" in proc.stderr
+    s = tlpsim.load_scenario(BASE)
+    assert s.origin == "<text>" and s.nodes == ["rc", "sw1", "sw2", "ex"]
+
+
+def test_deadlock_is_a_message_not_a_hang(cli, tmp_path):
+    text = BASE.replace('kind = "dma"\n\n[[link]]', 'kind = "dma"\ncredits = { nph = 1, ph = 1, pd = 4 }\n\n[[link]]')
+    text = text.replace('direction = "read"', 'direction = "write"')
+    path = tmp_path / "dl.toml"
+    path.write_text(text.replace('endpoint = "ex"', 'endpoint = "rc"\ntarget = "ex"'))
+    with pytest.raises(tlpsim.SimulationError, match="credit deadlock.*port sw2 -> ex.*PD credits"):
+        tlpsim.run(path)
+    proc = cli("run", str(path))
+    assert proc.returncode == 3 and "credit deadlock" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_run_formats(cli, cli_json):
+    d = cli_json("run", str(EXAMPLE))
+    assert d["flows"][0]["name"] == "reads" and d["audit"]["passed"]
+    proc = cli("run", str(EXAMPLE), "--format", "csv")
+    assert proc.returncode == 0 and proc.stdout.startswith("kind,name,direction")
+    proc = cli("run", str(EXAMPLE))
+    assert proc.returncode == 0 and "audit passed" in proc.stdout and "sw2-ex" in proc.stdout
+
+
+def test_schema_comes_from_the_core_types(cli):
+    schema = tlpsim.schema()
+    assert {"simulation", "pcie", "root_complex", "switch", "endpoint", "link", "workload"} <= schema["properties"].keys()
+    link = schema["$defs"]["LinkSection"]
+    assert "width" in link["properties"] and link["additionalProperties"] is False
+    proc = cli("schema")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == schema
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    gen=st.integers(1, 6),
+    width=st.sampled_from([1, 2, 4, 8, 16]),
+    mps=st.sampled_from([128, 256, 512]),
+    direction=st.sampled_from(["read", "write", "both"]),
+    forwarding=st.sampled_from(["cut-through", "store-and-forward"]),
+    ph=st.integers(1, 64),
+    ber=st.sampled_from([0.0, 1e-7]),
+)
+def test_any_small_tree_passes_the_audit_within_link_capacity(gen, width, mps, direction, forwarding, ph, ber):
+    text = f"""
+[simulation]
+duration = "30us"
+warmup = "5us"
+[pcie]
+mps = {mps}
+ber = {ber}
+[[root_complex]]
+name = "rc"
+[[switch]]
+name = "sw"
+forwarding = "{forwarding}"
+credits = {{ ph = {ph}, pd = {max(ph * 8, mps // 16)} }}
+[[endpoint]]
+name = "a"
+kind = "dma"
+[[endpoint]]
+name = "b"
+kind = "dma"
+[[link]]
+between = ["rc", "sw"]
+gen = {gen}
+width = {width}
+[[link]]
+between = ["sw", "a"]
+gen = {gen}
+width = {width}
+[[link]]
+between = ["sw", "b"]
+gen = 1
+width = 1
+[[workload]]
+name = "a"
+kind = "dma"
+endpoint = "a"
+direction = "{direction}"
+transfer_size = "8KiB"
+[[workload]]
+name = "b"
+kind = "dma"
+endpoint = "b"
+direction = "{direction}"
+transfer_size = "1KiB"
+"""
+    r = tlpsim.run(text)
+    assert r.audit["passed"], r.audit
+    cap = tlpsim.link_bandwidth(gen, width, mps=mps).encoded_gbps
+    assert sum(f["throughput_gbps"] for f in r.flows) <= 2 * cap
+    for link in r.links:
+        assert 0 <= link["utilization"] <= 1 and 0 <= link["credit_stall_fraction"] <= 1
