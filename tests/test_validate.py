@@ -42,3 +42,17 @@ def test_json_and_report(cli_json, tmp_path, cli):
 def test_unknown_system_exit_2(cli):
     proc = cli("validate", "--only", "t5221")
     assert proc.returncode == 2 and "t5220" in proc.stderr
+
+
+def test_t5220_rows_come_from_the_simulator(cli_json):
+    rows = cli_json("validate", "--only", "t5220")
+    assert len(rows) == 28
+    assert {r["system"] for r in rows} == {"t5220"}
+    assert set(rows[0]) == {"system", "table", "series", "column", "unit", "published", "simulated", "error", "role"}
+    calibrate = [r for r in rows if r["role"] == "calibrate"]
+    assert {r["series"] for r in calibrate} == {"t5220_x8_slot", "t5220_pcie2"} and len(calibrate) == 4
+    for r in rows:
+        assert r["error"] == pytest.approx((r["simulated"] - r["published"]) / r["published"])
+    # Two switch levels take longer than one; store-and-forward T2000 longer than both.
+    lat = {r["series"]: r["simulated"] for r in rows if r["table"] == "dma_read_latency"}
+    assert lat["t5220_pcie2"] < lat["t5220_pcie5"] < lat["t2000_x8"]

@@ -1,0 +1,194 @@
+//! Seed cells the TLP-level simulator computes: scenario templates from `validation/`,
+//! filled with values from the device catalog, run with DMA workloads per cell.
+
+use serde::Deserialize;
+
+use super::{row_for, CellKey, Role, ValidationRow};
+use crate::error::{ConfigError, Result};
+use crate::scenario::load_str;
+use crate::sim;
+
+/// The cells (validation/simulated.toml).
+pub const SIMULATED_TOML: &str = include_str!("../../../../validation/simulated.toml");
+/// The device catalog (validation/catalog.toml).
+pub const CATALOG_TOML: &str = include_str!("../../../../validation/catalog.toml");
+/// Scenario templates by topology name.
+pub const TOPOLOGIES: &[(&str, &str)] = &[
+    (
+        "t5220",
+        include_str!("../../../../validation/t5220/t5220.toml"),
+    ),
+    (
+        "t2000",
+        include_str!("../../../../validation/t5220/t2000.toml"),
+    ),
+];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SimFile {
+    cell: Vec<SimCell>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunSpec {
+    endpoint: String,
+    direction: String,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum SimQuantity {
+    ThroughputGbytes,
+    LatencyNs,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SimCell {
+    reference: String,
+    column: Option<String>,
+    unit: Option<String>,
+    topology: String,
+    run: Vec<RunSpec>,
+    quantity: SimQuantity,
+    #[serde(default)]
+    role: Role,
+}
+
+fn conflict(m: String) -> ConfigError {
+    ConfigError::Conflict(m)
+}
+
+/// The catalog's `value` of `section.key`, as TOML text to paste into a template.
+pub fn catalog_value(catalog: &toml::Table, path: &str) -> Option<String> {
+    let (section, key) = path.split_once('.')?;
+    let v = catalog
+        .get(section)?
+        .as_table()?
+        .get(key)?
+        .as_table()?
+        .get("value")?;
+    Some(match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+/// Replaces every `${section.key}` in `template` with its catalog value.
+pub fn render(template: &str, catalog: &toml::Table) -> Result<String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let end = rest[i..]
+            .find('}')
+            .ok_or_else(|| conflict("unterminated ${ in a validation template".into()))?;
+        let key = &rest[i + 2..i + end];
+        let value = catalog_value(catalog, key)
+            .ok_or_else(|| conflict(format!("validation/catalog.toml has no value for {key}")))?;
+        out.push_str(&value);
+        rest = &rest[i + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The scenario text of one cell: its topology plus one DMA workload per `run` entry.
+fn scenario_text(cell: &SimCell, catalog: &toml::Table) -> Result<String> {
+    let template = TOPOLOGIES
+        .iter()
+        .find(|(n, _)| *n == cell.topology)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            conflict(format!(
+                "cell {}: no topology {:?}",
+                cell.reference, cell.topology
+            ))
+        })?;
+    let mut text = render(template, catalog)?;
+    let (size, outstanding) = match cell.quantity {
+        // The document's latency: one 64 B read at a time.
+        SimQuantity::LatencyNs => ("64B".to_string(), "1".to_string()),
+        SimQuantity::ThroughputGbytes => (
+            catalog_value(catalog, "exerciser.transfer_size").unwrap_or_default(),
+            catalog_value(catalog, "exerciser.outstanding").unwrap_or_default(),
+        ),
+    };
+    for r in &cell.run {
+        text.push_str(&format!(
+            "\n[[workload]]\nname = \"{e}\"\nkind = \"dma\"\nendpoint = \"{e}\"\ndirection = \"{d}\"\n\
+             transfer_size = \"{size}\"\noutstanding = {outstanding}\n",
+            e = r.endpoint,
+            d = r.direction
+        ));
+    }
+    Ok(text)
+}
+
+fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
+    let text = scenario_text(cell, catalog)?;
+    let origin = format!("validation/{} for {}", cell.topology, cell.reference);
+    let system = load_str(&text, &origin).map_err(|e| conflict(e.to_string()))?;
+    let result = sim::run(&system).map_err(|e| conflict(format!("{origin}: {e}")))?;
+    if !result.audit.passed {
+        return Err(conflict(format!(
+            "{origin}: the simulator's audit failed: {:?}",
+            result.audit
+        )));
+    }
+    Ok(match cell.quantity {
+        SimQuantity::ThroughputGbytes => {
+            result.flows.iter().map(|f| f.throughput_gbps).sum::<f64>() / 8.0
+        }
+        SimQuantity::LatencyNs => result.flows[0].latency_ns.mean,
+    })
+}
+
+/// (system, table, row) per simulated cell; the row only for cells of `only` (all if None),
+/// so unselected systems cost no simulation.
+pub fn rows(
+    root: &toml::Table,
+    only: Option<&str>,
+) -> Result<Vec<(String, String, Option<ValidationRow>)>> {
+    let file: SimFile = toml::from_str(SIMULATED_TOML)
+        .map_err(|e| conflict(format!("validation/simulated.toml: {e}")))?;
+    let catalog: toml::Table = CATALOG_TOML
+        .parse()
+        .map_err(|e| conflict(format!("validation/catalog.toml: {e}")))?;
+    let mut out = Vec::new();
+    for cell in &file.cell {
+        let mut parts = cell.reference.split('.');
+        let system = parts.next().unwrap_or_default().to_string();
+        let table = parts.next().unwrap_or_default().to_string();
+        let row = if only.is_none_or(|s| s == system) {
+            let key = CellKey {
+                reference: &cell.reference,
+                column: cell.column.as_deref(),
+                unit: cell.unit.as_deref(),
+                role: cell.role,
+            };
+            Some(row_for(root, &key, || compute(cell, &catalog))?)
+        } else {
+            None
+        };
+        out.push((system, table, row));
+    }
+    Ok(out)
+}
+
+/// The scenario text a cell runs (for inspection and for `tlpsim run`).
+pub fn cell_scenario(reference: &str) -> Result<String> {
+    let file: SimFile = toml::from_str(SIMULATED_TOML)
+        .map_err(|e| conflict(format!("validation/simulated.toml: {e}")))?;
+    let catalog: toml::Table = CATALOG_TOML
+        .parse()
+        .map_err(|e| conflict(format!("validation/catalog.toml: {e}")))?;
+    let cell = file
+        .cell
+        .iter()
+        .find(|c| c.reference == reference)
+        .ok_or_else(|| conflict(format!("no simulated cell {reference}")))?;
+    scenario_text(cell, &catalog)
+}
