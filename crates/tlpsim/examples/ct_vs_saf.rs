@@ -3,7 +3,9 @@ use tlpsim::validation::simulated::cell_scenario;
 
 fn latency(text: &str) -> f64 {
     let sys = tlpsim::scenario::load_str(text, "<t5220>").expect("valid");
-    tlpsim::sim::run(&sys).expect("runs").flows[0].latency_ns.mean
+    tlpsim::sim::run(&sys).expect("runs").flows[0]
+        .latency_ns
+        .mean
 }
 
 fn main() {
@@ -15,6 +17,9 @@ fn main() {
         let text = cell_scenario(r).expect("cell exists");
         let ct = latency(&text);
         let saf = latency(&text.replace("cut-through", "store-and-forward"));
-        println!("{r}: cut-through {ct:.1} ns, store-and-forward {saf:.1} ns, reduction {:.1} %", 100.0 * (saf - ct) / saf);
+        println!(
+            "{r}: cut-through {ct:.1} ns, store-and-forward {saf:.1} ns, reduction {:.1} %",
+            100.0 * (saf - ct) / saf
+        );
     }
 }
