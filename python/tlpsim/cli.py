@@ -100,11 +100,7 @@ def link(
 
 def _run_rows(result) -> list[dict]:
     """Flows and links as one list of flat rows (the CSV view)."""
-    rows = []
-    for f in result.flows:
-        lat = {f"latency_ns_{k}": v for k, v in f["latency_ns"].items()}
-        rows.append({"kind": "flow", "name": f["name"], "direction": "", "bytes": f["bytes"],
-                     "throughput_gbps": f["throughput_gbps"], **lat})  # fmt: skip
+    rows = [{"kind": "flow", "name": f.pop("name"), "direction": "", **f} for f in result.flow_rows()]
     for link in result.links:
         rows.append({"kind": "link", **link})
     keys: dict[str, None] = {}
@@ -131,11 +127,10 @@ def run_cmd(
     elif format is Format.csv:
         emit(_run_rows(result), format, [])
     else:
-        flows = [dict(f, **{f"lat_{k}": v for k, v in f["latency_ns"].items()}) for f in result.flows]
-        emit(flows, format, [
+        emit(result.flow_rows(), format, [
             ("name", " flow", ""), ("bytes", "bytes", ","), ("throughput_gbps", "Gb/s", ".3f"),
-            ("lat_mean", "latency mean ns", ".1f"), ("lat_p50", "p50 ns", ".0f"), ("lat_p99", "p99 ns", ".0f"),
-            ("lat_max", "max ns", ".0f"), ("requests", "requests", ","),
+            ("latency_ns_mean", "latency mean ns", ".1f"), ("latency_ns_p50", "p50 ns", ".0f"),
+            ("latency_ns_p99", "p99 ns", ".0f"), ("latency_ns_max", "max ns", ".0f"), ("requests", "requests", ","),
         ], title=f"{scenario.name}: flows")  # fmt: skip
         emit(result.links, format, [
             ("name", " link", ""), ("direction", " dir", ""), ("utilization", "utilization", "%"),

@@ -58,16 +58,19 @@ class RunResult:
             "audit": dict(self.audit),
         }
 
+    def flow_rows(self) -> list[dict[str, Any]]:
+        """The flows as flat rows: ``latency_ns`` becomes ``latency_ns_mean``, ``_p50`` ..."""
+        return [
+            {**{k: v for k, v in f.items() if k != "latency_ns"}, **{f"latency_ns_{k}": v for k, v in f["latency_ns"].items()}}
+            for f in self.flows
+        ]
+
     def to_pandas(self, what: Literal["flows", "links"] = "flows"):
         """A pandas DataFrame of the flows (latency as ``latency_ns_mean`` ...) or the links."""
         import pandas as pd
 
         if what == "flows":
-            rows = [
-                {**{k: v for k, v in f.items() if k != "latency_ns"}, **{f"latency_ns_{k}": v for k, v in f["latency_ns"].items()}}
-                for f in self.flows
-            ]
-            return pd.DataFrame(rows)
+            return pd.DataFrame(self.flow_rows())
         if what == "links":
             return pd.DataFrame(self.links)
         raise ValueError(f"what {what!r} is not allowed; allowed: flows, links")

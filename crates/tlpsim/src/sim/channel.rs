@@ -259,7 +259,8 @@ impl Channel {
         self.queued += 1;
     }
 
-    /// True if a TLP of `class` needing `data` data credits may be sent now.
+    /// Ok if a TLP of `class` needing `data` data credits may be sent now, else the type
+    /// index (see `fabric::CreditType`) that lacks credits.
     pub fn has_credits(&self, class: FcClass, data: u32) -> Result<(), usize> {
         let h = class as usize * 2;
         for (ty, need) in [(h, 1u64), (h + 1, data as u64)] {
@@ -337,6 +338,17 @@ impl Channel {
             }
         }
         Err(blocked)
+    }
+
+    /// Ends a credit stall at `now`, adding its time to the counters; true if one was running.
+    pub fn end_stall(&mut self, now: SimTime) -> bool {
+        match self.stall_since.take() {
+            Some(s) => {
+                self.counters.credit_stall_ticks += now.saturating_sub(s).ticks();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Consumes the credits of a TLP being sent for the first time; false if a finite

@@ -134,12 +134,17 @@ impl Throttle {
         }
     }
 
-    /// Passes `bytes` arriving at `t`; returns when the last byte is through.
-    fn pass(&mut self, t: SimTime, bytes: u32) -> SimTime {
+    /// Passes `bytes` arriving at `t`; returns when the first byte enters and the last is through.
+    fn pass_span(&mut self, t: SimTime, bytes: u32) -> (SimTime, SimTime) {
         let start = t.max(self.free_at);
         self.free_at =
             start + SimTime::from_ticks((bytes as f64 * self.ticks_per_byte).round() as u64);
-        self.free_at
+        (start, self.free_at)
+    }
+
+    /// Passes `bytes` arriving at `t`; returns when the last byte is through.
+    fn pass(&mut self, t: SimTime, bytes: u32) -> SimTime {
+        self.pass_span(t, bytes).1
     }
 }
 
@@ -579,8 +584,7 @@ impl<'a> Simulator<'a> {
     fn start_measuring(&mut self) {
         let now = self.now();
         for (c, ch) in self.chans.iter_mut().enumerate() {
-            if let Some(s) = ch.stall_since {
-                ch.counters.credit_stall_ticks += (now - s).ticks();
+            if ch.end_stall(now) {
                 ch.stall_since = Some(now);
             }
             ch.counters.busy_ticks = ch.wire.busy_ticks();
@@ -685,9 +689,7 @@ impl<'a> Simulator<'a> {
         }
         match ch.pick() {
             Ok((q, class)) => {
-                if let Some(s) = ch.stall_since.take() {
-                    ch.counters.credit_stall_ticks += (now - s).ticks();
-                }
+                ch.end_stall(now);
                 if !ch.consume(class, q.data_credits) {
                     self.audit.credit_violations += 1;
                 }
@@ -722,15 +724,10 @@ impl<'a> Simulator<'a> {
             }
             Err(b) => {
                 ch.blocked = b;
-                match b {
-                    Blocked::Credits(_) => {
-                        ch.stall_since.get_or_insert(now);
-                    }
-                    _ => {
-                        if let Some(s) = ch.stall_since.take() {
-                            ch.counters.credit_stall_ticks += (now - s).ticks();
-                        }
-                    }
+                if let Blocked::Credits(_) = b {
+                    ch.stall_since.get_or_insert(now);
+                } else {
+                    ch.end_stall(now);
                 }
             }
         }
@@ -744,12 +741,7 @@ impl<'a> Simulator<'a> {
         let p = ch.byte_error;
         let prop = ch.prop;
         if ch.replay_deadline.is_none() {
-            ch.replay_deadline = Some(now + ch.replay_timeout);
-            if !ch.replay_event {
-                ch.replay_event = true;
-                let at = now + ch.replay_timeout;
-                self.q.schedule(at, Ev::ReplayTimer(c));
-            }
+            self.restart_replay_timer(c);
         }
         let bad = self.rng.chance(-(-p * e.bytes as f64).exp_m1());
         let rx = self.rx_node[c as usize] as usize;
@@ -819,7 +811,6 @@ impl<'a> Simulator<'a> {
     }
 
     fn on_dllp(&mut self, c: u32, d: Dllp, bad: bool) {
-        let now = self.now();
         let ch = &mut self.chans[c as usize];
         if bad {
             ch.counters.bad_dllps += 1;
@@ -828,11 +819,10 @@ impl<'a> Simulator<'a> {
         match d {
             Dllp::Ack(seq) | Dllp::Nak(seq) => {
                 if ch.purge_acked(seq) > 0 {
-                    ch.replay_deadline = (!ch.replay.is_empty()).then_some(now + ch.replay_timeout);
-                    if ch.replay_deadline.is_some() && !ch.replay_event {
-                        ch.replay_event = true;
-                        let at = now + ch.replay_timeout;
-                        self.q.schedule(at, Ev::ReplayTimer(c));
+                    if ch.replay.is_empty() {
+                        ch.replay_deadline = None;
+                    } else {
+                        self.restart_replay_timer(c);
                     }
                 }
                 let ch = &mut self.chans[c as usize];
@@ -850,6 +840,18 @@ impl<'a> Simulator<'a> {
             }
         }
         self.try_send(c);
+    }
+
+    /// The replay timer of `c` (re)starts now; a ReplayTimer event is scheduled unless one
+    /// is already pending (it reschedules itself to a later deadline).
+    fn restart_replay_timer(&mut self, c: u32) {
+        let ch = &mut self.chans[c as usize];
+        let deadline = self.q.now() + ch.replay_timeout;
+        ch.replay_deadline = Some(deadline);
+        if !ch.replay_event {
+            ch.replay_event = true;
+            self.q.schedule(deadline, Ev::ReplayTimer(c));
+        }
     }
 
     fn on_replay_timer(&mut self, c: u32) {
@@ -905,7 +907,7 @@ impl<'a> Simulator<'a> {
                 self.send_dllp(c, Dllp::Ack(s));
             } else if !ch.rx_nak_sent {
                 // A TLP is missing before this one.
-                self.audit.sequence_violations += u64::from(ch.replay_capacity == 0);
+                self.audit.sequence_violations += 1;
             }
             return;
         }
@@ -939,14 +941,8 @@ impl<'a> Simulator<'a> {
                         t.payload,
                         self.sys.pcie.ecrc,
                     );
-                    let done = bus.pass(now, bytes);
-                    let ready = if ct {
-                        done.min(now.max(
-                            done - SimTime::from_ticks((bytes as f64 * bus.ticks_per_byte) as u64),
-                        ))
-                    } else {
-                        done
-                    };
+                    let (start, done) = bus.pass_span(now, bytes);
+                    let ready = if ct { start } else { done };
                     if ready > now {
                         self.q.schedule(ready, Ev::Enqueue { ch: out, tlp: id });
                         return;
@@ -1001,8 +997,7 @@ impl<'a> Simulator<'a> {
                 let size = *cpl_size;
                 let out = self.route[n * self.sys.nodes.len() + t.src as usize];
                 let mut offset = 0u64;
-                let pieces: Vec<u32> = tlp::split(t.length as u64, size).collect();
-                for piece in pieces {
+                for piece in tlp::split(t.length as u64, size) {
                     let NodeState::Root { memory, bridge, .. } = &mut self.nodes[n] else {
                         return;
                     };
@@ -1204,9 +1199,7 @@ impl<'a> Simulator<'a> {
         let mut links = Vec::new();
         let mut hops = 0;
         for (c, ch) in self.chans.iter_mut().enumerate() {
-            if let Some(s) = ch.stall_since.take() {
-                ch.counters.credit_stall_ticks += (now.max(s) - s).ticks();
-            }
+            ch.end_stall(now);
             ch.counters.busy_ticks = ch.wire.busy_ticks();
             hops += ch.counters.tlps + ch.counters.replays;
             let a = ch.counters;

@@ -146,17 +146,23 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
     })
 }
 
+/// The simulated cells and the device catalog, parsed.
+fn load() -> Result<(SimFile, toml::Table)> {
+    let file: SimFile = toml::from_str(SIMULATED_TOML)
+        .map_err(|e| conflict(format!("validation/simulated.toml: {e}")))?;
+    let catalog: toml::Table = CATALOG_TOML
+        .parse()
+        .map_err(|e| conflict(format!("validation/catalog.toml: {e}")))?;
+    Ok((file, catalog))
+}
+
 /// (system, table, row) per simulated cell; the row only for cells of `only` (all if None),
 /// so unselected systems cost no simulation.
 pub fn rows(
     root: &toml::Table,
     only: Option<&str>,
 ) -> Result<Vec<(String, String, Option<ValidationRow>)>> {
-    let file: SimFile = toml::from_str(SIMULATED_TOML)
-        .map_err(|e| conflict(format!("validation/simulated.toml: {e}")))?;
-    let catalog: toml::Table = CATALOG_TOML
-        .parse()
-        .map_err(|e| conflict(format!("validation/catalog.toml: {e}")))?;
+    let (file, catalog) = load()?;
     let mut out = Vec::new();
     for cell in &file.cell {
         let mut parts = cell.reference.split('.');
@@ -180,11 +186,7 @@ pub fn rows(
 
 /// The scenario text a cell runs (for inspection and for `tlpsim run`).
 pub fn cell_scenario(reference: &str) -> Result<String> {
-    let file: SimFile = toml::from_str(SIMULATED_TOML)
-        .map_err(|e| conflict(format!("validation/simulated.toml: {e}")))?;
-    let catalog: toml::Table = CATALOG_TOML
-        .parse()
-        .map_err(|e| conflict(format!("validation/catalog.toml: {e}")))?;
+    let (file, catalog) = load()?;
     let cell = file
         .cell
         .iter()
