@@ -1,36 +1,59 @@
 //! A priority queue of timed events with deterministic tie-breaking.
+//!
+//! A timing wheel (a calendar queue of fixed bucket width): bucket `k` of the wheel holds
+//! the events due in the `k`-th slot of `2^SLOT_BITS` ticks (about 1 ns) within the next
+//! `2^WHEEL_BITS` slots (about 4 µs); each bucket is kept sorted, earliest first. Events further ahead wait in a binary heap and
+//! move onto the wheel as it turns. Pushing and popping cost O(1) for the near-future
+//! events a link simulation is made of. Events at equal times come out in the order they
+//! went in.
 
 use super::time::SimTime;
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
-struct Entry<E> {
-    at: SimTime,
-    seq: u64,
+/// Ticks per slot, as a power of two (2^16 ticks = 1.024 ns).
+const SLOT_BITS: u32 = 16;
+/// Slots on the wheel, as a power of two (4096 slots = 4.2 µs).
+const WHEEL_BITS: u32 = 12;
+const SLOTS: usize = 1 << WHEEL_BITS;
+const WORDS: usize = SLOTS / 64;
+
+/// (time in ticks, insertion number): the order events come out in.
+type Key = (u64, u64);
+
+struct Far<E> {
+    key: Key,
     event: E,
 }
-
-impl<E> PartialEq for Entry<E> {
+impl<E> PartialEq for Far<E> {
     fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
+        self.key == other.key
     }
 }
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+impl<E> Eq for Far<E> {}
+impl<E> PartialOrd for Far<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<E> Ord for Entry<E> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.at, self.seq).cmp(&(other.at, other.seq))
+impl<E> Ord for Far<E> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
     }
 }
 
 /// Events ordered by time; events at equal times come out in the order they went in.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Reverse<Entry<E>>>,
+    /// Bucket per slot, earliest event first.
+    wheel: Vec<VecDeque<(Key, E)>>,
+    /// Bit per non-empty bucket.
+    occupied: [u64; WORDS],
+    /// Absolute slot number of the wheel's first slot (no waiting event is earlier).
+    base: u64,
+    /// Events at or beyond `base + SLOTS`.
+    far: BinaryHeap<Reverse<Far<E>>>,
     next_seq: u64,
+    len: usize,
     now: SimTime,
     popped: u64,
 }
@@ -45,8 +68,12 @@ impl<E> EventQueue<E> {
     /// An empty queue at time zero.
     pub fn new() -> Self {
         EventQueue {
-            heap: BinaryHeap::new(),
+            wheel: (0..SLOTS).map(|_| VecDeque::new()).collect(),
+            occupied: [0; WORDS],
+            base: 0,
+            far: BinaryHeap::new(),
             next_seq: 0,
+            len: 0,
             now: SimTime::ZERO,
             popped: 0,
         }
@@ -64,23 +91,40 @@ impl<E> EventQueue<E> {
 
     /// Events waiting.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.len
     }
 
     /// True when no event waits.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len == 0
+    }
+
+    /// Puts an event on the wheel (its slot must lie within the wheel's span).
+    #[inline]
+    fn place(&mut self, key: Key, event: E) {
+        let i = (key.0 >> SLOT_BITS) as usize & (SLOTS - 1);
+        let bucket = &mut self.wheel[i];
+        // Usually the latest so far: search from the back.
+        let pos = bucket
+            .iter()
+            .rposition(|(k, _)| *k < key)
+            .map_or(0, |p| p + 1);
+        bucket.insert(pos, (key, event));
+        self.occupied[i / 64] |= 1 << (i % 64);
     }
 
     /// Schedules `event` at `at`; an `at` in the past is clamped to now (never runs backwards).
+    #[inline]
     pub fn schedule(&mut self, at: SimTime, event: E) {
-        let at = at.max(self.now);
-        self.heap.push(Reverse(Entry {
-            at,
-            seq: self.next_seq,
-            event,
-        }));
+        let at = at.max(self.now).ticks();
+        let key = (at, self.next_seq);
         self.next_seq += 1;
+        self.len += 1;
+        if (at >> SLOT_BITS) < self.base + SLOTS as u64 {
+            self.place(key, event);
+        } else {
+            self.far.push(Reverse(Far { key, event }));
+        }
     }
 
     /// Schedules `event` `delay` after now.
@@ -88,15 +132,75 @@ impl<E> EventQueue<E> {
         self.schedule(self.now + delay, event);
     }
 
+    /// The first non-empty slot at or after `base`, as an absolute slot number.
+    fn next_occupied(&self) -> Option<u64> {
+        let start = (self.base as usize) & (SLOTS - 1);
+        let (w0, b0) = (start / 64, start % 64);
+        let first = self.occupied[w0] & (!0u64 << b0);
+        if first != 0 {
+            let i = w0 * 64 + first.trailing_zeros() as usize;
+            return Some(self.base + (i - start) as u64);
+        }
+        for step in 1..=WORDS {
+            let w = (w0 + step) % WORDS;
+            let word = if step == WORDS {
+                self.occupied[w] & !(!0u64 << b0)
+            } else {
+                self.occupied[w]
+            };
+            if word != 0 {
+                let i = w * 64 + word.trailing_zeros() as usize;
+                let ahead = (i + SLOTS - start) % SLOTS;
+                return Some(self.base + ahead as u64);
+            }
+        }
+        None
+    }
+
     /// Takes the earliest event if it is due at or before `until`, advancing now to its time.
     pub fn pop_until(&mut self, until: SimTime) -> Option<(SimTime, E)> {
-        if self.heap.peek().is_some_and(|Reverse(e)| e.at <= until) {
-            let Reverse(e) = self.heap.pop()?;
-            self.now = e.at;
-            self.popped += 1;
-            Some((e.at, e.event))
-        } else {
-            None
+        let slot = match self.next_occupied() {
+            Some(s) => s,
+            None => {
+                // The wheel is empty: turn it to the first far event.
+                let Reverse(f) = self.far.peek()?;
+                if f.key.0 > until.ticks() {
+                    return None;
+                }
+                self.base = f.key.0 >> SLOT_BITS;
+                self.refill();
+                self.base
+            }
+        };
+        let i = slot as usize & (SLOTS - 1);
+        let &(key, _) = self.wheel[i].front()?;
+        if key.0 > until.ticks() {
+            return None;
+        }
+        if slot != self.base {
+            self.base = slot;
+            self.refill();
+        }
+        let (key, event) = self.wheel[i].pop_front()?;
+        if self.wheel[i].is_empty() {
+            self.occupied[i / 64] &= !(1 << (i % 64));
+        }
+        self.len -= 1;
+        self.now = SimTime::from_ticks(key.0);
+        self.popped += 1;
+        Some((self.now, event))
+    }
+
+    /// Moves far events that now fall within the wheel's span onto it.
+    fn refill(&mut self) {
+        let end = self.base + SLOTS as u64;
+        while self
+            .far
+            .peek()
+            .is_some_and(|Reverse(f)| (f.key.0 >> SLOT_BITS) < end)
+        {
+            let Reverse(f) = self.far.pop().expect("peeked");
+            self.place(f.key, f.event);
         }
     }
 
@@ -157,6 +261,28 @@ mod tests {
                 n += 1;
             }
             prop_assert_eq!(n, times.len());
+        }
+
+        #[test]
+        fn interleaved_pushes_and_pops_stay_sorted_and_stable(
+            ops in prop::collection::vec((0u64..1u64 << 40, 0u8..4), 0..300)
+        ) {
+            // Against a reference: a sorted list of (time, insertion index).
+            let mut q = EventQueue::new();
+            let mut reference: Vec<(u64, usize)> = Vec::new();
+            for (i, &(delta, pops)) in ops.iter().enumerate() {
+                let at = q.now().ticks() + delta % (1 << (delta % 41));
+                let at = if i % 7 == 0 { q.now().ticks() } else { at };
+                q.schedule(SimTime::from_ticks(at), i);
+                reference.push((at, i));
+                for _ in 0..pops {
+                    reference.sort();
+                    let want = (!reference.is_empty()).then(|| reference.remove(0));
+                    let got = q.pop().map(|(t, i)| (t.ticks(), i));
+                    prop_assert_eq!(got, want);
+                }
+            }
+            prop_assert_eq!(q.len(), reference.len());
         }
     }
 }

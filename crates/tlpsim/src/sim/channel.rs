@@ -65,6 +65,21 @@ pub struct ReplayEntry {
     pub bytes: u32,
 }
 
+/// A TLP on its way to the receiver (arrival events of one channel come in this order).
+#[derive(Debug, Clone, Copy)]
+pub struct Arrival {
+    /// Sequence number.
+    pub seq: u64,
+    /// Slab index.
+    pub tlp: u32,
+    /// Corrupted on the wire.
+    pub bad: bool,
+    /// When its first byte reaches the receiver.
+    pub head: SimTime,
+    /// When its last byte reaches the receiver.
+    pub tail: SimTime,
+}
+
 /// Why the arbiter found nothing to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Blocked {
@@ -156,6 +171,11 @@ pub struct Channel {
     pub blocked: Blocked,
     /// Latest arrival event time scheduled (arrivals stay in sequence order).
     pub last_arrival: SimTime,
+    /// TLPs on the wire toward the receiver, oldest first.
+    pub arriving: VecDeque<Arrival>,
+    /// DLLPs about this channel's TLPs on their way back to the transmitter, oldest first:
+    /// (DLLP, corrupted, last of a back-to-back burst that arrives as one event).
+    pub dllps_arriving: VecDeque<(Dllp, bool, bool)>,
 
     // Receiver.
     /// Next sequence number expected.
@@ -164,8 +184,8 @@ pub struct Channel {
     pub rx_nak_sent: bool,
     /// TLPs received and not yet acknowledged.
     pub rx_unacked: bool,
-    /// The Ack timer runs.
-    pub ack_timer: bool,
+    /// The receiver's Ack/UpdateFC timer runs.
+    pub dll_timer: bool,
     /// Credits allocated per type (cumulative: advertised + freed).
     pub rx_allocated: [u64; 6],
     /// Credits in use in the receive buffer per type.
@@ -174,8 +194,6 @@ pub struct Channel {
     pub rx_advertised: [Option<u32>; 6],
     /// Classes with freed credits not yet reported.
     pub fc_dirty: u8,
-    /// The UpdateFC timer runs.
-    pub fc_timer: bool,
 
     /// Counters.
     pub counters: ChannelCounters,
@@ -226,15 +244,16 @@ impl Channel {
             stall_since: None,
             blocked: Blocked::Empty,
             last_arrival: SimTime::ZERO,
+            arriving: VecDeque::new(),
+            dllps_arriving: VecDeque::new(),
             rx_expected: 1,
             rx_nak_sent: false,
             rx_unacked: false,
-            ack_timer: false,
+            dll_timer: false,
             rx_allocated: adv.map(|c| c.unwrap_or(0) as u64),
             rx_used: [0; 6],
             rx_advertised: adv,
             fc_dirty: 0,
-            fc_timer: false,
             counters: ChannelCounters::default(),
         }
     }
@@ -360,6 +379,12 @@ impl Channel {
         [h, h + 1]
             .iter()
             .all(|&ty| self.infinite[ty] || self.credit_consumed[ty] <= self.credit_limit[ty])
+    }
+
+    /// True when the transmitter has something it may try to send: DLLPs, a replay, or
+    /// queued TLPs.
+    pub fn has_work(&self) -> bool {
+        self.queued > 0 || !self.dllp_out.is_empty() || self.replay_next.is_some()
     }
 
     /// Removes acknowledged entries (sequence ≤ `seq`); returns how many.

@@ -24,7 +24,7 @@ use crate::pcie::flit;
 use crate::pcie::phy;
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::{symbol_ticks, Wire};
-use channel::{Blocked, Channel, ChannelCounters, Dllp, FcClass, ReplayEntry};
+use channel::{Arrival, Blocked, Channel, ChannelCounters, Dllp, FcClass, ReplayEntry};
 use result::{Audit, FlowResult, LatencyRecorder, LinkResult, RunResult};
 
 const NONE: u32 = u32::MAX;
@@ -87,36 +87,34 @@ impl Tlp {
 #[derive(Debug, Clone, Copy)]
 enum Ev {
     TxFree(u32),
-    TlpArrive {
-        ch: u32,
-        seq: u64,
-        tlp: u32,
-        bad: bool,
-        head: SimTime,
-        tail: SimTime,
-    },
-    DllpArrive {
-        ch: u32,
-        dllp: Dllp,
-        bad: bool,
-    },
-    AckTimer(u32),
-    FcTimer(u32),
+    /// The oldest TLP in `chans[ch].arriving` reaches the receiver.
+    TlpArrive(u32),
+    /// The oldest burst of DLLPs in `chans[ch].dllps_arriving` reaches ch's transmitter.
+    DllpArrive(u32),
+    /// The receiver of `ch` sends the Ack and UpdateFCs it owes (one timer for both: the
+    /// spec gives them the same interval).
+    DllTimer(u32),
     FcRefresh(u32),
     ReplayTimer(u32),
     Enqueue {
         ch: u32,
         tlp: u32,
     },
+    /// One header and `d` data credits of `class` free at the receiver of `ch`.
     Release {
         ch: u32,
         class: FcClass,
-        h: u32,
         d: u32,
     },
     Start(u32),
     Warmup,
     Watchdog,
+}
+
+/// Whether `bytes` bytes crossing a wire with per-byte error rate `byte_error` (as
+/// -ln(1 - p)) arrive corrupted; draws from the RNG only on a wire with errors.
+fn lost(rng: &mut Rng, byte_error: f64, bytes: u32) -> bool {
+    byte_error > 0.0 && rng.chance(-(-byte_error * bytes as f64).exp_m1())
 }
 
 /// A bandwidth-limited resource data passes through in order.
@@ -462,37 +460,36 @@ impl<'a> Simulator<'a> {
                 self.chans[c as usize].tx_event = false;
                 self.try_send(c);
             }
-            Ev::TlpArrive {
-                ch,
-                seq,
-                tlp,
-                bad,
-                head,
-                tail,
-            } => self.on_tlp(ch, seq, tlp, bad, head, tail),
-            Ev::DllpArrive { ch, dllp, bad } => self.on_dllp(ch, dllp, bad),
-            Ev::AckTimer(c) => {
-                let now = self.now();
-                let ch = &mut self.chans[c as usize];
-                if ch.rx_unacked {
-                    ch.rx_unacked = false;
-                    let seq = ch.rx_expected - 1;
-                    let next = now + ch.ack_interval;
-                    self.q.schedule(next, Ev::AckTimer(c));
-                    self.send_dllp(c, Dllp::Ack(seq));
-                } else {
-                    ch.ack_timer = false;
+            Ev::TlpArrive(c) => {
+                let a = self.chans[c as usize].arriving.pop_front();
+                if let Some(a) = a {
+                    self.on_tlp(c, a);
                 }
             }
-            Ev::FcTimer(c) => {
+            Ev::DllpArrive(c) => {
+                while let Some((dllp, bad, last)) =
+                    self.chans[c as usize].dllps_arriving.pop_front()
+                {
+                    self.on_dllp(c, dllp, bad);
+                    if last {
+                        break;
+                    }
+                }
+                self.try_send(c);
+            }
+            Ev::DllTimer(c) => {
                 let now = self.now();
                 let ch = &mut self.chans[c as usize];
+                let ack = std::mem::take(&mut ch.rx_unacked).then(|| ch.rx_expected - 1);
                 let dirty = std::mem::take(&mut ch.fc_dirty);
-                if dirty == 0 {
-                    ch.fc_timer = false;
+                if ack.is_none() && dirty == 0 {
+                    ch.dll_timer = false;
                 } else {
                     let next = now + ch.ack_interval;
-                    self.q.schedule(next, Ev::FcTimer(c));
+                    self.q.schedule(next, Ev::DllTimer(c));
+                    if let Some(seq) = ack {
+                        self.send_dllp(c, Dllp::Ack(seq));
+                    }
                     self.send_update_fcs(c, dirty);
                 }
             }
@@ -507,7 +504,7 @@ impl<'a> Simulator<'a> {
             }
             Ev::ReplayTimer(c) => self.on_replay_timer(c),
             Ev::Enqueue { ch, tlp } => self.push(ch, tlp),
-            Ev::Release { ch, class, h, d } => self.rx_release(ch, class, h, d),
+            Ev::Release { ch, class, d } => self.rx_release(ch, class, 1, d),
             Ev::Start(f) => {
                 if self.flows[f as usize].writes {
                     self.fill_writes(f);
@@ -645,13 +642,19 @@ impl<'a> Simulator<'a> {
         self.try_send(c);
     }
 
+    /// Wakes channel `c`'s transmitter when its wire frees (once: one pending TxFree).
     fn schedule_tx_free(&mut self, c: u32) {
         let ch = &mut self.chans[c as usize];
-        ch.tx_event = true;
-        let at = ch.wire.free_at();
-        self.q.schedule(at, Ev::TxFree(c));
+        if !ch.tx_event {
+            ch.tx_event = true;
+            let at = ch.wire.free_at();
+            self.q.schedule(at, Ev::TxFree(c));
+        }
     }
 
+    /// Sends what channel `c` has: pending DLLPs back to back, then one TLP (a replay or
+    /// the arbiter's pick), all starting when the wire is free; a TxFree event follows only
+    /// while more waits.
     fn try_send(&mut self, c: u32) {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
@@ -659,32 +662,43 @@ impl<'a> Simulator<'a> {
             return;
         }
         if ch.wire.free_at() > now {
-            self.schedule_tx_free(c);
+            if ch.has_work() {
+                self.schedule_tx_free(c);
+            }
             return;
         }
-        if let Some(d) = ch.dllp_out.pop_front() {
+        // Back-to-back DLLPs reach the other end as one burst (one event at the last one's
+        // arrival: the earlier ones are at most a few DLLP times early).
+        while let Some(d) = self.chans[c as usize].dllp_out.pop_front() {
+            let ch = &mut self.chans[c as usize];
             let (_, end) = ch.wire.send(now, DLLP_BYTES);
             ch.counters.dllps += 1;
-            let p = ch.byte_error;
+            let bad = lost(&mut self.rng, ch.byte_error, DLLP_BYTES);
+            let last = ch.dllp_out.is_empty();
             let at = end + ch.prop;
-            let bad = self.rng.chance(-(-p * DLLP_BYTES as f64).exp_m1());
-            self.q.schedule(
-                at,
-                Ev::DllpArrive {
-                    ch: c ^ 1,
-                    dllp: d,
-                    bad,
-                },
-            );
-            self.schedule_tx_free(c);
-            return;
+            self.chans[(c ^ 1) as usize]
+                .dllps_arriving
+                .push_back((d, bad, last));
+            if last {
+                self.q.schedule(at, Ev::DllpArrive(c ^ 1));
+            }
         }
+        self.send_tlp(c);
+        let ch = &self.chans[c as usize];
+        if ch.wire.free_at() > now && ch.has_work() {
+            self.schedule_tx_free(c);
+        }
+    }
+
+    /// Puts channel `c`'s next TLP (a replay, or the arbiter's pick) on the wire.
+    fn send_tlp(&mut self, c: u32) {
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
         if let Some(i) = ch.replay_next {
             let e = ch.replay[i];
             ch.replay_next = (i + 1 < ch.replay.len()).then_some(i + 1);
             ch.counters.replays += 1;
             self.transmit(c, e);
-            self.schedule_tx_free(c);
             return;
         }
         match ch.pick() {
@@ -705,7 +719,6 @@ impl<'a> Simulator<'a> {
                 ch.counters.tlps += 1;
                 ch.counters.payload_bytes += t.payload as u64;
                 let start = self.transmit(c, e);
-                self.schedule_tx_free(c);
                 if t.ingress != NONE {
                     // Leaves a switch: its ingress buffer space is free again.
                     self.rx_release(t.ingress, class, 1, q.data_credits);
@@ -743,7 +756,7 @@ impl<'a> Simulator<'a> {
         if ch.replay_deadline.is_none() {
             self.restart_replay_timer(c);
         }
-        let bad = self.rng.chance(-(-p * e.bytes as f64).exp_m1());
+        let bad = lost(&mut self.rng, p, e.bytes);
         let rx = self.rx_node[c as usize] as usize;
         let mut at = end + prop;
         if let NodeState::Switch { ports, table, .. } = &self.nodes[rx] {
@@ -762,17 +775,14 @@ impl<'a> Simulator<'a> {
         let ch = &mut self.chans[c as usize];
         let at = at.max(ch.last_arrival);
         ch.last_arrival = at;
-        self.q.schedule(
-            at,
-            Ev::TlpArrive {
-                ch: c,
-                seq: e.seq,
-                tlp: e.tlp,
-                bad,
-                head: start + prop,
-                tail: end + prop,
-            },
-        );
+        ch.arriving.push_back(Arrival {
+            seq: e.seq,
+            tlp: e.tlp,
+            bad,
+            head: start + prop,
+            tail: end + prop,
+        });
+        self.q.schedule(at, Ev::TlpArrive(c));
         start
     }
 
@@ -783,14 +793,10 @@ impl<'a> Simulator<'a> {
             // Flit mode: the DLLP rides in the DLP bytes of flits already on the wire.
             let at = self.now() + self.chans[w as usize].prop;
             self.chans[w as usize].counters.dllps += 1;
-            self.q.schedule(
-                at,
-                Ev::DllpArrive {
-                    ch: c,
-                    dllp: d,
-                    bad: false,
-                },
-            );
+            self.chans[c as usize]
+                .dllps_arriving
+                .push_back((d, false, true));
+            self.q.schedule(at, Ev::DllpArrive(c));
         } else {
             self.chans[w as usize].dllp_out.push_back(d);
             self.try_send(w);
@@ -839,7 +845,6 @@ impl<'a> Simulator<'a> {
                 ch.credit_limit[k + 1] = ch.credit_limit[k + 1].max(dd);
             }
         }
-        self.try_send(c);
     }
 
     /// The replay timer of `c` (re)starts now; a ReplayTimer event is scheduled unless one
@@ -881,14 +886,21 @@ impl<'a> Simulator<'a> {
     fn rx_release(&mut self, c: u32, class: FcClass, h: u32, d: u32) {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
-        if ch.rx_free(class, h, d) && !ch.fc_timer {
-            ch.fc_timer = true;
+        if ch.rx_free(class, h, d) && !ch.dll_timer {
+            ch.dll_timer = true;
             let at = now + ch.ack_interval;
-            self.q.schedule(at, Ev::FcTimer(c));
+            self.q.schedule(at, Ev::DllTimer(c));
         }
     }
 
-    fn on_tlp(&mut self, c: u32, seq: u64, id: u32, bad: bool, head: SimTime, tail: SimTime) {
+    fn on_tlp(&mut self, c: u32, a: Arrival) {
+        let Arrival {
+            seq,
+            tlp: id,
+            bad,
+            head,
+            tail,
+        } = a;
         let now = self.now();
         let ch = &mut self.chans[c as usize];
         if bad {
@@ -914,10 +926,10 @@ impl<'a> Simulator<'a> {
         ch.rx_expected += 1;
         ch.rx_nak_sent = false;
         ch.rx_unacked = true;
-        if !ch.ack_timer {
-            ch.ack_timer = true;
+        if !ch.dll_timer {
+            ch.dll_timer = true;
             let at = (tail + ch.ack_interval).max(now);
-            self.q.schedule(at, Ev::AckTimer(c));
+            self.q.schedule(at, Ev::DllTimer(c));
         }
         let t = self.tlps[id as usize];
         if !t.live {
@@ -981,7 +993,6 @@ impl<'a> Simulator<'a> {
                         Ev::Release {
                             ch: c,
                             class: FcClass::Posted,
-                            h: 1,
                             d: t.data_credits(),
                         },
                     );
