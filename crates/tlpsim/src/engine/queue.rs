@@ -1,9 +1,9 @@
 //! A priority queue of timed events with deterministic tie-breaking.
 //!
 //! A timing wheel (a calendar queue of fixed bucket width): bucket `k` of the wheel holds
-//! the events due in the `k`-th slot of `2^SLOT_BITS` ticks (about 1 ns) within the next
-//! `2^WHEEL_BITS` slots (about 4 µs); each bucket is kept sorted, earliest first. Events further ahead wait in a binary heap and
-//! move onto the wheel as it turns. Pushing and popping cost O(1) for the near-future
+//! the events due in the `k`-th slot of `2^SLOT_BITS` ticks (about 4 ns) within the next
+//! `2^WHEEL_BITS` slots (about 4 µs); each bucket is kept sorted, earliest first. Events
+//! further ahead wait in a binary heap and move onto the wheel as it turns. Pushing and popping cost O(1) for the near-future
 //! events a link simulation is made of. Events at equal times come out in the order they
 //! went in.
 
@@ -11,10 +11,10 @@ use super::time::SimTime;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-/// Ticks per slot, as a power of two (2^16 ticks = 1.024 ns).
-const SLOT_BITS: u32 = 16;
-/// Slots on the wheel, as a power of two (4096 slots = 4.2 µs).
-const WHEEL_BITS: u32 = 12;
+/// Ticks per slot, as a power of two (2^18 ticks = 4.1 ns).
+const SLOT_BITS: u32 = 18;
+/// Slots on the wheel, as a power of two (1024 slots = 4.2 µs).
+const WHEEL_BITS: u32 = 10;
 const SLOTS: usize = 1 << WHEEL_BITS;
 const WORDS: usize = SLOTS / 64;
 
@@ -104,12 +104,16 @@ impl<E> EventQueue<E> {
     fn place(&mut self, key: Key, event: E) {
         let i = (key.0 >> SLOT_BITS) as usize & (SLOTS - 1);
         let bucket = &mut self.wheel[i];
-        // Usually the latest so far: search from the back.
-        let pos = bucket
-            .iter()
-            .rposition(|(k, _)| *k < key)
-            .map_or(0, |p| p + 1);
-        bucket.insert(pos, (key, event));
+        // Usually the latest so far: append, else search from the back.
+        if bucket.back().is_none_or(|(k, _)| *k < key) {
+            bucket.push_back((key, event));
+        } else {
+            let pos = bucket
+                .iter()
+                .rposition(|(k, _)| *k < key)
+                .map_or(0, |p| p + 1);
+            bucket.insert(pos, (key, event));
+        }
         self.occupied[i / 64] |= 1 << (i % 64);
     }
 
