@@ -112,11 +112,42 @@ pub enum NodeKind {
         /// Egress arbitration.
         arbitration: Arbitration,
     },
-    /// An endpoint (a DMA engine).
+    /// An endpoint (a DMA engine, or a storage HBA with its drives).
     Endpoint {
         /// Read requests it may have outstanding (tags).
         tags: u32,
+        /// The storage behind an HBA (None for a plain DMA engine).
+        media: Option<MediaSpec>,
     },
+}
+
+/// The drives (or RAM disks) behind a storage HBA, as the PCIe side sees them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MediaSpec {
+    /// Bytes/s the media delivers for storage reads (the HBA writes them to host memory).
+    pub read: f64,
+    /// Bytes/s the media absorbs for storage writes (the HBA reads them from host memory).
+    pub write: f64,
+    /// Time lost each time the media switches between reads and writes.
+    pub turnaround: SimTime,
+    /// Access time of a random I/O (seek and rotation, spread over the drives).
+    pub seek: SimTime,
+    /// Reads and writes proceed at once, each at its own rate (RAM disks, full-duplex
+    /// links); otherwise the media serves one at a time.
+    pub duplex: bool,
+}
+
+/// An Iometer-style storage access mix.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StorageMix {
+    /// Percent of I/Os that are storage reads (0–100).
+    pub read_percent: u32,
+    /// Bytes per storage read I/O.
+    pub read_size: u64,
+    /// Bytes per storage write I/O.
+    pub write_size: u64,
+    /// Random rather than sequential access: every I/O pays the media's seek.
+    pub random: bool,
 }
 
 /// One node.
@@ -192,6 +223,9 @@ pub struct WorkloadSpec {
     pub transfer_size: u64,
     /// Transfers in flight at once (per direction).
     pub outstanding: u32,
+    /// For a storage workload, its access mix (DMA writes carry the storage reads, DMA
+    /// reads the storage writes).
+    pub storage: Option<StorageMix>,
 }
 
 /// Transaction-layer settings shared by the whole system.

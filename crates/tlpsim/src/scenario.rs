@@ -16,7 +16,7 @@ use crate::engine::SimTime;
 use crate::error::ConfigError;
 use crate::fabric::{
     Arbitration, CompletionRule, Core, Credits, DmaDirection, Forwarding, HostBridgeSpec, LinkSpec,
-    NodeId, NodeKind, NodeSpec, PcieSettings, System, WorkloadSpec,
+    MediaSpec, NodeId, NodeKind, NodeSpec, PcieSettings, StorageMix, System, WorkloadSpec,
 };
 use crate::pcie::phy::{self, Generation};
 use crate::pcie::tlp::{self, Addressing};
@@ -203,12 +203,22 @@ pub struct SwitchSection {
 pub struct EndpointSection {
     /// Unique node name.
     pub name: String,
-    /// "dma".
+    /// "dma" (a DMA engine) or "storage" (an HBA with its drives).
     pub kind: String,
     /// Read tags (default 32).
     pub tags: Option<i64>,
     /// Credits it advertises.
     pub credits: Option<CreditsSection>,
+    /// Storage only: rate the drives deliver reads, e.g. "800MB/s".
+    pub media_read: Option<String>,
+    /// Storage only: rate the drives absorb writes, e.g. "700MB/s".
+    pub media_write: Option<String>,
+    /// Storage only: time lost when the drives switch between reads and writes (default "0ns").
+    pub media_turnaround: Option<String>,
+    /// Storage only: reads and writes proceed at once, each at its own rate (default false).
+    pub media_duplex: Option<bool>,
+    /// Storage only: access time of a random I/O (default "0ns").
+    pub media_seek: Option<String>,
 }
 
 /// `[[host_bridge]]`.
@@ -253,18 +263,26 @@ pub struct LinkSection {
 pub struct WorkloadSection {
     /// Unique flow name.
     pub name: String,
-    /// "dma".
+    /// "dma" (DMA transfers) or "storage" (Iometer-style I/Os on a storage endpoint).
     pub kind: String,
     /// The endpoint (or root complex, writes only) issuing the requests.
     pub endpoint: String,
     /// Whose memory: default the root complex above the endpoint.
     pub target: Option<String>,
-    /// "read", "write" or "both".
-    pub direction: String,
-    /// Bytes per transfer, e.g. "4KiB".
-    pub transfer_size: String,
-    /// Transfers in flight (default 4).
+    /// DMA only: "read", "write" or "both".
+    pub direction: Option<String>,
+    /// DMA only: bytes per transfer, e.g. "4KiB".
+    pub transfer_size: Option<String>,
+    /// Transfers (DMA) or storage-write I/Os (storage) in flight (default 4).
     pub outstanding: Option<i64>,
+    /// Storage only: percent of I/Os that are reads, 0 to 100.
+    pub read_percent: Option<i64>,
+    /// Storage only: bytes per read I/O, e.g. "310KB".
+    pub read_size: Option<String>,
+    /// Storage only: bytes per write I/O, e.g. "2MB".
+    pub write_size: Option<String>,
+    /// Storage only: random rather than sequential access (default false).
+    pub random: Option<bool>,
 }
 
 /// A whole scenario file.
@@ -633,13 +651,40 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
     }
     for (i, ep) in f.endpoint.iter().enumerate() {
         let place = format!("[[endpoint]] {} ({})", i + 1, ep.name);
-        if ep.kind != "dma" {
-            return Err(at(&place)(ConfigError::not_allowed(
-                "kind",
-                format!("{:?}", ep.kind),
-                "dma",
-            )));
-        }
+        let storage = words(
+            &place,
+            "kind",
+            &Some(ep.kind.clone()),
+            &[("dma", false), ("storage", true)],
+        )?;
+        let media = if storage {
+            let rate = |key: &'static str, v: &Option<String>| -> Result<f64, String> {
+                let v = v.as_ref().ok_or_else(|| {
+                    format!("{place}: a storage endpoint needs {key} (a rate, e.g. \"800MB/s\")")
+                })?;
+                units::parse_bandwidth(key, v).map_err(at(&place))
+            };
+            Some(MediaSpec {
+                read: rate("media_read", &ep.media_read)?,
+                write: rate("media_write", &ep.media_write)?,
+                turnaround: duration(&place, "media_turnaround", &ep.media_turnaround, "0ns")?,
+                duplex: ep.media_duplex.unwrap_or(false),
+                seek: duration(&place, "media_seek", &ep.media_seek, "0ns")?,
+            })
+        } else {
+            if ep.media_read.is_some()
+                || ep.media_write.is_some()
+                || ep.media_turnaround.is_some()
+                || ep.media_duplex.is_some()
+                || ep.media_seek.is_some()
+            {
+                return Err(format!(
+                    "{place}: media_read, media_write, media_turnaround, media_duplex and \
+                     media_seek need kind = \"storage\""
+                ));
+            }
+            None
+        };
         let tags = match ep.tags {
             None => DEFAULT_TAGS,
             Some(t) if (1..=16384).contains(&t) => t as u32,
@@ -657,7 +702,7 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             &place,
             NodeSpec {
                 name: ep.name.clone(),
-                kind: NodeKind::Endpoint { tags },
+                kind: NodeKind::Endpoint { tags, media },
                 credits,
             },
         )?;
@@ -841,13 +886,12 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 w.name
             ));
         }
-        if w.kind != "dma" {
-            return Err(at(&place)(ConfigError::not_allowed(
-                "kind",
-                format!("{:?}", w.kind),
-                "dma",
-            )));
-        }
+        let storage_kind = words(
+            &place,
+            "kind",
+            &Some(w.kind.clone()),
+            &[("dma", false), ("storage", true)],
+        )?;
         let source = *names.get(w.endpoint.as_str()).ok_or_else(|| {
             format!(
                 "{place}: endpoint {:?} is not a node; known nodes: {}",
@@ -855,16 +899,94 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 known()
             )
         })?;
-        let direction = words(
-            &place,
-            "direction",
-            &Some(w.direction.clone()),
-            &[
-                ("read", DmaDirection::Read),
-                ("write", DmaDirection::Write),
-                ("both", DmaDirection::Both),
-            ],
-        )?;
+        let size = |key: &'static str, v: &Option<String>| -> Result<u64, String> {
+            let v = v
+                .as_ref()
+                .ok_or_else(|| format!("{place}: {key} is missing (bytes, e.g. \"4KiB\")"))?;
+            let b = units::parse_bytes(key, v).map_err(at(&place))?;
+            if (1..=crate::analytic::MAX_TRANSFER_BYTES).contains(&b) {
+                Ok(b)
+            } else {
+                Err(at(&place)(ConfigError::not_allowed(key, v, "1 B to 1 GiB")))
+            }
+        };
+        let (direction, transfer_size, storage) = if storage_kind {
+            if w.direction.is_some() || w.transfer_size.is_some() {
+                return Err(format!(
+                    "{place}: a storage workload takes read_percent, read_size and write_size \
+                     instead of direction and transfer_size"
+                ));
+            }
+            if !matches!(
+                nodes[source].kind,
+                NodeKind::Endpoint { media: Some(_), .. }
+            ) {
+                return Err(format!(
+                    "{place}: {:?} is not a storage endpoint (kind = \"storage\" with media rates)",
+                    w.endpoint
+                ));
+            }
+            let read_percent = match w.read_percent {
+                Some(p) if (0..=100).contains(&p) => p as u32,
+                Some(p) => {
+                    return Err(at(&place)(ConfigError::not_allowed(
+                        "read_percent",
+                        p,
+                        "0 to 100",
+                    )))
+                }
+                None => return Err(format!("{place}: read_percent is missing (0 to 100)")),
+            };
+            let read_size = if read_percent > 0 {
+                size("read_size", &w.read_size)?
+            } else {
+                0
+            };
+            let write_size = if read_percent < 100 {
+                size("write_size", &w.write_size)?
+            } else {
+                0
+            };
+            // Storage reads travel as DMA writes toward host memory, storage writes as reads.
+            let direction = match read_percent {
+                100 => DmaDirection::Write,
+                0 => DmaDirection::Read,
+                _ => DmaDirection::Both,
+            };
+            let mix = StorageMix {
+                read_percent,
+                read_size,
+                write_size,
+                random: w.random.unwrap_or(false),
+            };
+            (direction, read_size.max(write_size), Some(mix))
+        } else {
+            if w.read_percent.is_some()
+                || w.read_size.is_some()
+                || w.write_size.is_some()
+                || w.random.is_some()
+            {
+                return Err(format!(
+                    "{place}: read_percent, read_size, write_size and random need \
+                     kind = \"storage\""
+                ));
+            }
+            let direction = w
+                .direction
+                .as_ref()
+                .ok_or_else(|| format!("{place}: direction is missing (read, write or both)"))?;
+            let direction = words(
+                &place,
+                "direction",
+                &Some(direction.clone()),
+                &[
+                    ("read", DmaDirection::Read),
+                    ("write", DmaDirection::Write),
+                    ("both", DmaDirection::Both),
+                ],
+            )?;
+            (direction, size("transfer_size", &w.transfer_size)?, None)
+        };
         let root_above = |mut n: NodeId| {
             while let Some(l) = upstream_of[n] {
                 n = links[l].up;
@@ -903,15 +1025,6 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 nodes[source].name, nodes[target].name
             ));
         }
-        let transfer_size =
-            units::parse_bytes("transfer_size", &w.transfer_size).map_err(at(&place))?;
-        if !(1..=crate::analytic::MAX_TRANSFER_BYTES).contains(&transfer_size) {
-            return Err(at(&place)(ConfigError::not_allowed(
-                "transfer_size",
-                &w.transfer_size,
-                "1 B to 1 GiB",
-            )));
-        }
         let outstanding = match w.outstanding {
             None => DEFAULT_OUTSTANDING,
             Some(o) if (1..=4096).contains(&o) => o as u32,
@@ -930,6 +1043,7 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             direction,
             transfer_size,
             outstanding,
+            storage,
         });
     }
     Ok(System {

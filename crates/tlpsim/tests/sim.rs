@@ -207,3 +207,100 @@ fn store_and_forward_adds_the_tlp_time_per_switch() {
     let diff = saf1.flows[0].latency_ns.mean - ct1.flows[0].latency_ns.mean;
     assert!((diff - 108.0).abs() < 1.0, "{diff}");
 }
+
+/// One storage HBA on an x4 Gen1 link under a root complex; `workload` is its I/O mix.
+fn storage(media_read: &str, media_write: &str, workload: &str) -> String {
+    format!(
+        "[simulation]\nduration = \"20ms\"\nwarmup = \"5ms\"\n[pcie]\nmps = 128\nmrrs = 512\n\
+         [[root_complex]]\nname = \"rc\"\n\
+         [[endpoint]]\nname = \"hba\"\nkind = \"storage\"\nmedia_read = \"{media_read}\"\n\
+         media_write = \"{media_write}\"\nmedia_turnaround = \"100us\"\n\
+         [[link]]\nbetween = [\"rc\", \"hba\"]\nwidth = 4\n\
+         [[workload]]\nname = \"io\"\nkind = \"storage\"\nendpoint = \"hba\"\n{workload}"
+    )
+}
+
+#[test]
+fn storage_throughput_is_the_slower_of_media_and_link() {
+    let mb_s = |r: &RunResult| r.flows[0].throughput_gbps / 8.0 * 1000.0;
+    let reads = "read_percent = 100\nread_size = \"256KB\"\noutstanding = 2\n";
+    let writes = "read_percent = 0\nwrite_size = \"1MB\"\noutstanding = 2\n";
+    // Media-bound: the drives are slower than the x4 link.
+    let r = simulate(&storage("300MB/s", "400MB/s", reads));
+    assert!((mb_s(&r) / 300.0 - 1.0).abs() < 0.01, "reads {}", mb_s(&r));
+    let r = simulate(&storage("300MB/s", "400MB/s", writes));
+    assert!((mb_s(&r) / 400.0 - 1.0).abs() < 0.01, "writes {}", mb_s(&r));
+    // Link-bound: x4 Gen1 carries what the closed form says for one-way writes (their Acks
+    // and UpdateFCs travel on the other direction), whatever the drives could do.
+    let req = LinkRequest {
+        gen: 1,
+        width: 4,
+        mps: 128,
+        payload: Some(65536),
+        dllp: tlpsim::analytic::DllpPolicy::None,
+        ..LinkRequest::default()
+    };
+    let link = tlpsim::link_bandwidth(&req).unwrap().write_gbps / 8.0 * 1000.0;
+    let r = simulate(&storage("5GB/s", "5GB/s", reads));
+    assert!(
+        (mb_s(&r) / link - 1.0).abs() < 0.01,
+        "{} vs {link}",
+        mb_s(&r)
+    );
+}
+
+#[test]
+fn a_mixed_storage_workload_pays_the_turnaround() {
+    let mb_s = |r: &RunResult| r.flows[0].throughput_gbps / 8.0 * 1000.0;
+    let mix = "read_percent = 50\nread_size = \"100KB\"\nwrite_size = \"100KB\"\noutstanding = 2\n";
+    let r = simulate(&storage("300MB/s", "300MB/s", mix));
+    // I/Os alternate: each 100 KB I/O takes 333 us of media time plus a 100 us turnaround.
+    let expected = 100e3 / (100e3 / 300e6 + 100e-6) / 1e6;
+    assert!(
+        (mb_s(&r) / expected - 1.0).abs() < 0.03,
+        "{} vs {expected}",
+        mb_s(&r)
+    );
+}
+
+#[test]
+fn storage_mistakes_get_one_clear_message() {
+    let bad = [
+        (
+            storage(
+                "1GB/s",
+                "1GB/s",
+                "read_percent = 150\nread_size = \"1MB\"\n",
+            ),
+            "read_percent",
+        ),
+        (
+            storage("1GB/s", "1GB/s", "read_percent = 50\nread_size = \"1MB\"\n"),
+            "write_size is missing",
+        ),
+        (
+            storage(
+                "1GB/s",
+                "1GB/s",
+                "direction = \"read\"\nread_percent = 100\n",
+            ),
+            "instead of direction",
+        ),
+        (
+            storage(
+                "1GB/s",
+                "1GB/s",
+                "read_percent = 100\nread_size = \"1MB\"\n",
+            )
+            .replace(
+                "kind = \"storage\"\nmedia_read",
+                "kind = \"dma\"\nmedia_read",
+            ),
+            "need kind = \"storage\"",
+        ),
+    ];
+    for (text, want) in bad {
+        let e = load_str(&text, "hba.toml").unwrap_err().to_string();
+        assert!(e.contains(want) && e.contains("hba.toml"), "{e}");
+    }
+}

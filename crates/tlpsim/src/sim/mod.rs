@@ -17,7 +17,8 @@ use std::time::Instant;
 use crate::engine::rng::{Latency, Rng};
 use crate::engine::{EventQueue, SimTime};
 use crate::fabric::{
-    Arbitration, CompletionRule, Core, DmaDirection, Forwarding, NodeKind, System, CREDIT_TYPES,
+    Arbitration, CompletionRule, Core, DmaDirection, Forwarding, NodeKind, StorageMix, System,
+    CREDIT_TYPES,
 };
 use crate::pcie::dll::{self, DLLP_BYTES};
 use crate::pcie::flit;
@@ -106,6 +107,12 @@ enum Ev {
         class: FcClass,
         d: u32,
     },
+    /// The media of a storage endpoint has absorbed a storage write: `flow`'s transfer
+    /// slot `slot` is free.
+    MediaDone {
+        flow: u32,
+        slot: u32,
+    },
     Start(u32),
     Warmup,
     Watchdog,
@@ -162,7 +169,77 @@ enum NodeState {
     },
     Endpoint {
         free_tags: u32,
+        media: Option<Media>,
     },
+}
+
+/// The drives behind a storage endpoint: one resource serving reads and writes in turn.
+#[derive(Debug, Clone, Copy)]
+struct Media {
+    read: Throttle,
+    write: Throttle,
+    turnaround: SimTime,
+    seek: SimTime,
+    duplex: bool,
+    free_at: SimTime,
+    /// Whether the last work was a read (None before any).
+    last_read: Option<bool>,
+}
+
+impl Media {
+    fn new(spec: &crate::fabric::MediaSpec) -> Self {
+        Media {
+            read: Throttle::new(spec.read),
+            write: Throttle::new(spec.write),
+            turnaround: spec.turnaround,
+            seek: spec.seek,
+            duplex: spec.duplex,
+            free_at: SimTime::ZERO,
+            last_read: None,
+        }
+    }
+
+    /// An I/O starts at `t`: a shared media pays its turnaround when the direction changes,
+    /// and a random I/O its seek.
+    fn begin_io(&mut self, t: SimTime, read: bool, random: bool) {
+        let seek = if random { self.seek } else { SimTime::ZERO };
+        if self.duplex {
+            let th = if read {
+                &mut self.read
+            } else {
+                &mut self.write
+            };
+            th.free_at = t.max(th.free_at) + seek;
+            return;
+        }
+        let mut penalty = seek;
+        if self.last_read.is_some_and(|r| r != read) {
+            penalty += self.turnaround;
+        }
+        self.last_read = Some(read);
+        self.free_at = t.max(self.free_at) + penalty;
+    }
+
+    /// The media reads (`read`) or writes `bytes` from `t` on; returns when it is done.
+    fn pass(&mut self, t: SimTime, bytes: u32, read: bool) -> SimTime {
+        if self.duplex {
+            let th = if read {
+                &mut self.read
+            } else {
+                &mut self.write
+            };
+            return th.pass(t, bytes);
+        }
+        let start = t.max(self.free_at);
+        let th = if read {
+            &mut self.read
+        } else {
+            &mut self.write
+        };
+        th.free_at = start;
+        self.free_at = th.pass(start, bytes);
+        self.free_at
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -196,6 +273,33 @@ struct Flow {
     current: Option<(u32, u64)>,
     bytes: u64,
     latency: LatencyRecorder,
+    /// Storage workloads: the access mix, and I/Os started so far (all, reads).
+    storage: Option<StorageMix>,
+    ios: u64,
+    /// Storage writes: bytes the media finished within the measurement window (counted
+    /// when the media is done with them, not when PCIe delivered them).
+    media_bytes: u64,
+}
+
+impl Flow {
+    /// Whether the next I/O of a storage mix is a read (reads spread evenly by their
+    /// percentage); always true for DMA flows' streams to proceed.
+    fn next_io_is_read(&self) -> Option<bool> {
+        self.storage.map(|m| {
+            let p = m.read_percent as u64;
+            (self.ios + 1) * p / 100 > self.ios * p / 100
+        })
+    }
+
+    /// Bytes per transfer of the DMA-read stream (storage write I/O size for storage).
+    fn read_transfer(&self) -> u64 {
+        self.storage.map_or(self.transfer_size, |m| m.write_size)
+    }
+
+    /// Bytes per transfer of the DMA-write stream (storage read I/O size for storage).
+    fn write_transfer(&self) -> u64 {
+        self.storage.map_or(self.transfer_size, |m| m.read_size)
+    }
 }
 
 /// A system being simulated.
@@ -355,7 +459,10 @@ impl<'a> Simulator<'a> {
                         },
                     }
                 }
-                NodeKind::Endpoint { tags } => NodeState::Endpoint { free_tags: *tags },
+                NodeKind::Endpoint { tags, media } => NodeState::Endpoint {
+                    free_tags: *tags,
+                    media: media.as_ref().map(Media::new),
+                },
             })
             .collect();
 
@@ -380,6 +487,9 @@ impl<'a> Simulator<'a> {
                 current: None,
                 bytes: 0,
                 latency: LatencyRecorder::default(),
+                storage: w.storage,
+                ios: 0,
+                media_bytes: 0,
             })
             .collect();
         let watchdog =
@@ -513,6 +623,7 @@ impl<'a> Simulator<'a> {
                     self.issue_reads(f);
                 }
             }
+            Ev::MediaDone { flow, slot } => self.transfer_done(flow, slot),
             Ev::Warmup => self.start_measuring(),
             Ev::Watchdog => {
                 // A transmitter that had TLPs waiting for credits and sent none for a whole
@@ -1057,12 +1168,24 @@ impl<'a> Simulator<'a> {
                     self.audit.order_violations += 1;
                 }
                 let measuring = self.measuring;
-                let flow = &mut self.flows[f];
-                if measuring {
-                    flow.bytes += t.payload as u64;
-                    if !r.answered {
-                        flow.latency.record((head - r.issued).as_ns_f64());
+                // A storage write: the media takes the data as it arrives; its bytes count
+                // when the media is done with them.
+                let media_done = match &mut self.nodes[n] {
+                    NodeState::Endpoint { media: Some(m), .. } => {
+                        Some(m.pass(now, t.payload, false))
                     }
+                    _ => None,
+                };
+                let flow = &mut self.flows[f];
+                if let Some(done) = media_done {
+                    if done >= self.sys.warmup && done < self.sys.duration {
+                        flow.media_bytes += t.payload as u64;
+                    }
+                } else if measuring {
+                    flow.bytes += t.payload as u64;
+                }
+                if measuring && !r.answered {
+                    flow.latency.record((head - r.issued).as_ns_f64());
                 }
                 let req = &mut self.reqs[t.req as usize];
                 req.answered = true;
@@ -1070,15 +1193,27 @@ impl<'a> Simulator<'a> {
                 req.remaining -= t.payload.min(req.remaining);
                 if req.remaining == 0 {
                     self.free_reqs.push(t.req);
-                    if let NodeState::Endpoint { free_tags } = &mut self.nodes[n] {
+                    if let NodeState::Endpoint { free_tags, .. } = &mut self.nodes[n] {
                         *free_tags += 1;
                     }
                     let slot = r.transfer as usize;
                     let flow = &mut self.flows[f];
                     flow.transfer_left[slot] -= r.length as u64;
                     if flow.transfer_left[slot] == 0 {
-                        flow.active -= 1;
-                        flow.free_transfers.push(slot as u32);
+                        let done = media_done.unwrap_or(now);
+                        if done > now {
+                            self.q.schedule(
+                                done,
+                                Ev::MediaDone {
+                                    flow: f as u32,
+                                    slot: slot as u32,
+                                },
+                            );
+                        } else {
+                            let flow = &mut self.flows[f];
+                            flow.active -= 1;
+                            flow.free_transfers.push(slot as u32);
+                        }
                     }
                 }
                 self.deliver(id);
@@ -1106,12 +1241,33 @@ impl<'a> Simulator<'a> {
 
     // ---- DMA sources ----------------------------------------------------------------
 
+    /// A storage-write transfer left the media: its slot takes the next I/O.
+    fn transfer_done(&mut self, f: u32, slot: u32) {
+        let flow = &mut self.flows[f as usize];
+        flow.active -= 1;
+        flow.free_transfers.push(slot);
+        self.issue_reads(f);
+    }
+
     fn fill_writes(&mut self, f: u32) {
         let mps = self.sys.pcie.mps as u64;
+        let now = self.now();
+        let mut started_io = false;
         while self.flows[f as usize].write_queued < WRITE_QUEUE_DEPTH {
             let flow = &mut self.flows[f as usize];
             if flow.write_left == 0 {
-                flow.write_left = flow.transfer_size;
+                if flow.next_io_is_read() == Some(false) {
+                    break; // the mix's next I/O is a storage write
+                }
+                flow.write_left = flow.write_transfer();
+                flow.ios += 1;
+                started_io = true;
+                let random = flow.storage.is_some_and(|m| m.random);
+                if let NodeState::Endpoint { media: Some(m), .. } =
+                    &mut self.nodes[flow.source as usize]
+                {
+                    m.begin_io(now, true, random);
+                }
             }
             let size = flow.write_left.min(mps) as u32;
             flow.write_left -= size as u64;
@@ -1132,7 +1288,19 @@ impl<'a> Simulator<'a> {
                 ingress: NONE,
                 live: true,
             });
-            self.push(out, id);
+            // A storage read: the data exists once the media has read it.
+            let ready = match &mut self.nodes[src as usize] {
+                NodeState::Endpoint { media: Some(m), .. } => m.pass(now, size, true),
+                _ => now,
+            };
+            if ready > now {
+                self.q.schedule(ready, Ev::Enqueue { ch: out, tlp: id });
+            } else {
+                self.push(out, id);
+            }
+        }
+        if started_io && self.flows[f as usize].reads {
+            self.issue_reads(f);
         }
     }
 
@@ -1140,15 +1308,24 @@ impl<'a> Simulator<'a> {
         let mrrs = self.sys.pcie.mrrs as u64;
         loop {
             let flow = &mut self.flows[f as usize];
-            let NodeState::Endpoint { free_tags } = &mut self.nodes[flow.source as usize] else {
+            let NodeState::Endpoint { free_tags, media } = &mut self.nodes[flow.source as usize]
+            else {
                 return;
             };
             if *free_tags == 0 {
                 return;
             }
             if flow.current.is_none() {
-                if flow.active >= flow.outstanding {
+                if flow.active >= flow.outstanding || flow.next_io_is_read() == Some(true) {
+                    if flow.writes && flow.storage.is_some() {
+                        self.fill_writes(f);
+                    }
                     return;
+                }
+                let size = flow.read_transfer();
+                flow.ios += 1;
+                if let Some(m) = media {
+                    m.begin_io(self.q.now(), false, flow.storage.is_some_and(|m| m.random));
                 }
                 let slot = match flow.free_transfers.pop() {
                     Some(s) => s,
@@ -1157,9 +1334,9 @@ impl<'a> Simulator<'a> {
                         (flow.transfer_left.len() - 1) as u32
                     }
                 };
-                flow.transfer_left[slot as usize] = flow.transfer_size;
+                flow.transfer_left[slot as usize] = size;
                 flow.active += 1;
-                flow.current = Some((slot, flow.transfer_size));
+                flow.current = Some((slot, size));
             }
             let (slot, left) = flow.current.expect("set above");
             let len = left.min(mrrs);
@@ -1237,8 +1414,8 @@ impl<'a> Simulator<'a> {
             .zip(&self.sys.workloads)
             .map(|(f, w)| FlowResult {
                 name: w.name.clone(),
-                bytes: f.bytes,
-                throughput_gbps: f.bytes as f64 * 8.0 / window / 1e9,
+                bytes: f.bytes + f.media_bytes,
+                throughput_gbps: (f.bytes + f.media_bytes) as f64 * 8.0 / window / 1e9,
                 latency_ns: f.latency.summary(),
                 requests: f.latency.count(),
             })

@@ -22,6 +22,42 @@ pub const TOPOLOGIES: &[(&str, &str)] = &[
         "t2000",
         include_str!("../../../../validation/t5220/t2000.toml"),
     ),
+    (
+        "pes24n3a_fc_direct",
+        include_str!("../../../../validation/pes24n3a/fc_direct.toml"),
+    ),
+    (
+        "pes24n3a_fc_switch",
+        include_str!("../../../../validation/pes24n3a/fc_switch.toml"),
+    ),
+    (
+        "pes24n3a_fc_ramdisk_direct",
+        include_str!("../../../../validation/pes24n3a/fc_ramdisk_direct.toml"),
+    ),
+    (
+        "pes24n3a_fc_ramdisk_switch",
+        include_str!("../../../../validation/pes24n3a/fc_ramdisk_switch.toml"),
+    ),
+    (
+        "pes24n3a_sas_direct_x4",
+        include_str!("../../../../validation/pes24n3a/sas_direct_x4.toml"),
+    ),
+    (
+        "pes24n3a_sas_direct_x8",
+        include_str!("../../../../validation/pes24n3a/sas_direct_x8.toml"),
+    ),
+    (
+        "pes24n3a_sas_switch",
+        include_str!("../../../../validation/pes24n3a/sas_switch.toml"),
+    ),
+    (
+        "pes24t6_fc_direct",
+        include_str!("../../../../validation/pes24t6/fc_direct.toml"),
+    ),
+    (
+        "pes24t6_fc_switch",
+        include_str!("../../../../validation/pes24t6/fc_switch.toml"),
+    ),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -30,17 +66,25 @@ struct SimFile {
     cell: Vec<SimCell>,
 }
 
+/// One workload of a cell: a DMA exerciser run (`direction`) or an Iometer-style storage
+/// run (`read_percent`, sizes, outstanding I/Os).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RunSpec {
     endpoint: String,
-    direction: String,
+    direction: Option<String>,
+    read_percent: Option<u32>,
+    read_size: Option<String>,
+    write_size: Option<String>,
+    outstanding: Option<u32>,
+    random: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum SimQuantity {
     ThroughputGbytes,
+    ThroughputMbytes,
     LatencyNs,
 }
 
@@ -111,18 +155,40 @@ fn scenario_text(cell: &SimCell, catalog: &toml::Table) -> Result<String> {
     let (size, outstanding) = match cell.quantity {
         // The document's latency: one 64 B read at a time.
         SimQuantity::LatencyNs => ("64B".to_string(), "1".to_string()),
-        SimQuantity::ThroughputGbytes => (
+        _ => (
             catalog_value(catalog, "exerciser.transfer_size").unwrap_or_default(),
             catalog_value(catalog, "exerciser.outstanding").unwrap_or_default(),
         ),
     };
     for r in &cell.run {
-        text.push_str(&format!(
-            "\n[[workload]]\nname = \"{e}\"\nkind = \"dma\"\nendpoint = \"{e}\"\ndirection = \"{d}\"\n\
-             transfer_size = \"{size}\"\noutstanding = {outstanding}\n",
-            e = r.endpoint,
-            d = r.direction
-        ));
+        let e = &r.endpoint;
+        match (&r.direction, r.read_percent) {
+            (Some(d), None) => text.push_str(&format!(
+                "\n[[workload]]\nname = \"{e}\"\nkind = \"dma\"\nendpoint = \"{e}\"\n\
+                 direction = \"{d}\"\ntransfer_size = \"{size}\"\noutstanding = {outstanding}\n"
+            )),
+            (None, Some(p)) => {
+                text.push_str(&format!(
+                    "\n[[workload]]\nname = \"{e}\"\nkind = \"storage\"\nendpoint = \"{e}\"\n\
+                     read_percent = {p}\noutstanding = {}\n",
+                    r.outstanding.unwrap_or(4)
+                ));
+                for (key, v) in [("read_size", &r.read_size), ("write_size", &r.write_size)] {
+                    if let Some(v) = v {
+                        text.push_str(&format!("{key} = \"{v}\"\n"));
+                    }
+                }
+                if let Some(random) = r.random {
+                    text.push_str(&format!("random = {random}\n"));
+                }
+            }
+            _ => {
+                return Err(conflict(format!(
+                    "cell {}: each run needs either direction (DMA) or read_percent (storage)",
+                    cell.reference
+                )))
+            }
+        }
     }
     Ok(text)
 }
@@ -141,6 +207,9 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
     Ok(match cell.quantity {
         SimQuantity::ThroughputGbytes => {
             result.flows.iter().map(|f| f.throughput_gbps).sum::<f64>() / 8.0
+        }
+        SimQuantity::ThroughputMbytes => {
+            result.flows.iter().map(|f| f.throughput_gbps).sum::<f64>() / 8.0 * 1000.0
         }
         SimQuantity::LatencyNs => result.flows[0].latency_ns.mean,
     })
@@ -186,11 +255,49 @@ pub fn rows(
 
 /// The scenario text a cell runs (for inspection and for `tlpsim run`).
 pub fn cell_scenario(reference: &str) -> Result<String> {
-    let (file, catalog) = load()?;
-    let cell = file
-        .cell
+    cell_scenario_with(reference, &[])
+}
+
+/// A cell's simulated value with some catalog values replaced (`section.key`, TOML value
+/// text): the calibration tool's probe.
+pub fn cell_value_with(reference: &str, overrides: &[(&str, &str)]) -> Result<f64> {
+    let (file, catalog) = load_with(overrides)?;
+    let cell = find(&file, reference)?;
+    compute(cell, &catalog)
+}
+
+fn find<'f>(file: &'f SimFile, reference: &str) -> Result<&'f SimCell> {
+    file.cell
         .iter()
         .find(|c| c.reference == reference)
-        .ok_or_else(|| conflict(format!("no simulated cell {reference}")))?;
-    scenario_text(cell, &catalog)
+        .ok_or_else(|| conflict(format!("no simulated cell {reference}")))
+}
+
+fn load_with(overrides: &[(&str, &str)]) -> Result<(SimFile, toml::Table)> {
+    let (file, mut catalog) = load()?;
+    for (path, value) in overrides {
+        let entry = path
+            .split_once('.')
+            .and_then(|(s, k)| {
+                catalog
+                    .get_mut(s)?
+                    .as_table_mut()?
+                    .get_mut(k)?
+                    .as_table_mut()
+            })
+            .ok_or_else(|| conflict(format!("validation/catalog.toml has no {path}")))?;
+        let v: toml::Value = format!("v = {value}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.to_string()));
+        entry.insert("value".into(), v);
+    }
+    Ok((file, catalog))
+}
+
+/// The scenario text of a cell with some catalog values replaced.
+pub fn cell_scenario_with(reference: &str, overrides: &[(&str, &str)]) -> Result<String> {
+    let (file, catalog) = load_with(overrides)?;
+    scenario_text(find(&file, reference)?, &catalog)
 }

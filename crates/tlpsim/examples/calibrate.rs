@@ -1,0 +1,78 @@
+//! Fits one catalog value on one calibration cell by bisection (the method of
+//! docs/calibration.md), or prints a cell's simulated value.
+//!
+//!     cargo run --release --example calibrate -- CELL                       # simulated value
+//!     cargo run --release --example calibrate -- CELL KEY LO HI UNIT [K=V ...]
+//!
+//! KEY is `section.key` in validation/catalog.toml; LO and HI bound the value, UNIT is
+//! appended to it ("MB/s", "us", or "" for a plain number); K=V pairs hold other catalog
+//! values fixed while fitting. The simulated value must rise or fall monotonically with KEY.
+use tlpsim::validation::simulated::cell_value_with;
+
+fn published(reference: &str) -> f64 {
+    let root: toml::Table = tlpsim::validation::REFERENCE_TOML
+        .parse()
+        .expect("reference");
+    let (path, index) = match reference.split_once('[') {
+        Some((p, i)) => (p, i.trim_end_matches(']').parse::<usize>().ok()),
+        None => (reference, None),
+    };
+    let mut v = toml::Value::Table(root);
+    for part in path.split('.') {
+        v = v.get(part).cloned().expect("cell names a reference value");
+    }
+    if let Some(i) = index {
+        v = v.get(i).cloned().expect("index within the series");
+    }
+    v.as_float()
+        .or_else(|| v.as_integer().map(|i| i as f64))
+        .expect("a number")
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(cell) = args.first() else {
+        eprintln!("usage: calibrate CELL [KEY LO HI UNIT [K=V ...]]");
+        std::process::exit(2);
+    };
+    if args.len() == 1 {
+        let v = cell_value_with(cell, &[]).unwrap_or_else(|e| panic!("{e}"));
+        println!("{cell}: simulated {v:.3}, published {}", published(cell));
+        return;
+    }
+    let (key, unit) = (&args[1], &args[4]);
+    let (mut lo, mut hi): (f64, f64) = (args[2].parse().unwrap(), args[3].parse().unwrap());
+    let fixed: Vec<(String, String)> = args[5..]
+        .iter()
+        .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.into(), v.into())))
+        .collect();
+    let target = published(cell);
+    let value_at = |x: f64| {
+        let text = if unit.is_empty() {
+            format!("{x}")
+        } else {
+            format!("\"{x:.3}{unit}\"")
+        };
+        let mut o: Vec<(&str, &str)> = vec![(key.as_str(), text.as_str())];
+        o.extend(fixed.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        cell_value_with(cell, &o).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let rising = value_at(hi) > value_at(lo);
+    for _ in 0..24 {
+        let mid = (lo + hi) / 2.0;
+        let v = value_at(mid);
+        if (v < target) == rising {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+        if (hi - lo) / hi.abs().max(1e-12) < 1e-3 {
+            break;
+        }
+    }
+    let x = (lo + hi) / 2.0;
+    println!(
+        "{key} = {x:.3}{unit}: {cell} simulated {:.3}, published {target}",
+        value_at(x)
+    );
+}
