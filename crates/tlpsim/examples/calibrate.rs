@@ -10,23 +10,7 @@
 use tlpsim::validation::simulated::cell_value_with;
 
 fn published(reference: &str) -> f64 {
-    let root: toml::Table = tlpsim::validation::REFERENCE_TOML
-        .parse()
-        .expect("reference");
-    let (path, index) = match reference.split_once('[') {
-        Some((p, i)) => (p, i.trim_end_matches(']').parse::<usize>().ok()),
-        None => (reference, None),
-    };
-    let mut v = toml::Value::Table(root);
-    for part in path.split('.') {
-        v = v.get(part).cloned().expect("cell names a reference value");
-    }
-    if let Some(i) = index {
-        v = v.get(i).cloned().expect("index within the series");
-    }
-    v.as_float()
-        .or_else(|| v.as_integer().map(|i| i as f64))
-        .expect("a number")
+    tlpsim::validation::published(reference).expect("the cell names a published number")
 }
 
 fn main() {

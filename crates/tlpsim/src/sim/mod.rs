@@ -283,7 +283,7 @@ struct Flow {
 
 impl Flow {
     /// Whether the next I/O of a storage mix is a read (reads spread evenly by their
-    /// percentage); always true for DMA flows' streams to proceed.
+    /// percentage); None for DMA flows, whose two streams never wait for each other.
     fn next_io_is_read(&self) -> Option<bool> {
         self.storage.map(|m| {
             let p = m.read_percent as u64;

@@ -258,6 +258,11 @@ fn as_number(v: &toml::Value) -> Option<f64> {
     v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
 }
 
+/// The published number a cell reference (`system.table.series[i]`) names, if any.
+pub fn published(reference: &str) -> Option<f64> {
+    lookup(&self::reference(), reference).and_then(as_number)
+}
+
 /// The seed systems of the reference file, in file order.
 pub fn systems() -> Vec<String> {
     reference().keys().cloned().collect()
