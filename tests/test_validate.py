@@ -8,7 +8,7 @@ FIELDS = ["system", "table", "series", "column", "unit", "published", "simulated
 
 
 def test_rows_have_design_fields_and_consistent_error():
-    rows = tlpsim.validate()
+    rows = tlpsim.validate("t5220")
     assert len(rows) >= 20
     for row in rows:
         assert list(row) == FIELDS
@@ -24,7 +24,7 @@ def test_only_one_system():
 
 
 def test_summary_lines(cli):
-    proc = cli("validate")
+    proc = cli("validate", "--only", "ntb")
     assert proc.returncode == 0, proc.stderr
     assert "ntb: 7 predicted cells, median |error|" in proc.stdout
     assert "not modelled yet" in proc.stdout
@@ -33,10 +33,15 @@ def test_summary_lines(cli):
 def test_json_and_report(cli_json, tmp_path, cli):
     rows = cli_json("validate", "--only", "pes24t6")
     assert rows and all(list(r) == FIELDS for r in rows)
-    proc = cli("validate", "--report", str(tmp_path / "out"))
+    proc = cli("validate", "--only", "pes24t6", "--report", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "out" / "report.md").read_text()
     assert "| pes24t6 | link_efficiency |" in text
+    # One chart per table, linked from the report.
+    for table in ("link_efficiency", "capacity", "ge_windows", "ge_linux", "fc"):
+        png = tmp_path / "out" / f"pes24t6.{table}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"({png.name})" in text
 
 
 def test_unknown_system_exit_2(cli):

@@ -157,6 +157,25 @@ def schema_cmd() -> None:
     emit_json(schema())
 
 
+def _validate_with_bar(only: str | None):
+    """Runs the validation with a progress bar on stderr when it is a terminal."""
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        return validate(only)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("simulating cells"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=True,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("cells", total=None)
+
+        def step(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return validate(only, step)
+
+
 @app.command(name="validate")
 def validate_cmd(
     only: Annotated[str | None, typer.Option(help="One system: pes24n3a, pes24t6, ntb, t5220, ixp12xx.")] = None,
@@ -164,7 +183,7 @@ def validate_cmd(
     format: FormatOpt = Format.table,
 ) -> None:
     """Every modelled number of the seed reports: published vs tlpsim, with the error."""
-    rows = validate(only)
+    rows = _validate_with_bar(only)
     columns = [
         ("system", " system", ""), ("table", " table", ""), ("series", " series", ""), ("column", " column", ""),
         ("unit", " unit", ""), ("published", "published", ".6g"), ("simulated", "simulated", ".6g"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,22 +64,62 @@ def summarize(system: str, rows: list[dict]) -> SystemSummary:
     return SystemSummary(system, len(predicted), calibrated, statistics.median(errors), max(errors), worst)
 
 
-def validate(only: str | None = None) -> ValidationReport:
+def validate(only: str | None = None, progress: Callable[[int, int], None] | None = None) -> ValidationReport:
     """Every modelled published number: rows with :data:`ROW_FIELDS`.
 
     ``only`` restricts the run to one system (``pes24n3a``, ``pes24t6``, ``ntb``,
     ``t5220``, ``ixp12xx``); an unknown name raises :class:`tlpsim.ConfigError`.
+    ``progress(done, total)`` is called as simulated cells finish.
     """
-    rows, unmodelled = _core.validate(only)
+    rows, unmodelled = _core.validate(only, progress)
     return ValidationReport(rows, unmodelled)
 
 
+def write_charts(report: ValidationReport, directory: Path) -> list[Path]:
+    """One PNG per published table: published (solid) and simulated (dashed) per series,
+    against the table's columns (frame size, workload ...), as the seed reports chart them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    tables = dict.fromkeys((r["system"], r["table"]) for r in report)
+    for system, table in tables:
+        rows = [r for r in report if r["system"] == system and r["table"] == table]
+        columns = list(dict.fromkeys(r["column"] for r in rows))
+        series = list(dict.fromkeys(r["series"] for r in rows))
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(columns) + 3), 4.2))
+        for i, name in enumerate(series):
+            pts = sorted((columns.index(r["column"]), r) for r in rows if r["series"] == name)
+            xs = [p for p, _ in pts]
+            color = f"C{i % 10}"
+            ax.plot(xs, [r["published"] for _, r in pts], "o-", color=color, label=f"{name} (published)")
+            ax.plot(xs, [r["simulated"] for _, r in pts], "s--", color=color, mfc="none", label=f"{name} (tlpsim)")
+        ax.set_xticks(range(len(columns)))
+        ax.set_xticklabels(columns, rotation=20 if max(map(len, columns)) > 8 else 0, ha="right" if max(map(len, columns)) > 8 else "center", fontsize=8)
+        ax.set_ylabel(rows[0]["unit"][:60])
+        ax.set_title(f"{system}.{table}: published vs tlpsim")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+        fig.tight_layout()
+        path = directory / f"{system}.{table}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
 def write_report(report: ValidationReport, directory: Path) -> Path:
-    """Writes ``directory/report.md``: summaries, every row, and what is not modelled yet."""
+    """Writes ``directory/report.md`` (summaries, a chart per table, every row, what is not
+    modelled yet) and the charts next to it."""
     directory.mkdir(parents=True, exist_ok=True)
     out = directory / "report.md"
+    charts = write_charts(report, directory)
     lines = ["# tlpsim validation report", "", "## Summary (predicted cells)", ""]
     lines += [f"- {s.line()}" for s in report.summaries()]
+    lines += ["", "## Charts", ""]
+    lines += [f"![{p.stem}]({p.name})" for p in charts]
     lines += ["", "## Cells", "", "| " + " | ".join(ROW_FIELDS) + " |", "|" + "---|" * len(ROW_FIELDS)]
     for r in report:
         cells = [

@@ -204,13 +204,27 @@ fn message_bandwidth<'py>(
 }
 
 /// Validation rows (dicts with the DESIGN.md fields) and the tables not modelled yet.
+/// `progress(done, total)`, if given, is called as simulated cells finish (from worker
+/// threads, with the GIL taken for the call).
 #[pyfunction]
-#[pyo3(signature = (only=None))]
+#[pyo3(signature = (only=None, progress=None))]
 fn validate<'py>(
     py: Python<'py>,
     only: Option<&str>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<(Vec<Bound<'py, PyDict>>, Vec<String>)> {
-    let report = validation::validate(only).map_err(to_py)?;
+    let report = py
+        .detach(|| {
+            validation::validate_with_progress(only, &|done, total| {
+                if let Some(cb) = &progress {
+                    Python::attach(|py| {
+                        // A failing progress callback must not stop the validation.
+                        let _ = cb.call1(py, (done, total));
+                    });
+                }
+            })
+        })
+        .map_err(to_py)?;
     let rows = report
         .rows
         .iter()

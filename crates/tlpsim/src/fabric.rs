@@ -118,7 +118,64 @@ pub enum NodeKind {
         tags: u32,
         /// The storage behind an HBA (None for a plain DMA engine).
         media: Option<MediaSpec>,
+        /// The Ethernet side of a NIC (None unless the endpoint is a NIC).
+        nic: Option<NicSpec>,
     },
+}
+
+/// The Ethernet side of a Gigabit Ethernet NIC: ports, receive FIFO, descriptor rings,
+/// register access time and interrupt moderation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NicSpec {
+    /// Ethernet ports (1 or 2); a bridge workload forwards port 0 <-> port 1.
+    pub ports: u32,
+    /// Receive FIFO per port in bytes: a frame that does not fit is dropped.
+    pub rx_fifo: u32,
+    /// Receive descriptors per port.
+    pub rx_ring: u32,
+    /// Transmit descriptors per port.
+    pub tx_ring: u32,
+    /// Time the NIC takes to absorb one register write or answer one register read; the
+    /// posted credit of a write comes back only after it.
+    pub register_time: SimTime,
+    /// Interrupt moderation: least time between two interrupts (zero: none).
+    pub interrupt_interval: SimTime,
+    /// Ethernet line rate per port, bits per second.
+    pub line_rate: f64,
+}
+
+/// The host CPU and OS that bridge Ethernet frames between NIC ports.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuSpec {
+    /// The root complex the CPU sits behind (its MMIO goes out of this root's ports).
+    pub root: NodeId,
+    /// Cores taking NIC interrupts (NIC i goes to core i mod cores).
+    pub cores: u32,
+    /// Software cost per bridged frame.
+    pub frame_cost: SimTime,
+    /// Software cost per byte of a bridged frame, picoseconds.
+    pub byte_cost_ps: f64,
+    /// Cost of taking one interrupt (entry, exit, scheduling the handler).
+    pub interrupt_cost: SimTime,
+    /// Blocking register reads per interrupt (the interrupt cause register).
+    pub reads_per_interrupt: u32,
+    /// Register writes per frame (the first rings the transmit doorbell).
+    pub writes_per_frame: u32,
+    /// Register writes at the end of each interrupt (at least one: it returns the receive
+    /// descriptors, rings the doorbell if no per-frame write does, and re-enables interrupts).
+    pub writes_per_interrupt: u32,
+    /// Register writes the root complex can hold before the CPU stalls on the next one.
+    pub posted_depth: u32,
+}
+
+/// An Ethernet bridging workload: frames offered on both ports of a NIC, bridged by the host
+/// CPU to the other port (RFC 2544 style, constant frame size and rate).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BridgeSpec {
+    /// Ethernet frame size in bytes (64 to 1518, CRC included).
+    pub frame_size: u32,
+    /// Offered load per port as a fraction of line rate (0 to 1].
+    pub load: f64,
 }
 
 /// The drives (or RAM disks) behind a storage HBA, as the PCIe side sees them.
@@ -226,6 +283,8 @@ pub struct WorkloadSpec {
     /// For a storage workload, its access mix (DMA writes carry the storage reads, DMA
     /// reads the storage writes).
     pub storage: Option<StorageMix>,
+    /// For an Ethernet bridging workload, its frames (the source is the NIC).
+    pub bridge: Option<BridgeSpec>,
 }
 
 /// Transaction-layer settings shared by the whole system.
@@ -262,6 +321,8 @@ pub struct System {
     pub host_bridges: Vec<HostBridgeSpec>,
     /// Workloads.
     pub workloads: Vec<WorkloadSpec>,
+    /// The host CPU that bridges Ethernet frames, if the scenario has one.
+    pub cpu: Option<CpuSpec>,
 }
 
 impl System {

@@ -15,8 +15,9 @@ use crate::engine::rng::Latency;
 use crate::engine::SimTime;
 use crate::error::ConfigError;
 use crate::fabric::{
-    Arbitration, CompletionRule, Core, Credits, DmaDirection, Forwarding, HostBridgeSpec, LinkSpec,
-    MediaSpec, NodeId, NodeKind, NodeSpec, PcieSettings, StorageMix, System, WorkloadSpec,
+    Arbitration, BridgeSpec, CompletionRule, Core, CpuSpec, Credits, DmaDirection, Forwarding,
+    HostBridgeSpec, LinkSpec, MediaSpec, NicSpec, NodeId, NodeKind, NodeSpec, PcieSettings,
+    StorageMix, System, WorkloadSpec,
 };
 use crate::pcie::phy::{self, Generation};
 use crate::pcie::tlp::{self, Addressing};
@@ -203,7 +204,7 @@ pub struct SwitchSection {
 pub struct EndpointSection {
     /// Unique node name.
     pub name: String,
-    /// "dma" (a DMA engine) or "storage" (an HBA with its drives).
+    /// "dma" (a DMA engine), "storage" (an HBA with its drives) or "nic" (a GE NIC).
     pub kind: String,
     /// Read tags (default 32).
     pub tags: Option<i64>,
@@ -219,6 +220,44 @@ pub struct EndpointSection {
     pub media_duplex: Option<bool>,
     /// Storage only: access time of a random I/O (default "0ns").
     pub media_seek: Option<String>,
+    /// NIC only: Ethernet ports, 1 or 2 (default 2).
+    pub ports: Option<i64>,
+    /// NIC only: receive FIFO per port (default "48KiB"); frames that do not fit are dropped.
+    pub rx_fifo: Option<String>,
+    /// NIC only: receive descriptors per port (default 256).
+    pub rx_ring: Option<i64>,
+    /// NIC only: transmit descriptors per port (default 256).
+    pub tx_ring: Option<i64>,
+    /// NIC only: time to absorb a register write or answer a register read (default "100ns").
+    pub register_time: Option<String>,
+    /// NIC only: least time between interrupts (default "0ns": no moderation).
+    pub interrupt_interval: Option<String>,
+    /// NIC only: Ethernet line rate per port (default "1Gb/s").
+    pub line_rate: Option<String>,
+}
+
+/// `[cpu]`: the host CPU and OS that bridge Ethernet frames.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CpuSection {
+    /// The root complex the CPU sits behind (default: the first one).
+    pub root: Option<String>,
+    /// Cores taking NIC interrupts (default 1).
+    pub cores: Option<i64>,
+    /// Software cost per bridged frame, e.g. "2us".
+    pub frame_cost: String,
+    /// Software cost per byte, e.g. "1ns" (default "0ns").
+    pub byte_cost: Option<String>,
+    /// Cost of taking an interrupt (default "1us").
+    pub interrupt_cost: Option<String>,
+    /// Blocking register reads per interrupt (default 1).
+    pub reads_per_interrupt: Option<i64>,
+    /// Register writes per frame; the first rings the transmit doorbell (default 1).
+    pub writes_per_frame: Option<i64>,
+    /// Register writes at the end of an interrupt, at least 1 (default 2).
+    pub writes_per_interrupt: Option<i64>,
+    /// Register writes the root complex holds before the CPU stalls (default 16).
+    pub posted_depth: Option<i64>,
 }
 
 /// `[[host_bridge]]`.
@@ -263,7 +302,8 @@ pub struct LinkSection {
 pub struct WorkloadSection {
     /// Unique flow name.
     pub name: String,
-    /// "dma" (DMA transfers) or "storage" (Iometer-style I/Os on a storage endpoint).
+    /// "dma" (DMA transfers), "storage" (Iometer-style I/Os on a storage endpoint) or
+    /// "bridge" (Ethernet frames offered on a NIC's ports, bridged by the `[cpu]`).
     pub kind: String,
     /// The endpoint (or root complex, writes only) issuing the requests.
     pub endpoint: String,
@@ -283,6 +323,10 @@ pub struct WorkloadSection {
     pub write_size: Option<String>,
     /// Storage only: random rather than sequential access (default false).
     pub random: Option<bool>,
+    /// Bridge only: Ethernet frame size in bytes, 64 to 1518.
+    pub frame_size: Option<i64>,
+    /// Bridge only: offered load per port, a fraction of line rate in (0, 1].
+    pub load: Option<f64>,
 }
 
 /// A whole scenario file.
@@ -311,6 +355,8 @@ pub struct ScenarioFile {
     /// Workloads.
     #[serde(default)]
     pub workload: Vec<WorkloadSection>,
+    /// The host CPU (needed by bridge workloads).
+    pub cpu: Option<CpuSection>,
 }
 
 /// The JSON Schema of the scenario format, generated from [`ScenarioFile`].
@@ -651,13 +697,13 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
     }
     for (i, ep) in f.endpoint.iter().enumerate() {
         let place = format!("[[endpoint]] {} ({})", i + 1, ep.name);
-        let storage = words(
+        let kind = words(
             &place,
             "kind",
             &Some(ep.kind.clone()),
-            &[("dma", false), ("storage", true)],
+            &[("dma", 0u8), ("storage", 1), ("nic", 2)],
         )?;
-        let media = if storage {
+        let media = if kind == 1 {
             let rate = |key: &'static str, v: &Option<String>| -> Result<f64, String> {
                 let v = v.as_ref().ok_or_else(|| {
                     format!("{place}: a storage endpoint needs {key} (a rate, e.g. \"800MB/s\")")
@@ -685,6 +731,62 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             }
             None
         };
+        let nic = if kind == 2 {
+            let count = |key: &'static str, v: Option<i64>, default: i64, max: i64| {
+                let v = v.unwrap_or(default);
+                if (1..=max).contains(&v) {
+                    Ok(v as u32)
+                } else {
+                    Err(at(&place)(ConfigError::not_allowed(
+                        key,
+                        v,
+                        format!("1 to {max}"),
+                    )))
+                }
+            };
+            let rx_fifo = units::parse_bytes("rx_fifo", ep.rx_fifo.as_deref().unwrap_or("48KiB"))
+                .map_err(at(&place))?;
+            if !(2048..=1 << 24).contains(&rx_fifo) {
+                return Err(at(&place)(ConfigError::not_allowed(
+                    "rx_fifo",
+                    ep.rx_fifo.clone().unwrap_or_default(),
+                    "2 KiB to 16 MiB (at least one full-size frame)",
+                )));
+            }
+            let line_rate =
+                units::parse_bandwidth("line_rate", ep.line_rate.as_deref().unwrap_or("1Gb/s"))
+                    .map_err(at(&place))?
+                    * 8.0;
+            Some(NicSpec {
+                ports: count("ports", ep.ports, 2, 2)?,
+                rx_fifo: rx_fifo as u32,
+                rx_ring: count("rx_ring", ep.rx_ring, 256, 4096)?,
+                tx_ring: count("tx_ring", ep.tx_ring, 256, 4096)?,
+                register_time: duration(&place, "register_time", &ep.register_time, "100ns")?,
+                interrupt_interval: duration(
+                    &place,
+                    "interrupt_interval",
+                    &ep.interrupt_interval,
+                    "0ns",
+                )?,
+                line_rate,
+            })
+        } else {
+            if ep.ports.is_some()
+                || ep.rx_fifo.is_some()
+                || ep.rx_ring.is_some()
+                || ep.tx_ring.is_some()
+                || ep.register_time.is_some()
+                || ep.interrupt_interval.is_some()
+                || ep.line_rate.is_some()
+            {
+                return Err(format!(
+                    "{place}: ports, rx_fifo, rx_ring, tx_ring, register_time, \
+                     interrupt_interval and line_rate need kind = \"nic\""
+                ));
+            }
+            None
+        };
         let tags = match ep.tags {
             None => DEFAULT_TAGS,
             Some(t) if (1..=16384).contains(&t) => t as u32,
@@ -702,7 +804,7 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             &place,
             NodeSpec {
                 name: ep.name.clone(),
-                kind: NodeKind::Endpoint { tags, media },
+                kind: NodeKind::Endpoint { tags, media, nic },
                 credits,
             },
         )?;
@@ -886,12 +988,13 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 w.name
             ));
         }
-        let storage_kind = words(
+        let wkind = words(
             &place,
             "kind",
             &Some(w.kind.clone()),
-            &[("dma", false), ("storage", true)],
+            &[("dma", 0u8), ("storage", 1), ("bridge", 2)],
         )?;
+        let storage_kind = wkind == 1;
         let source = *names.get(w.endpoint.as_str()).ok_or_else(|| {
             format!(
                 "{place}: endpoint {:?} is not a node; known nodes: {}",
@@ -899,6 +1002,23 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 known()
             )
         })?;
+        if wkind == 2 {
+            workloads.push(bridge_workload(
+                &place,
+                w,
+                source,
+                &nodes,
+                f.cpu.is_some(),
+                &upstream_of,
+                &links,
+            )?);
+            continue;
+        }
+        if w.frame_size.is_some() || w.load.is_some() {
+            return Err(format!(
+                "{place}: frame_size and load need kind = \"bridge\""
+            ));
+        }
         let size = |key: &'static str, v: &Option<String>| -> Result<u64, String> {
             let v = v
                 .as_ref()
@@ -1044,8 +1164,13 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             transfer_size,
             outstanding,
             storage,
+            bridge: None,
         });
     }
+    let cpu = match &f.cpu {
+        Some(c) => Some(cpu_spec(c, &names, &nodes, known)?),
+        None => None,
+    };
     Ok(System {
         duration: duration_t,
         warmup: warmup_t,
@@ -1055,6 +1180,134 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
         links,
         host_bridges,
         workloads,
+        cpu,
+    })
+}
+
+/// Checks an Ethernet bridging workload: a NIC, a frame size, a load, and a `[cpu]`.
+fn bridge_workload(
+    place: &str,
+    w: &WorkloadSection,
+    source: NodeId,
+    nodes: &[NodeSpec],
+    has_cpu: bool,
+    upstream_of: &[Option<usize>],
+    links: &[LinkSpec],
+) -> Result<WorkloadSpec, String> {
+    if w.direction.is_some()
+        || w.transfer_size.is_some()
+        || w.read_percent.is_some()
+        || w.read_size.is_some()
+        || w.write_size.is_some()
+        || w.random.is_some()
+        || w.outstanding.is_some()
+    {
+        return Err(format!(
+            "{place}: a bridge workload takes frame_size and load only"
+        ));
+    }
+    if !matches!(nodes[source].kind, NodeKind::Endpoint { nic: Some(_), .. }) {
+        return Err(format!(
+            "{place}: {:?} is not a NIC (an [[endpoint]] with kind = \"nic\")",
+            w.endpoint
+        ));
+    }
+    if !has_cpu {
+        return Err(format!(
+            "{place}: a bridge workload needs a [cpu] section (frame_cost, ...) to bridge the frames"
+        ));
+    }
+    let frame_size = match w.frame_size {
+        Some(s) if (64..=9018).contains(&s) => s as u32,
+        Some(s) => {
+            return Err(at(place)(ConfigError::not_allowed(
+                "frame_size",
+                s,
+                "64 to 9018 bytes (Ethernet frame with CRC)",
+            )))
+        }
+        None => return Err(format!("{place}: frame_size is missing (bytes, e.g. 64)")),
+    };
+    let load = match w.load {
+        Some(l) if l > 0.0 && l <= 1.0 => l,
+        Some(l) => {
+            return Err(at(place)(ConfigError::not_allowed(
+                "load",
+                l,
+                "a fraction of line rate in (0, 1]",
+            )))
+        }
+        None => {
+            return Err(format!(
+                "{place}: load is missing (a fraction of line rate, e.g. 0.5)"
+            ))
+        }
+    };
+    let mut root = source;
+    while let Some(l) = upstream_of[root] {
+        root = links[l].up;
+    }
+    Ok(WorkloadSpec {
+        name: w.name.clone(),
+        source,
+        target: root,
+        direction: DmaDirection::Both,
+        transfer_size: frame_size as u64,
+        outstanding: 1,
+        storage: None,
+        bridge: Some(BridgeSpec { frame_size, load }),
+    })
+}
+
+/// Checks the `[cpu]` section.
+fn cpu_spec(
+    c: &CpuSection,
+    names: &HashMap<&str, NodeId>,
+    nodes: &[NodeSpec],
+    known: impl Fn() -> String,
+) -> Result<CpuSpec, String> {
+    let place = "[cpu]";
+    let root = match &c.root {
+        Some(r) => *names.get(r.as_str()).ok_or_else(|| {
+            format!(
+                "{place}: root {r:?} is not a node; known nodes: {}",
+                known()
+            )
+        })?,
+        None => nodes
+            .iter()
+            .position(|n| matches!(n.kind, NodeKind::RootComplex { .. }))
+            .ok_or_else(|| format!("{place}: the scenario has no [[root_complex]]"))?,
+    };
+    if !matches!(nodes[root].kind, NodeKind::RootComplex { .. }) {
+        return Err(format!(
+            "{place}: root {:?} is not a root complex",
+            nodes[root].name
+        ));
+    }
+    let count = |key: &'static str, v: Option<i64>, default: i64, min: i64| {
+        let v = v.unwrap_or(default);
+        if (min..=1024).contains(&v) {
+            Ok(v as u32)
+        } else {
+            Err(at(place)(ConfigError::not_allowed(
+                key,
+                v,
+                format!("{min} to 1024"),
+            )))
+        }
+    };
+    let byte_cost = duration(place, "byte_cost", &c.byte_cost, "0ns")?;
+    Ok(CpuSpec {
+        root,
+        cores: count("cores", c.cores, 1, 1)?,
+        frame_cost: duration(place, "frame_cost", &Some(c.frame_cost.clone()), "0ns")?,
+        byte_cost_ps: byte_cost.ticks() as f64 / SimTime::TICKS_PER_PS as f64,
+        interrupt_cost: duration(place, "interrupt_cost", &c.interrupt_cost, "1us")?,
+        reads_per_interrupt: count("reads_per_interrupt", c.reads_per_interrupt, 1, 0)?,
+        writes_per_frame: count("writes_per_frame", c.writes_per_frame, 1, 0)?,
+        writes_per_interrupt: count("writes_per_interrupt", c.writes_per_interrupt, 2, 1)?,
+        posted_depth: count("posted_depth", c.posted_depth, 16, 1)?,
     })
 }
 

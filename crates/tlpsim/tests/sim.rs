@@ -304,3 +304,112 @@ fn storage_mistakes_get_one_clear_message() {
         assert!(e.contains(want) && e.contains("hba.toml"), "{e}");
     }
 }
+
+/// A root complex, one dual-port NIC at x4 and a CPU; `frame`, `load`, `cpu` fill in.
+fn bridge(frame: u32, load: f64, cpu: &str, nic: &str) -> String {
+    format!(
+        "[simulation]\nduration = \"3ms\"\nwarmup = \"500us\"\n[pcie]\nmps = 128\n\
+         [[root_complex]]\nname = \"rc\"\n\
+         [[endpoint]]\nname = \"nic\"\nkind = \"nic\"\ninterrupt_interval = \"50us\"\n{nic}\n\
+         [[link]]\nbetween = [\"rc\", \"nic\"]\nwidth = 4\n\
+         [cpu]\n{cpu}\n\
+         [[workload]]\nname = \"bridge\"\nkind = \"bridge\"\nendpoint = \"nic\"\n\
+         frame_size = {frame}\nload = {load}\n"
+    )
+}
+
+#[test]
+fn a_lightly_loaded_bridge_forwards_every_frame() {
+    let r = simulate(&bridge(512, 0.3, "frame_cost = \"1us\"", ""));
+    let e = &r.ethernet[0];
+    assert_eq!(e.dropped, 0, "{e:?}");
+    assert!(e.zero_loss, "{e:?}");
+    // Offered: 2 ports x 0.3 x 1 Gb/s / ((512 + 20) x 8 bits).
+    let offered = 2.0 * 0.3e9 / (532.0 * 8.0);
+    assert!((e.offered_fps - offered).abs() / offered < 0.01, "{e:?}");
+    assert!((e.forwarded_fps - offered).abs() / offered < 0.02, "{e:?}");
+    assert!(r.audit.passed, "{:?}", r.audit);
+}
+
+#[test]
+fn an_overloaded_host_loses_frames_and_forwards_at_its_software_rate() {
+    // 5 us per frame on one core: at most 200 k frames/s whatever is offered.
+    let r = simulate(&bridge(64, 0.5, "frame_cost = \"5us\"", ""));
+    let e = &r.ethernet[0];
+    assert!(!e.zero_loss && e.dropped > 0, "{e:?}");
+    assert!(
+        e.forwarded_fps <= 200_000.0 && e.forwarded_fps > 170_000.0,
+        "{e:?}"
+    );
+    assert!(r.audit.passed, "{:?}", r.audit);
+}
+
+#[test]
+fn rfc2544_finds_the_software_limit_and_line_rate() {
+    let sys = load_str(&bridge(64, 1.0, "frame_cost = \"5us\"", ""), "t").unwrap();
+    let r = tlpsim::sim::rfc2544(&sys, 0.01).unwrap();
+    // Zero-loss frames/s over both ports, against the 200 k/s the CPU can bridge (the
+    // backlog-growth tolerance admits up to about 1 % over).
+    let fps = r.load * 2.0 * 1e9 / (84.0 * 8.0);
+    assert!(fps <= 202_000.0 && fps > 170_000.0, "{r:?}");
+    assert!((r.combined_mbps - r.load * 2000.0).abs() < 1e-6);
+    // A fast host bridges 1518 B frames at line rate: 2000 Mb/s over two ports.
+    let sys = load_str(&bridge(1518, 1.0, "frame_cost = \"1us\"", ""), "t").unwrap();
+    let r = tlpsim::sim::rfc2544(&sys, 0.01).unwrap();
+    assert_eq!(r.load, 1.0);
+    assert_eq!(r.combined_mbps, 2000.0);
+}
+
+#[test]
+fn a_switch_lengthens_the_cpus_register_reads() {
+    // One register read per interrupt and an interrupt per frame: the read's round trip
+    // through a switch adds to the CPU's time per frame, so fewer frames get through.
+    let cpu = "frame_cost = \"2us\"\ninterrupt_cost = \"0ns\"\nreads_per_interrupt = 4";
+    let direct = simulate(&bridge(64, 1.0, cpu, ""));
+    let via_switch = bridge(64, 1.0, cpu, "")
+        .replace(
+            "[[link]]\nbetween = [\"rc\", \"nic\"]\nwidth = 4\n",
+            "[[switch]]\nname = \"sw\"\nlatency = \"300ns\"\n\
+             [[link]]\nbetween = [\"rc\", \"sw\"]\nwidth = 4\n\
+             [[link]]\nbetween = [\"sw\", \"nic\"]\nwidth = 4\n",
+        )
+        .replace(
+            "interrupt_interval = \"50us\"",
+            "interrupt_interval = \"0ns\"",
+        );
+    let direct_per_int = simulate(&bridge(64, 1.0, cpu, "").replace(
+        "interrupt_interval = \"50us\"",
+        "interrupt_interval = \"0ns\"",
+    ));
+    let switched = simulate(&via_switch);
+    assert!(
+        switched.ethernet[0].forwarded_fps < direct_per_int.ethernet[0].forwarded_fps,
+        "{:?} vs {:?}",
+        switched.ethernet[0],
+        direct_per_int.ethernet[0]
+    );
+    assert!(direct.audit.passed && switched.audit.passed);
+}
+
+#[test]
+fn bridge_mistakes_get_one_clear_message() {
+    let no_cpu =
+        bridge(64, 0.5, "frame_cost = \"1us\"", "").replace("[cpu]\nframe_cost = \"1us\"\n", "");
+    let e = load_str(&no_cpu, "f.toml").unwrap_err().to_string();
+    assert!(e.contains("needs a [cpu] section"), "{e}");
+    let e = load_str(&bridge(40, 0.5, "frame_cost = \"1us\"", ""), "f.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("frame_size") && e.contains("64 to 9018"), "{e}");
+    let e = load_str(&bridge(64, 1.5, "frame_cost = \"1us\"", ""), "f.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("load") && e.contains("(0, 1]"), "{e}");
+    let dma =
+        bridge(64, 0.5, "frame_cost = \"1us\"", "").replace("kind = \"nic\"", "kind = \"dma\"");
+    let e = load_str(&dma, "f.toml").unwrap_err().to_string();
+    assert!(
+        e.contains("interrupt_interval") && e.contains("kind = \"nic\""),
+        "{e}"
+    );
+}

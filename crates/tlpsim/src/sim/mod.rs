@@ -9,7 +9,11 @@
 //! self-audit ([`result::Audit`]).
 
 pub mod channel;
+mod nic;
 pub mod result;
+pub mod rfc2544;
+
+pub use rfc2544::rfc2544;
 
 use std::fmt;
 use std::time::Instant;
@@ -69,6 +73,32 @@ struct Tlp {
     /// Channel it arrived on at the node holding it (NONE at its source).
     ingress: u32,
     live: bool,
+    /// What it is for: a DMA flow's data, or one of the NIC and CPU transactions.
+    role: Role,
+}
+
+/// What a TLP is for (DMA flows; the NIC's and the CPU's own transactions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A DMA or storage flow's request, data or completion.
+    Flow,
+    /// Received frame data the NIC writes to host memory (`req` = port; `order` = 1 on a
+    /// frame's last TLP).
+    RxData,
+    /// A receive descriptor write-back (`req` = port).
+    RxWriteBack,
+    /// A transmit descriptor write-back.
+    TxWriteBack,
+    /// An MSI the NIC sends.
+    Msi,
+    /// A CPU register write to a NIC (`req` = its effect in `Nics::regs`).
+    RegWrite,
+    /// A CPU register read of a NIC and its completion (`req` = the core).
+    RegRead,
+    /// A NIC's read of transmit descriptors and their completions (`req` = port).
+    TxDesc,
+    /// A NIC's read of transmit frame data and its completions (`req` = port << 16 | slot).
+    TxData,
 }
 
 impl Tlp {
@@ -116,6 +146,25 @@ enum Ev {
     Start(u32),
     Warmup,
     Watchdog,
+    /// The next Ethernet frame reaches port `port` of NIC `nic`.
+    Frame {
+        nic: u32,
+        port: u32,
+    },
+    /// A NIC's register engine is done with TLP `tlp`.
+    Register {
+        nic: u32,
+        tlp: u32,
+    },
+    /// A frame has left port `port` of NIC `nic` on the Ethernet wire.
+    TxDone {
+        nic: u32,
+        port: u32,
+    },
+    /// NIC `nic`'s interrupt moderation timer expired.
+    Interrupt(u32),
+    /// Core `core` finished its current piece of work.
+    Cpu(u32),
 }
 
 /// Whether `bytes` bytes crossing a wire with per-byte error rate `byte_error` (as
@@ -326,6 +375,8 @@ pub struct Simulator<'a> {
     /// TLPs each channel had sent at the last watchdog check.
     sent_at_watchdog: Vec<u64>,
     watchdog: SimTime,
+    /// NICs and the CPU bridging their frames.
+    nics: nic::Nics,
 }
 
 /// Runs `system` to its duration and reports.
@@ -459,7 +510,7 @@ impl<'a> Simulator<'a> {
                         },
                     }
                 }
-                NodeKind::Endpoint { tags, media } => NodeState::Endpoint {
+                NodeKind::Endpoint { tags, media, .. } => NodeState::Endpoint {
                     free_tags: *tags,
                     media: media.as_ref().map(Media::new),
                 },
@@ -473,8 +524,10 @@ impl<'a> Simulator<'a> {
                 source: w.source as u32,
                 target: w.target as u32,
                 out: route[w.source * n + w.target],
-                reads: matches!(w.direction, DmaDirection::Read | DmaDirection::Both),
-                writes: matches!(w.direction, DmaDirection::Write | DmaDirection::Both),
+                reads: w.bridge.is_none()
+                    && matches!(w.direction, DmaDirection::Read | DmaDirection::Both),
+                writes: w.bridge.is_none()
+                    && matches!(w.direction, DmaDirection::Write | DmaDirection::Both),
                 transfer_size: w.transfer_size,
                 outstanding: w.outstanding,
                 write_queued: 0,
@@ -494,7 +547,7 @@ impl<'a> Simulator<'a> {
             .collect();
         let watchdog =
             SimTime::from_ticks((sys.duration.ticks() / 4).max(SimTime::from_ns(50_000).ticks()));
-        Simulator {
+        let mut sim = Simulator {
             sys,
             q: EventQueue::new(),
             rng: Rng::new(sys.seed),
@@ -519,7 +572,10 @@ impl<'a> Simulator<'a> {
             measuring: false,
             sent_at_watchdog: Vec::new(),
             watchdog,
-        }
+            nics: nic::Nics::default(),
+        };
+        sim.build_nics();
+        sim
     }
 
     /// Runs to the scenario's duration.
@@ -528,6 +584,7 @@ impl<'a> Simulator<'a> {
         for f in 0..self.flows.len() {
             self.q.schedule(SimTime::ZERO, Ev::Start(f as u32));
         }
+        self.start_nics();
         for (c, link) in self
             .sys
             .links
@@ -624,6 +681,11 @@ impl<'a> Simulator<'a> {
                 }
             }
             Ev::MediaDone { flow, slot } => self.transfer_done(flow, slot),
+            Ev::Frame { .. }
+            | Ev::Register { .. }
+            | Ev::TxDone { .. }
+            | Ev::Interrupt(_)
+            | Ev::Cpu(_) => self.on_nic_event(ev),
             Ev::Warmup => self.start_measuring(),
             Ev::Watchdog => {
                 // A transmitter that had TLPs waiting for credits and sent none for a whole
@@ -702,6 +764,7 @@ impl<'a> Simulator<'a> {
             f.bytes = 0;
             f.latency = LatencyRecorder::default();
         }
+        self.nics_start_window();
         self.measuring = true;
     }
 
@@ -833,6 +896,8 @@ impl<'a> Simulator<'a> {
                 if t.ingress != NONE {
                     // Leaves a switch: its ingress buffer space is free again.
                     self.rx_release(t.ingress, class, 1, q.data_credits);
+                } else if t.role != Role::Flow {
+                    self.nic_tlp_sent(&t);
                 } else {
                     self.tlps[q.tlp as usize].born = start;
                     match t.kind {
@@ -1110,7 +1175,11 @@ impl<'a> Simulator<'a> {
                 } else {
                     self.rx_release(c, FcClass::Posted, 1, t.data_credits());
                 }
-                self.write_arrived(t, now);
+                if t.role == Role::Flow {
+                    self.write_arrived(t, now);
+                } else {
+                    self.nic_at_root(&t);
+                }
                 self.deliver(id);
             }
             TlpKind::MRd => {
@@ -1142,6 +1211,7 @@ impl<'a> Simulator<'a> {
                         born: SimTime::ZERO,
                         ingress: NONE,
                         live: true,
+                        role: t.role,
                     });
                     offset += piece as u64;
                     self.q.schedule(at, Ev::Enqueue { ch: out, tlp: cpl });
@@ -1152,11 +1222,18 @@ impl<'a> Simulator<'a> {
             _ => {
                 self.rx_release(c, t.class(), 1, t.data_credits());
                 self.deliver(id);
+                if t.role != Role::Flow {
+                    self.nic_at_root(&t);
+                }
             }
         }
     }
 
     fn at_endpoint(&mut self, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
+        if let Some(k) = self.nics.at(n) {
+            self.at_nic(k, c, id, t);
+            return;
+        }
         let now = self.now();
         self.rx_release(c, t.class(), 1, t.data_credits());
         match t.kind {
@@ -1287,6 +1364,7 @@ impl<'a> Simulator<'a> {
                 born: SimTime::ZERO,
                 ingress: NONE,
                 live: true,
+                role: Role::Flow,
             });
             // A storage read: the data exists once the media has read it.
             let ready = match &mut self.nodes[src as usize] {
@@ -1374,6 +1452,7 @@ impl<'a> Simulator<'a> {
                 born: SimTime::ZERO,
                 ingress: NONE,
                 live: true,
+                role: Role::Flow,
             });
             self.push(out, id);
         }
@@ -1425,6 +1504,7 @@ impl<'a> Simulator<'a> {
             self.audit.payload_in_flight += t.payload as u64;
         }
         self.audit.conclude();
+        let ethernet = self.ethernet_results();
         RunResult {
             simulated_s: window,
             wall_s,
@@ -1432,6 +1512,7 @@ impl<'a> Simulator<'a> {
             tlp_hops: hops,
             flows,
             links,
+            ethernet,
             audit: self.audit,
         }
     }

@@ -98,6 +98,30 @@ impl Audit {
     }
 }
 
+/// What an Ethernet bridging workload achieved over the measurement window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EthernetResult {
+    /// The workload's name.
+    pub name: String,
+    /// Frame size, bytes.
+    pub frame_size: u32,
+    /// Offered load per port, fraction of line rate.
+    pub load: f64,
+    /// Frames per second offered, all ports of the workload.
+    pub offered_fps: f64,
+    /// Frames per second forwarded out of the other port.
+    pub forwarded_fps: f64,
+    /// Forwarded rate in Mb/s on the wire (frame plus preamble and gap).
+    pub forwarded_mbps: f64,
+    /// Frames lost (RX FIFO overflow or a full transmit ring).
+    pub dropped: u64,
+    /// Mean backlog (frames received, not yet forwarded) in the window's second half minus
+    /// the first: positive and large means the host cannot keep up.
+    pub backlog_growth: f64,
+    /// No frame lost and no backlog growth beyond tolerance (0.5 % of offered frames + 2).
+    pub zero_loss: bool,
+}
+
 /// Everything a run reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunResult {
@@ -113,6 +137,8 @@ pub struct RunResult {
     pub flows: Vec<FlowResult>,
     /// Per link and direction.
     pub links: Vec<LinkResult>,
+    /// Per Ethernet bridging workload.
+    pub ethernet: Vec<EthernetResult>,
     /// The self-audit.
     pub audit: Audit,
 }

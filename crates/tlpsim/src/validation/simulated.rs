@@ -10,6 +10,8 @@ use crate::sim;
 
 /// The cells (validation/simulated.toml).
 pub const SIMULATED_TOML: &str = include_str!("../../../../validation/simulated.toml");
+/// Relative resolution of the RFC 2544 searches (1 %).
+pub const RFC2544_RESOLUTION: f64 = 0.01;
 /// The device catalog (validation/catalog.toml).
 pub const CATALOG_TOML: &str = include_str!("../../../../validation/catalog.toml");
 /// Scenario templates by topology name.
@@ -58,6 +60,38 @@ pub const TOPOLOGIES: &[(&str, &str)] = &[
         "pes24t6_fc_switch",
         include_str!("../../../../validation/pes24t6/fc_switch.toml"),
     ),
+    (
+        "pes24n3a_ge_direct",
+        include_str!("../../../../validation/pes24n3a/ge_direct.toml"),
+    ),
+    (
+        "pes24n3a_ge_switch",
+        include_str!("../../../../validation/pes24n3a/ge_switch.toml"),
+    ),
+    (
+        "pes24n3a_mixed_direct",
+        include_str!("../../../../validation/pes24n3a/mixed_direct.toml"),
+    ),
+    (
+        "pes24n3a_mixed_switch",
+        include_str!("../../../../validation/pes24n3a/mixed_switch.toml"),
+    ),
+    (
+        "pes24t6_ge_direct",
+        include_str!("../../../../validation/pes24t6/ge_direct.toml"),
+    ),
+    (
+        "pes24n3a_gpu_direct",
+        include_str!("../../../../validation/pes24n3a/gpu_direct.toml"),
+    ),
+    (
+        "pes24n3a_gpu_switch",
+        include_str!("../../../../validation/pes24n3a/gpu_switch.toml"),
+    ),
+    (
+        "pes24t6_ge_switch",
+        include_str!("../../../../validation/pes24t6/ge_switch.toml"),
+    ),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -78,6 +112,8 @@ struct RunSpec {
     write_size: Option<String>,
     outstanding: Option<u32>,
     random: Option<bool>,
+    /// Ethernet frame size: an RFC 2544 bridge workload on this NIC.
+    frame_size: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -86,6 +122,10 @@ enum SimQuantity {
     ThroughputGbytes,
     ThroughputMbytes,
     LatencyNs,
+    /// RFC 2544 zero-loss throughput of the bridge workloads, Mb/s combined over ports.
+    GeCombinedMbps,
+    /// A 3DMark-style score: points per fps over (render time + the frame's PCIe time).
+    GraphicsScore,
 }
 
 #[derive(Debug, Deserialize)]
@@ -99,6 +139,20 @@ struct SimCell {
     quantity: SimQuantity,
     #[serde(default)]
     role: Role,
+    /// Template aliases: `${alias.key}` in the topology reads `${section.key}` of the
+    /// catalog (the OS, host or NIC a cell uses).
+    #[serde(default)]
+    devices: std::collections::BTreeMap<String, String>,
+}
+
+impl SimCell {
+    /// A rough relative cost, to start the slowest cells first.
+    fn cost(&self) -> u32 {
+        match self.quantity {
+            SimQuantity::GeCombinedMbps => 10,
+            _ => 1,
+        }
+    }
 }
 
 fn conflict(m: String) -> ConfigError {
@@ -151,7 +205,11 @@ fn scenario_text(cell: &SimCell, catalog: &toml::Table) -> Result<String> {
                 cell.reference, cell.topology
             ))
         })?;
-    let mut text = render(template, catalog)?;
+    let mut template = template.to_string();
+    for (alias, section) in &cell.devices {
+        template = template.replace(&format!("${{{alias}."), &format!("${{{section}."));
+    }
+    let mut text = render(&template, catalog)?;
     let (size, outstanding) = match cell.quantity {
         // The document's latency: one 64 B read at a time.
         SimQuantity::LatencyNs => ("64B".to_string(), "1".to_string()),
@@ -162,6 +220,22 @@ fn scenario_text(cell: &SimCell, catalog: &toml::Table) -> Result<String> {
     };
     for r in &cell.run {
         let e = &r.endpoint;
+        if let SimQuantity::GraphicsScore = cell.quantity {
+            let bytes = catalog_value(catalog, "gpu_frame.bytes").unwrap_or_default();
+            text.push_str(&format!(
+                "\n[[workload]]\nname = \"{e}\"\nkind = \"dma\"\nendpoint = \"host\"\n\
+                 target = \"{e}\"\ndirection = \"write\"\ntransfer_size = \"{bytes}\"\n\
+                 outstanding = 1\n"
+            ));
+            continue;
+        }
+        if let Some(size) = r.frame_size {
+            text.push_str(&format!(
+                "\n[[workload]]\nname = \"{e}\"\nkind = \"bridge\"\nendpoint = \"{e}\"\n\
+                 frame_size = {size}\nload = 1.0\n"
+            ));
+            continue;
+        }
         match (&r.direction, r.read_percent) {
             (Some(d), None) => text.push_str(&format!(
                 "\n[[workload]]\nname = \"{e}\"\nkind = \"dma\"\nendpoint = \"{e}\"\n\
@@ -197,6 +271,19 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
     let text = scenario_text(cell, catalog)?;
     let origin = format!("validation/{} for {}", cell.topology, cell.reference);
     let system = load_str(&text, &origin).map_err(|e| conflict(e.to_string()))?;
+    if let SimQuantity::GeCombinedMbps = cell.quantity {
+        let r = sim::rfc2544(&system, RFC2544_RESOLUTION)
+            .map_err(|e| conflict(format!("{origin}: {e}")))?;
+        if let Some(run) = &r.run {
+            if !run.audit.passed {
+                return Err(conflict(format!(
+                    "{origin}: the simulator's audit failed: {:?}",
+                    run.audit
+                )));
+            }
+        }
+        return Ok(r.combined_mbps);
+    }
     let result = sim::run(&system).map_err(|e| conflict(format!("{origin}: {e}")))?;
     if !result.audit.passed {
         return Err(conflict(format!(
@@ -212,6 +299,29 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
             result.flows.iter().map(|f| f.throughput_gbps).sum::<f64>() / 8.0 * 1000.0
         }
         SimQuantity::LatencyNs => result.flows[0].latency_ns.mean,
+        SimQuantity::GeCombinedMbps => unreachable!("handled above"),
+        SimQuantity::GraphicsScore => {
+            let value = |key: &str| {
+                catalog_value(catalog, key)
+                    .ok_or_else(|| conflict(format!("validation/catalog.toml has no {key}")))
+            };
+            let bytes = crate::units::parse_bytes("gpu_frame.bytes", &value("gpu_frame.bytes")?)?;
+            let render = crate::units::parse_duration(
+                "gpu_frame.render_time",
+                &value("gpu_frame.render_time")?,
+            )?;
+            let ppf: f64 = value("gpu_frame.points_per_fps")?
+                .parse()
+                .map_err(|_| conflict("gpu_frame.points_per_fps is not a number".into()))?;
+            // Both cards receive their bytes at once; the frame waits for the slower.
+            let slowest = result
+                .flows
+                .iter()
+                .map(|f| f.throughput_gbps)
+                .fold(f64::INFINITY, f64::min);
+            let pcie_s = bytes as f64 * 8.0 / (slowest * 1e9);
+            ppf / (render.as_secs_f64() + pcie_s)
+        }
     })
 }
 
@@ -226,31 +336,88 @@ fn load() -> Result<(SimFile, toml::Table)> {
 }
 
 /// (system, table, row) per simulated cell; the row only for cells of `only` (all if None),
-/// so unselected systems cost no simulation.
+/// so unselected systems cost no simulation. Cells run in parallel on every core;
+/// `progress(done, total)` is called as each finishes.
 pub fn rows(
     root: &toml::Table,
     only: Option<&str>,
+    progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Vec<(String, String, Option<ValidationRow>)>> {
     let (file, catalog) = load()?;
+    let system_of = |c: &SimCell| {
+        c.reference
+            .split('.')
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let selected: Vec<usize> = (0..file.cell.len())
+        .filter(|&i| only.is_none_or(|s| s == system_of(&file.cell[i])))
+        .collect();
+    let mut values = compute_all(&file, &catalog, &selected, progress);
     let mut out = Vec::new();
-    for cell in &file.cell {
+    for (i, cell) in file.cell.iter().enumerate() {
         let mut parts = cell.reference.split('.');
         let system = parts.next().unwrap_or_default().to_string();
         let table = parts.next().unwrap_or_default().to_string();
-        let row = if only.is_none_or(|s| s == system) {
-            let key = CellKey {
-                reference: &cell.reference,
-                column: cell.column.as_deref(),
-                unit: cell.unit.as_deref(),
-                role: cell.role,
-            };
-            Some(row_for(root, &key, || compute(cell, &catalog))?)
-        } else {
-            None
+        let row = match selected.binary_search(&i) {
+            Ok(k) => {
+                let key = CellKey {
+                    reference: &cell.reference,
+                    column: cell.column.as_deref(),
+                    unit: cell.unit.as_deref(),
+                    role: cell.role,
+                };
+                let value = std::mem::replace(&mut values[k], Ok(0.0));
+                Some(row_for(root, &key, move || value)?)
+            }
+            Err(_) => None,
         };
         out.push((system, table, row));
     }
     Ok(out)
+}
+
+/// Computes the `selected` cells on every available core (each cell is deterministic, so
+/// the order of work does not change any value).
+fn compute_all(
+    file: &SimFile,
+    catalog: &toml::Table,
+    selected: &[usize],
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Vec<Result<f64>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let total = selected.len();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(total.max(1));
+    // Slowest cells first so that the threads finish together.
+    let mut order: Vec<usize> = (0..total).collect();
+    order.sort_by_key(|&k| std::cmp::Reverse(file.cell[selected[k]].cost()));
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<f64>>>> = Mutex::new((0..total).map(|_| None).collect());
+    progress(0, total);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&k) = order.get(i) else { break };
+                let value = compute(&file.cell[selected[k]], catalog);
+                if let Ok(mut r) = results.lock() {
+                    r[k] = Some(value);
+                }
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|v| v.unwrap_or_else(|| Err(conflict("a validation cell did not run".into()))))
+        .collect()
 }
 
 /// The scenario text a cell runs (for inspection and for `tlpsim run`).
