@@ -45,6 +45,7 @@ class RunResult:
     flows: list[dict[str, Any]]
     links: list[dict[str, Any]]
     audit: dict[str, Any] = field(default_factory=dict)
+    ethernet: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON-ready data."""
@@ -55,6 +56,7 @@ class RunResult:
             "tlp_hops": self.tlp_hops,
             "flows": [dict(f, latency_ns=dict(f["latency_ns"])) for f in self.flows],
             "links": [dict(link) for link in self.links],
+            "ethernet": [dict(e) for e in self.ethernet],
             "audit": dict(self.audit),
         }
 
