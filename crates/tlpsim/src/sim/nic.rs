@@ -22,6 +22,16 @@ use crate::sim::result::EthernetResult;
 
 /// Bytes an Ethernet frame occupies on the wire beyond its own: preamble 8 + gap 12.
 pub const WIRE_OVERHEAD: u32 = 20;
+
+/// Bits a `frame`-byte Ethernet frame occupies on the wire (preamble and gap included).
+pub fn wire_bits(frame: u32) -> f64 {
+    (frame + WIRE_OVERHEAD) as f64 * 8.0
+}
+
+/// Simulator ticks `seconds` lasts (fractional).
+fn ticks(seconds: f64) -> f64 {
+    seconds * 1e12 * SimTime::TICKS_PER_PS as f64
+}
 /// Bytes of one receive or transmit descriptor.
 const DESCRIPTOR_BYTES: u32 = 16;
 /// Descriptors a NIC fetches with one read.
@@ -145,6 +155,8 @@ pub(super) struct Nics {
     free_regs: Vec<u32>,
     posted_queued: u32,
     posted_waiters: Vec<u32>,
+    /// The root complex the CPU sits behind (where NIC DMA and interrupts go).
+    root: u32,
     mid: SimTime,
 }
 
@@ -167,6 +179,7 @@ impl Simulator<'_> {
         };
         let cores = self.sys.cpu.map_or(1, |c| c.cores);
         let root = self.sys.cpu.map_or(0, |c| c.root);
+        nics.root = root as u32;
         for (i, node) in self.sys.nodes.iter().enumerate() {
             if let NodeKind::Endpoint {
                 nic: Some(spec), ..
@@ -212,9 +225,7 @@ impl Simulator<'_> {
             };
             let nic = &mut nics.nics[k as usize];
             let rate = nic.spec.line_rate * b.load;
-            let interval = (b.frame_size + WIRE_OVERHEAD) as f64 * 8.0 / rate
-                * 1e12
-                * SimTime::TICKS_PER_PS as f64;
+            let interval = ticks(wire_bits(b.frame_size) / rate);
             for (p, port) in nic.ports.iter_mut().enumerate() {
                 port.flow = f as u32;
                 port.frame = b.frame_size;
@@ -313,12 +324,12 @@ impl Simulator<'_> {
         }
         port.dma_active = true;
         port.rx_desc -= 1;
-        let (frame, flow, up, node) = (port.frame, port.flow, nic.up, nic.node);
-        let root = self.sys.cpu.map_or(0, |c| c.root) as u32;
+        let (frame, up, node) = (port.frame, nic.up, nic.node);
+        let root = self.nics.root;
         let pieces: Vec<u32> = tlp::split(frame as u64, mps).collect();
         let last = pieces.len() - 1;
         for (i, piece) in pieces.into_iter().enumerate() {
-            let id = self.nic_tlp(TlpKind::MWr, node, root, piece, 0, flow, p, Role::RxData);
+            let id = self.nic_tlp(TlpKind::MWr, node, root, piece, p, Role::RxData);
             self.tlps[id as usize].order = u64::from(i == last);
             self.push(up, id);
         }
@@ -327,8 +338,6 @@ impl Simulator<'_> {
             node,
             root,
             DESCRIPTOR_BYTES,
-            0,
-            flow,
             p,
             Role::RxWriteBack,
         );
@@ -337,25 +346,29 @@ impl Simulator<'_> {
         self.maybe_interrupt(k);
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// A new TLP of the NIC or CPU machinery: `bytes` is the data of a write or completion,
+    /// the length asked for by a read. (No DMA flow owns it: `flow` stays 0.)
     fn nic_tlp(
         &mut self,
         kind: TlpKind,
         src: u32,
         dst: u32,
-        payload: u32,
-        length: u32,
-        flow: u32,
+        bytes: u32,
         req: u32,
         role: Role,
     ) -> u32 {
+        let (payload, length) = if kind == TlpKind::MRd {
+            (0, bytes)
+        } else {
+            (bytes, 0)
+        };
         self.new_tlp(Tlp {
             kind,
             src,
             dst,
             payload,
             length,
-            flow: if flow == NONE { 0 } else { flow },
+            flow: 0,
             req,
             order: 0,
             born: SimTime::ZERO,
@@ -411,8 +424,8 @@ impl Simulator<'_> {
         nic.unsignalled = 0;
         nic.last_int = Some(now);
         let (node, up) = (nic.node, nic.up);
-        let root = self.sys.cpu.map_or(0, |c| c.root) as u32;
-        let id = self.nic_tlp(TlpKind::MWr, node, root, 4, 0, NONE, 0, Role::Msi);
+        let root = self.nics.root;
+        let id = self.nic_tlp(TlpKind::MWr, node, root, 4, 0, Role::Msi);
         self.push(up, id);
     }
 
@@ -458,7 +471,6 @@ impl Simulator<'_> {
         let Some(cpu) = self.nics.cpu else {
             return;
         };
-        let n = self.sys.nodes.len();
         loop {
             let now = self.now();
             let c = &self.nics.cores[core as usize];
@@ -471,19 +483,10 @@ impl Simulator<'_> {
                 Phase::Reads(0) => self.nics.cores[core as usize].phase = Phase::Frames,
                 Phase::Reads(left) => {
                     self.nics.cores[core as usize].phase = Phase::Reads(left - 1);
-                    let node = self.nics.nics[k as usize].node;
-                    let out = self.route[cpu.root * n + node as usize];
-                    let id = self.nic_tlp(
-                        TlpKind::MRd,
-                        cpu.root as u32,
-                        node,
-                        0,
-                        4,
-                        NONE,
-                        core,
-                        Role::RegRead,
-                    );
-                    self.push(out, id);
+                    let nic = &self.nics.nics[k as usize];
+                    let (node, down, root) = (nic.node, nic.down, self.nics.root);
+                    let id = self.nic_tlp(TlpKind::MRd, root, node, 4, core, Role::RegRead);
+                    self.push(down, id);
                     return;
                 }
                 Phase::Frames => {
@@ -593,8 +596,8 @@ impl Simulator<'_> {
                 (self.nics.regs.len() - 1) as u32
             }
         };
-        let root = self.sys.cpu.map_or(0, |c| c.root) as u32;
-        let id = self.nic_tlp(TlpKind::MWr, root, node, 4, 0, NONE, r, Role::RegWrite);
+        let root = self.nics.root;
+        let id = self.nic_tlp(TlpKind::MWr, root, node, 4, r, Role::RegWrite);
         self.nics.posted_queued += 1;
         self.push(down, id);
         true
@@ -636,12 +639,9 @@ impl Simulator<'_> {
                 port.tx_slots[slot] -= t.payload.min(port.tx_slots[slot]);
                 if port.tx_slots[slot] == 0 {
                     port.tx_free.push(slot as u32);
-                    let bits = (port.frame + WIRE_OVERHEAD) as f64 * 8.0;
                     let start = now.max(port.wire_free);
                     let done = start
-                        + SimTime::from_ticks(
-                            (bits / rate * 1e12 * SimTime::TICKS_PER_PS as f64).round() as u64,
-                        );
+                        + SimTime::from_ticks(ticks(wire_bits(port.frame) / rate).round() as u64);
                     port.wire_free = done;
                     let tags = port.frame.div_ceil(mrrs);
                     self.q.schedule(done, Ev::TxDone { nic: k, port: p });
@@ -684,7 +684,7 @@ impl Simulator<'_> {
         if t.role == Role::RegRead {
             let nic = &self.nics.nics[k as usize];
             let (node, up) = (nic.node, nic.up);
-            let cpl = self.nic_tlp(TlpKind::CplD, node, t.src, 4, 0, NONE, t.req, Role::RegRead);
+            let cpl = self.nic_tlp(TlpKind::CplD, node, t.src, 4, t.req, Role::RegRead);
             self.deliver(id);
             self.push(up, cpl);
             return;
@@ -728,14 +728,12 @@ impl Simulator<'_> {
         }
         // Slot 0 tracks the descriptor read; data reads use slots 1 and up.
         port.tx_slots[0] = n * DESCRIPTOR_BYTES;
-        let root = self.sys.cpu.map_or(0, |c| c.root) as u32;
+        let root = self.nics.root;
         let id = self.nic_tlp(
             TlpKind::MRd,
             node,
             root,
-            0,
             n * DESCRIPTOR_BYTES,
-            NONE,
             p,
             Role::TxDesc,
         );
@@ -745,7 +743,7 @@ impl Simulator<'_> {
     /// Requests the data of fetched transmit frames while tags last.
     fn tx_read(&mut self, k: u32, p: u32) {
         let mrrs = self.sys.pcie.mrrs;
-        let root = self.sys.cpu.map_or(0, |c| c.root) as u32;
+        let root = self.nics.root;
         loop {
             let nic = &self.nics.nics[k as usize];
             let port = &nic.ports[p as usize];
@@ -773,16 +771,7 @@ impl Simulator<'_> {
             };
             port.tx_slots[slot as usize] = frame;
             for len in tlp::split(frame as u64, mrrs) {
-                let id = self.nic_tlp(
-                    TlpKind::MRd,
-                    node,
-                    root,
-                    0,
-                    len,
-                    NONE,
-                    p << 16 | slot,
-                    Role::TxData,
-                );
+                let id = self.nic_tlp(TlpKind::MRd, node, root, len, p << 16 | slot, Role::TxData);
                 self.push(up, id);
             }
         }
@@ -797,14 +786,12 @@ impl Simulator<'_> {
         // The frame came in on the other port; count it there (per-direction flow).
         let src = if nic.ports.len() == 2 { p ^ 1 } else { p };
         nic.ports[src as usize].forwarded += 1;
-        let root = self.sys.cpu.map_or(0, |c| c.root) as u32;
+        let root = self.nics.root;
         let id = self.nic_tlp(
             TlpKind::MWr,
             node,
             root,
             DESCRIPTOR_BYTES,
-            0,
-            NONE,
             p,
             Role::TxWriteBack,
         );
@@ -840,7 +827,7 @@ impl Simulator<'_> {
                     zero_loss = false;
                 }
             }
-            let bits = (b.frame_size + WIRE_OVERHEAD) as f64 * 8.0;
+            let bits = wire_bits(b.frame_size);
             out.push(EthernetResult {
                 name: w.name.clone(),
                 frame_size: b.frame_size,

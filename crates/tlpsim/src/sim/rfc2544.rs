@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::nic::WIRE_OVERHEAD;
+use super::nic::wire_bits;
 use super::{run, RunError, RunResult};
 use crate::engine::SimTime;
 use crate::fabric::{NodeKind, System};
@@ -53,7 +53,7 @@ fn at_load(sys: &System, load: f64) -> System {
                 NodeKind::Endpoint { nic: Some(n), .. } => n.line_rate,
                 _ => 1e9,
             };
-            let frame_s = (b.frame_size + WIRE_OVERHEAD) as f64 * 8.0 / (rate * load);
+            let frame_s = wire_bits(b.frame_size) / (rate * load);
             longest = longest.max(frame_s);
         }
     }
