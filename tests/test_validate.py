@@ -38,6 +38,8 @@ def test_json_and_report(cli_json, tmp_path, cli):
     text = (tmp_path / "out" / "report.md").read_text()
     assert "| pes24t6 | link_efficiency |" in text
     # One chart per table, linked from the report.
+    assert "## Per table (predicted cells)" in text and "| pes24t6.ge_windows | 7 |" in text
+    assert "## Switch effects" in text and "| pes24t6.fc | with_switch vs without_switch |" in text
     for table in ("link_efficiency", "capacity", "ge_windows", "ge_linux", "fc"):
         png = tmp_path / "out" / f"pes24t6.{table}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -61,3 +63,34 @@ def test_t5220_rows_come_from_the_simulator(cli_json):
     # Two switch levels take longer than one; store-and-forward T2000 longer than both.
     lat = {r["series"]: r["simulated"] for r in rows if r["table"] == "dma_read_latency"}
     assert lat["t5220_pcie2"] < lat["t5220_pcie5"] < lat["t2000_x8"]
+
+
+def _row(series, column, published, simulated, table="t"):
+    return {
+        "system": "s", "table": table, "series": series, "column": column, "unit": "u",
+        "published": published, "simulated": simulated, "error": simulated / published - 1, "role": "predict",
+    }  # fmt: skip
+
+
+def test_switch_effects_pair_cells_and_judge_the_sign():
+    from tlpsim.validation import summarize, switch_effects
+
+    rows = [
+        _row("without_switch", "64", 100, 100), _row("with_switch", "64", 130, 120),  # +30 % vs +20 %: agrees
+        _row("without_switch", "128", 100, 100), _row("with_switch", "128", 80, 99.5),  # -20 % vs -0.5 %: too small
+        _row("without_switch", "256", 100, 100), _row("with_switch", "256", 105, 50),  # 5 %: not a switch effect
+        _row("ge_without_switch", "64", 100, 100), _row("ge_with_switch", "64", 50, 150),  # wrong sign
+        _row("without_switch_x4", "r", 100, 100), _row("without_switch_x8", "r", 200, 200),
+        _row("with_switch", "r", 150, 150),  # +50 % vs x4 (agrees), -25 % vs x8 (agrees)
+    ]  # fmt: skip
+    effects = switch_effects(rows)
+    got = {(e.series, e.column): e.agrees for e in effects}
+    assert got == {
+        ("with_switch vs without_switch", "64"): True,
+        ("with_switch vs without_switch", "128"): False,
+        ("ge_with_switch vs ge_without_switch", "64"): False,
+        ("with_switch vs without_switch_x4", "r"): True,
+        ("with_switch vs without_switch_x8", "r"): True,
+    }
+    line = summarize("s", rows).line()
+    assert line.endswith("switch effect sign agrees in 3/5 (60 %)"), line

@@ -35,6 +35,10 @@ class SystemSummary:
     median_abs_error: float | None
     max_abs_error: float | None
     worst: dict | None = field(default=None, compare=False)
+    #: Published with/without-switch pairs differing by more than 10 %, and how many of them
+    #: the simulation moves the same way (see :func:`switch_effects`).
+    switch_pairs: int = 0
+    switch_agree: int = 0
 
     def line(self) -> str:
         """The one-line summary printed after the table."""
@@ -46,7 +50,61 @@ class SystemSummary:
             f"max |error| {100 * self.max_abs_error:.1f} % "
             f"({self.worst['table']}.{self.worst['series']} @ {self.worst['column']})"
             + (f", {self.calibrated} calibrated" if self.calibrated else "")
+            + (
+                f", switch effect sign agrees in {self.switch_agree}/{self.switch_pairs} "
+                f"({100 * self.switch_agree / self.switch_pairs:.0f} %)"
+                if self.switch_pairs
+                else ""
+            )
         )
+
+
+#: Published with/without difference that counts as a switch effect.
+SWITCH_EFFECT = 0.10
+#: Smallest simulated difference that counts as moving at all: the RFC 2544 search's
+#: resolution (1 %); anything smaller is the search's noise.
+SIMULATED_EFFECT = 0.01
+
+
+@dataclass(frozen=True)
+class SwitchEffect:
+    """One published with-switch cell against its without-switch cell."""
+
+    table: str
+    series: str
+    column: str
+    published: float
+    simulated: float
+
+    @property
+    def agrees(self) -> bool:
+        """The simulated change has the published change's sign (and is over 1 %)."""
+        return abs(self.simulated) >= SIMULATED_EFFECT and (self.simulated > 0) == (self.published > 0)
+
+
+def switch_effects(rows: list[dict]) -> list[SwitchEffect]:
+    """Relative with/without-switch differences, published and simulated, wherever the
+    published ones exceed 10 %. A series named ``..with_switch..`` pairs with every series of
+    its table named ``..without_switch..`` the same way (``without_switch_x4``,
+    ``without_switch_x8``), cell by cell in the same column."""
+    by_key = {(r["system"], r["table"], r["series"], r["column"]): r for r in rows}
+    out = []
+    for r in rows:
+        if "with_switch" not in r["series"]:
+            continue
+        head, tail = r["series"].split("with_switch", 1)
+        for (system, table, series, column), base in by_key.items():
+            if (system, table, column) != (r["system"], r["table"], r["column"]):
+                continue
+            if not (series.startswith(head + "without_switch") and series.endswith(tail)):
+                continue
+            published = r["published"] / base["published"] - 1
+            if abs(published) <= SWITCH_EFFECT:
+                continue
+            simulated = r["simulated"] / base["simulated"] - 1
+            name = f"{r['series']} vs {series}"
+            out.append(SwitchEffect(r["table"], name, r["column"], published, simulated))
+    return out
 
 
 def _systems_in(rows: list[dict]) -> list[str]:
@@ -61,7 +119,11 @@ def summarize(system: str, rows: list[dict]) -> SystemSummary:
         return SystemSummary(system, 0, calibrated, None, None)
     errors = [abs(r["error"]) for r in predicted]
     worst = max(predicted, key=lambda r: abs(r["error"]))
-    return SystemSummary(system, len(predicted), calibrated, statistics.median(errors), max(errors), worst)
+    effects = switch_effects(rows)
+    return SystemSummary(
+        system, len(predicted), calibrated, statistics.median(errors), max(errors), worst,
+        len(effects), sum(e.agrees for e in effects),
+    )  # fmt: skip
 
 
 def validate(only: str | None = None, progress: Callable[[int, int], None] | None = None) -> ValidationReport:
@@ -118,6 +180,21 @@ def write_report(report: ValidationReport, directory: Path) -> Path:
     charts = write_charts(report, directory)
     lines = ["# tlpsim validation report", "", "## Summary (predicted cells)", ""]
     lines += [f"- {s.line()}" for s in report.summaries()]
+    lines += ["", "## Per table (predicted cells)", "", "| table | predicted | median |error| |", "|---|---|---|"]
+    tables = dict.fromkeys((r["system"], r["table"]) for r in report)
+    for system, table in tables:
+        errors = [abs(r["error"]) for r in report if (r["system"], r["table"]) == (system, table) and r["role"] == "predict"]
+        if errors:
+            lines.append(f"| {system}.{table} | {len(errors)} | {100 * statistics.median(errors):.1f} % |")
+    effects = [(system, e) for system in _systems_in(report) for e in switch_effects([r for r in report if r["system"] == system])]
+    if effects:
+        lines += ["", "## Switch effects (published with/without difference over 10 %)", ""]
+        lines += ["| table | series | column | published | tlpsim | same sign |", "|---|---|---|---|---|---|"]
+        for system, e in effects:
+            lines.append(
+                f"| {system}.{e.table} | {e.series} | {e.column} | {100 * e.published:+.1f} % | "
+                f"{100 * e.simulated:+.1f} % | {'yes' if e.agrees else 'no'} |"
+            )
     lines += ["", "## Charts", ""]
     lines += [f"![{p.stem}]({p.name})" for p in charts]
     lines += ["", "## Cells", "", "| " + " | ".join(ROW_FIELDS) + " |", "|" + "---|" * len(ROW_FIELDS)]

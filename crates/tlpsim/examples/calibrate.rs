@@ -1,7 +1,7 @@
 //! Fits one catalog value on one calibration cell by bisection (the method of
 //! docs/calibration.md), or prints a cell's simulated value.
 //!
-//!     cargo run --release --example calibrate -- CELL                       # simulated value
+//!     cargo run --release --example calibrate -- CELL [K=V ...]             # simulated value
 //!     cargo run --release --example calibrate -- CELL KEY LO HI UNIT [K=V ...]
 //!
 //! KEY is `section.key` in validation/catalog.toml; LO and HI bound the value, UNIT is
@@ -19,8 +19,12 @@ fn main() {
         eprintln!("usage: calibrate CELL [KEY LO HI UNIT [K=V ...]]");
         std::process::exit(2);
     };
-    if args.len() == 1 {
-        let v = cell_value_with(cell, &[]).unwrap_or_else(|e| panic!("{e}"));
+    if args.len() == 1 || args[1].contains('=') {
+        let o: Vec<(&str, &str)> = args[1..]
+            .iter()
+            .filter_map(|kv| kv.split_once('='))
+            .collect();
+        let v = cell_value_with(cell, &o).unwrap_or_else(|e| panic!("{e}"));
         println!("{cell}: simulated {v:.3}, published {}", published(cell));
         return;
     }

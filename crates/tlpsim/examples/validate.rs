@@ -4,7 +4,8 @@ fn main() {
     let r = tlpsim::validation::validate(only.as_deref()).unwrap_or_else(|e| panic!("{e}"));
     for row in r.rows {
         println!(
-            "{:<28} {:<12} pub {:>8.3} sim {:>8.3} err {:>+7.1}% {}",
+            "{:<14} {:<28} {:<12} pub {:>8.3} sim {:>8.3} err {:>+7.1}% {}",
+            row.table,
             row.series,
             row.column,
             row.published,

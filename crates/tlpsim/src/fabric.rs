@@ -98,6 +98,10 @@ pub enum NodeKind {
         host_bridge: Option<usize>,
         /// Completion sizing.
         completion: CompletionRule,
+        /// TLPs each root port holds when its TLPs share one outbound queue in issue order
+        /// (a HyperTransport host bridge: responses do not pass posted writes); None when
+        /// every root port has its own queue.
+        shared_outbound: Option<u32>,
     },
     /// A switch.
     Switch {

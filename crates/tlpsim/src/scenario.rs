@@ -170,6 +170,11 @@ pub struct RootComplexSection {
     pub host_bridge: Option<String>,
     /// Completion sizes: "rcb" (one per RCB block, default) or "mps".
     pub completion: Option<String>,
+    /// "per_port" (default: each root port queues its own TLPs) or "shared" (one queue in
+    /// issue order feeds every root port; a TLP its port cannot take holds the rest back).
+    pub outbound_queue: Option<String>,
+    /// With a shared outbound queue: TLPs each root port holds beyond it (default 4).
+    pub port_queue: Option<i64>,
     /// Credits its root ports advertise.
     pub credits: Option<CreditsSection>,
 }
@@ -603,6 +608,29 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 &rc.completion,
                 &[("rcb", CompletionRule::Rcb), ("mps", CompletionRule::Mps)],
             )?,
+            shared_outbound: match words(
+                &place,
+                "outbound_queue",
+                &rc.outbound_queue,
+                &[("per_port", false), ("shared", true)],
+            )? {
+                true => match rc.port_queue.unwrap_or(4) {
+                    v @ 1..=1024 => Some(v as u32),
+                    v => {
+                        return Err(at(&place)(ConfigError::not_allowed(
+                            "port_queue",
+                            v,
+                            "1 to 1024",
+                        )))
+                    }
+                },
+                false if rc.port_queue.is_some() => {
+                    return Err(format!(
+                        "{place}: port_queue applies only with outbound_queue = \"shared\""
+                    ))
+                }
+                false => None,
+            },
         };
         let credits = credits(&place, &rc.credits, DEFAULT_ROOT_CREDITS)?;
         add(

@@ -15,6 +15,7 @@ pub mod rfc2544;
 
 pub use rfc2544::rfc2544;
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::time::Instant;
 
@@ -377,6 +378,25 @@ pub struct Simulator<'a> {
     watchdog: SimTime,
     /// NICs and the CPU bridging their frames.
     nics: nic::Nics,
+    /// Per node: a root complex's shared outbound queue, None where each port queues its own.
+    outbound: Vec<Option<Outbound>>,
+    /// The shared outbound queue is being drained (push must not queue behind itself).
+    draining: bool,
+}
+
+/// A root complex's one outbound queue for all its root ports (a HyperTransport host
+/// bridge): posted writes in issue order, and completions and requests in issue order,
+/// which may not pass an older posted write.
+#[derive(Debug, Default)]
+struct Outbound {
+    /// TLPs each root port holds beyond this queue.
+    depth: u32,
+    /// Issue order stamp of the last TLP queued.
+    seq: u64,
+    /// (stamp, channel, TLP) of waiting posted writes.
+    posted: VecDeque<(u64, u32, u32)>,
+    /// (stamp, channel, TLP) of waiting completions and non-posted requests.
+    other: VecDeque<(u64, u32, u32)>,
 }
 
 /// Runs `system` to its duration and reports.
@@ -471,6 +491,7 @@ impl<'a> Simulator<'a> {
                     memory_bandwidth,
                     host_bridge,
                     completion,
+                    ..
                 } => NodeState::Root {
                     read_latency: *read_latency,
                     memory: memory_bandwidth.map(Throttle::new),
@@ -573,6 +594,21 @@ impl<'a> Simulator<'a> {
             sent_at_watchdog: Vec::new(),
             watchdog,
             nics: nic::Nics::default(),
+            outbound: sys
+                .nodes
+                .iter()
+                .map(|node| match node.kind {
+                    NodeKind::RootComplex {
+                        shared_outbound: Some(depth),
+                        ..
+                    } => Some(Outbound {
+                        depth,
+                        ..Outbound::default()
+                    }),
+                    _ => None,
+                })
+                .collect(),
+            draining: false,
         };
         sim.build_nics();
         sim
@@ -797,9 +833,23 @@ impl<'a> Simulator<'a> {
 
     // ---- transmit side --------------------------------------------------------------
 
-    /// Queues TLP `id` on channel `c` (input from its ingress port) and kicks the wire.
+    /// Queues TLP `id` on channel `c` (input from its ingress port) and kicks the wire; a
+    /// root complex with a shared outbound queue takes its own TLPs in issue order there.
     fn push(&mut self, c: u32, id: u32) {
         let t = self.tlps[id as usize];
+        if t.ingress == NONE && !self.draining {
+            let tx = self.rx_node[(c ^ 1) as usize] as usize;
+            if let Some(o) = &mut self.outbound[tx] {
+                let posted = t.class() == FcClass::Posted;
+                let full = self.chans[c as usize].queued >= o.depth as usize;
+                if full || !o.posted.is_empty() || (!posted && !o.other.is_empty()) {
+                    o.seq += 1;
+                    let fifo = if posted { &mut o.posted } else { &mut o.other };
+                    fifo.push_back((o.seq, c, id));
+                    return;
+                }
+            }
+        }
         let input = if t.ingress == NONE {
             0
         } else {
@@ -862,6 +912,31 @@ impl<'a> Simulator<'a> {
         if ch.wire.free_at() > now && ch.has_work() {
             self.schedule_tx_free(c);
         }
+        self.drain_outbound(c);
+    }
+
+    /// Moves TLPs from the heads of the shared outbound queue feeding channel `c`'s
+    /// transmitter into their root ports while the ports have room (a posted write first;
+    /// a completion or read request only when no older posted write is still waiting).
+    fn drain_outbound(&mut self, c: u32) {
+        let tx = self.rx_node[(c ^ 1) as usize] as usize;
+        if self.draining || self.outbound[tx].is_none() {
+            return;
+        }
+        self.draining = true;
+        while let Some(o) = &mut self.outbound[tx] {
+            let room = |ch: u32| self.chans[ch as usize].queued < o.depth as usize;
+            let next = match (o.posted.front(), o.other.front()) {
+                (Some(&(_, ch, _)), _) if room(ch) => o.posted.pop_front(),
+                (p, Some(&(seq, ch, _))) if p.is_none_or(|p| p.0 > seq) && room(ch) => {
+                    o.other.pop_front()
+                }
+                _ => None,
+            };
+            let Some((_, ch, id)) = next else { break };
+            self.push(ch, id);
+        }
+        self.draining = false;
     }
 
     /// Puts channel `c`'s next TLP (a replay, or the arbiter's pick) on the wire.
