@@ -87,23 +87,22 @@ def switch_effects(rows: list[dict]) -> list[SwitchEffect]:
     published ones exceed 10 %. A series named ``..with_switch..`` pairs with every series of
     its table named ``..without_switch..`` the same way (``without_switch_x4``,
     ``without_switch_x8``), cell by cell in the same column."""
-    by_key = {(r["system"], r["table"], r["series"], r["column"]): r for r in rows}
     out = []
     for r in rows:
         if "with_switch" not in r["series"]:
             continue
         head, tail = r["series"].split("with_switch", 1)
-        for (system, table, series, column), base in by_key.items():
-            if (system, table, column) != (r["system"], r["table"], r["column"]):
+        for base in rows:
+            if (base["system"], base["table"], base["column"]) != (r["system"], r["table"], r["column"]):
                 continue
+            series = base["series"]
             if not (series.startswith(head + "without_switch") and series.endswith(tail)):
                 continue
             published = r["published"] / base["published"] - 1
             if abs(published) <= SWITCH_EFFECT:
                 continue
             simulated = r["simulated"] / base["simulated"] - 1
-            name = f"{r['series']} vs {series}"
-            out.append(SwitchEffect(r["table"], name, r["column"], published, simulated))
+            out.append(SwitchEffect(r["table"], f"{r['series']} vs {series}", r["column"], published, simulated))
     return out
 
 

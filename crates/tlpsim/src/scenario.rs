@@ -614,16 +614,7 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 &rc.outbound_queue,
                 &[("per_port", false), ("shared", true)],
             )? {
-                true => match rc.port_queue.unwrap_or(4) {
-                    v @ 1..=1024 => Some(v as u32),
-                    v => {
-                        return Err(at(&place)(ConfigError::not_allowed(
-                            "port_queue",
-                            v,
-                            "1 to 1024",
-                        )))
-                    }
-                },
+                true => Some(small_count(&place, "port_queue", rc.port_queue, 4, 1)?),
                 false if rc.port_queue.is_some() => {
                     return Err(format!(
                         "{place}: port_queue applies only with outbound_queue = \"shared\""
@@ -1313,18 +1304,7 @@ fn cpu_spec(
             nodes[root].name
         ));
     }
-    let count = |key: &'static str, v: Option<i64>, default: i64, min: i64| {
-        let v = v.unwrap_or(default);
-        if (min..=1024).contains(&v) {
-            Ok(v as u32)
-        } else {
-            Err(at(place)(ConfigError::not_allowed(
-                key,
-                v,
-                format!("{min} to 1024"),
-            )))
-        }
-    };
+    let count = |key, v, default, min| small_count(place, key, v, default, min);
     let byte_cost = duration(place, "byte_cost", &c.byte_cost, "0ns")?;
     Ok(CpuSpec {
         root,
@@ -1337,6 +1317,26 @@ fn cpu_spec(
         writes_per_interrupt: count("writes_per_interrupt", c.writes_per_interrupt, 2, 1)?,
         posted_depth: count("posted_depth", c.posted_depth, 16, 1)?,
     })
+}
+
+/// A count key of `place` (`default` when absent) that must lie in `min..=1024`.
+fn small_count(
+    place: &str,
+    key: &'static str,
+    v: Option<i64>,
+    default: i64,
+    min: i64,
+) -> Result<u32, String> {
+    let v = v.unwrap_or(default);
+    if (min..=1024).contains(&v) {
+        Ok(v as u32)
+    } else {
+        Err(at(place)(ConfigError::not_allowed(
+            key,
+            v,
+            format!("{min} to 1024"),
+        )))
+    }
 }
 
 fn check_ber(place: &str, ber: f64) -> Result<f64, String> {

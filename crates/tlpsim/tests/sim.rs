@@ -318,6 +318,21 @@ fn bridge(frame: u32, load: f64, cpu: &str, nic: &str) -> String {
     )
 }
 
+/// A `bridge` scenario with a switch (`keys` in its section, `up` lanes above it) between
+/// the root complex and the NIC's x4 link.
+fn behind_switch(text: &str, keys: &str, up: u32) -> String {
+    let direct = "[[link]]\nbetween = [\"rc\", \"nic\"]\nwidth = 4\n";
+    assert!(text.contains(direct), "no direct NIC link in {text}");
+    text.replace(
+        direct,
+        &format!(
+            "[[switch]]\nname = \"sw\"\n{keys}\n\
+             [[link]]\nbetween = [\"rc\", \"sw\"]\nwidth = {up}\n\
+             [[link]]\nbetween = [\"sw\", \"nic\"]\nwidth = 4\n"
+        ),
+    )
+}
+
 #[test]
 fn a_lightly_loaded_bridge_forwards_every_frame() {
     let r = simulate(&bridge(512, 0.3, "frame_cost = \"1us\"", ""));
@@ -366,17 +381,10 @@ fn a_switch_lengthens_the_cpus_register_reads() {
     // through a switch adds to the CPU's time per frame, so fewer frames get through.
     let cpu = "frame_cost = \"2us\"\ninterrupt_cost = \"0ns\"\nreads_per_interrupt = 4";
     let direct = simulate(&bridge(64, 1.0, cpu, ""));
-    let via_switch = bridge(64, 1.0, cpu, "")
-        .replace(
-            "[[link]]\nbetween = [\"rc\", \"nic\"]\nwidth = 4\n",
-            "[[switch]]\nname = \"sw\"\nlatency = \"300ns\"\n\
-             [[link]]\nbetween = [\"rc\", \"sw\"]\nwidth = 4\n\
-             [[link]]\nbetween = [\"sw\", \"nic\"]\nwidth = 4\n",
-        )
-        .replace(
-            "interrupt_interval = \"50us\"",
-            "interrupt_interval = \"0ns\"",
-        );
+    let via_switch = behind_switch(&bridge(64, 1.0, cpu, ""), "latency = \"300ns\"", 4).replace(
+        "interrupt_interval = \"50us\"",
+        "interrupt_interval = \"0ns\"",
+    );
     let direct_per_int = simulate(&bridge(64, 1.0, cpu, "").replace(
         "interrupt_interval = \"50us\"",
         "interrupt_interval = \"0ns\"",
@@ -451,13 +459,11 @@ fn a_shared_outbound_queue_lets_a_slow_nic_hold_up_other_ports() {
     );
     assert!(own.audit.passed && shared.audit.passed);
     // A switch's buffers take the writes off the root complex: the reader recovers.
-    let via_switch = bridge_and_reader("outbound_queue = \"shared\"\nport_queue = 2", nic, cpu)
-        .replace(
-            "[[link]]\nbetween = [\"rc\", \"nic\"]\nwidth = 4\n",
-            "[[switch]]\nname = \"sw\"\ncredits = { ph = 32, pd = 256 }\n\
-         [[link]]\nbetween = [\"rc\", \"sw\"]\nwidth = 8\n\
-         [[link]]\nbetween = [\"sw\", \"nic\"]\nwidth = 4\n",
-        );
+    let via_switch = behind_switch(
+        &bridge_and_reader("outbound_queue = \"shared\"\nport_queue = 2", nic, cpu),
+        "credits = { ph = 32, pd = 256 }",
+        8,
+    );
     let switched = simulate(&via_switch);
     assert!(
         reads(&switched) > 1.05 * reads(&shared),

@@ -912,11 +912,10 @@ impl<'a> Simulator<'a> {
         if ch.wire.free_at() > now && ch.has_work() {
             self.schedule_tx_free(c);
         }
-        self.drain_outbound(c);
     }
 
-    /// Moves TLPs from the heads of the shared outbound queue feeding channel `c`'s
-    /// transmitter into their root ports while the ports have room (a posted write first;
+    /// Moves TLPs from the heads of the shared outbound queue of channel `c`'s transmitting
+    /// node (if it has one) into their root ports while the ports have room (a posted write first;
     /// a completion or read request only when no older posted write is still waiting).
     fn drain_outbound(&mut self, c: u32) {
         let tx = self.rx_node[(c ^ 1) as usize] as usize;
@@ -984,6 +983,10 @@ impl<'a> Simulator<'a> {
                         TlpKind::MRd => self.reqs[t.req as usize].issued = start,
                         _ => {}
                     }
+                }
+                if t.ingress == NONE {
+                    // A root port has room again: its shared outbound queue may move on.
+                    self.drain_outbound(c);
                 }
             }
             Err(b) => {
