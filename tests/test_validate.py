@@ -26,8 +26,10 @@ def test_only_one_system():
 def test_summary_lines(cli):
     proc = cli("validate", "--only", "ntb")
     assert proc.returncode == 0, proc.stderr
-    assert "ntb: 7 predicted cells, median |error|" in proc.stdout
-    assert "not modelled yet" in proc.stdout
+    assert "ntb: 33 predicted cells, median |error|" in proc.stdout
+    assert "6 calibrated" in proc.stdout
+    # Every published table is modelled.
+    assert "not modelled yet" not in proc.stdout
 
 
 def test_json_and_report(cli_json, tmp_path, cli):

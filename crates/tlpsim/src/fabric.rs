@@ -116,6 +116,13 @@ pub enum NodeKind {
         /// Egress arbitration.
         arbitration: Arbitration,
     },
+    /// A non-transparent bridge: joins the PCIe domain above it to the one below it (whose
+    /// root complex is its downstream neighbour), translating memory windows; TLPs cross it
+    /// cut-through after `latency`, each side's ingress buffer advertising its own credits.
+    Ntb {
+        /// Port-to-port latency, address translation included.
+        latency: SimTime,
+    },
     /// An endpoint (a DMA engine, or a storage HBA with its drives).
     Endpoint {
         /// Read requests it may have outstanding (tags).
@@ -289,6 +296,9 @@ pub struct WorkloadSpec {
     pub storage: Option<StorageMix>,
     /// For an Ethernet bridging workload, its frames (the source is the NIC).
     pub bridge: Option<BridgeSpec>,
+    /// Largest write TLP payload the source sends; MPS caps it (an x86 CPU or DMA engine
+    /// writing whole 64-byte cache lines sends 64).
+    pub tlp_payload: u32,
 }
 
 /// Transaction-layer settings shared by the whole system.

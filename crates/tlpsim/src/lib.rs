@@ -10,6 +10,8 @@ pub mod analytic;
 pub mod engine;
 pub mod error;
 pub mod fabric;
+pub mod netperf;
+pub mod np;
 pub mod pcie;
 pub mod scenario;
 pub mod sim;

@@ -203,6 +203,18 @@ pub struct SwitchSection {
     pub credits: Option<CreditsSection>,
 }
 
+/// `[[ntb]]`: a non-transparent bridge between two PCIe domains.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NtbSection {
+    /// Unique node name.
+    pub name: String,
+    /// Port-to-port latency, window translation included (default "150ns").
+    pub latency: Option<String>,
+    /// Credits each side advertises.
+    pub credits: Option<CreditsSection>,
+}
+
 /// `[[endpoint]]`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -332,6 +344,9 @@ pub struct WorkloadSection {
     pub frame_size: Option<i64>,
     /// Bridge only: offered load per port, a fraction of line rate in (0, 1].
     pub load: Option<f64>,
+    /// DMA writes only: largest write TLP payload, e.g. "64B" for an x86 CPU or DMA engine
+    /// writing whole cache lines (default MPS).
+    pub tlp_payload: Option<String>,
 }
 
 /// A whole scenario file.
@@ -348,6 +363,9 @@ pub struct ScenarioFile {
     /// Switches.
     #[serde(default)]
     pub switch: Vec<SwitchSection>,
+    /// Non-transparent bridges.
+    #[serde(default)]
+    pub ntb: Vec<NtbSection>,
     /// Endpoints.
     #[serde(default)]
     pub endpoint: Vec<EndpointSection>,
@@ -714,6 +732,22 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             },
         )?;
     }
+    for (i, nt) in f.ntb.iter().enumerate() {
+        let place = format!("[[ntb]] {} ({})", i + 1, nt.name);
+        let kind = NodeKind::Ntb {
+            latency: duration(&place, "latency", &nt.latency, "150ns")?,
+        };
+        let credits = credits(&place, &nt.credits, DEFAULT_SWITCH_CREDITS)?;
+        add(
+            &mut nodes,
+            &place,
+            NodeSpec {
+                name: nt.name.clone(),
+                kind,
+                credits,
+            },
+        )?;
+    }
     for (i, ep) in f.endpoint.iter().enumerate() {
         let place = format!("[[endpoint]] {} ({})", i + 1, ep.name);
         let kind = words(
@@ -866,10 +900,20 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 l.between[0]
             ));
         }
-        if matches!(nodes[down].kind, NodeKind::RootComplex { .. }) {
+        if matches!(nodes[down].kind, NodeKind::RootComplex { .. })
+            && !matches!(nodes[up].kind, NodeKind::Ntb { .. })
+        {
             return Err(format!(
-                "{place}: {:?} is a root complex and cannot be the downstream end; write the root complex first",
+                "{place}: {:?} is a root complex and cannot be the downstream end (only below a \
+                 non-transparent bridge, [[ntb]], that joins its domain); write the root complex first",
                 l.between[1]
+            ));
+        }
+        if matches!(nodes[up].kind, NodeKind::Ntb { .. }) && links.iter().any(|x| x.up == up) {
+            return Err(format!(
+                "{place}: the non-transparent bridge {:?} already has its downstream link; an \
+                 NTB joins exactly two domains (one link above, one below)",
+                l.between[0]
             ));
         }
         if matches!(nodes[up].kind, NodeKind::Endpoint { .. }) {
@@ -962,6 +1006,15 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             }
             seen[cur] = true;
             cur = links[l].up;
+        }
+    }
+    for (n, node) in nodes.iter().enumerate() {
+        if matches!(node.kind, NodeKind::Ntb { .. }) && !links.iter().any(|l| l.up == n) {
+            return Err(format!(
+                "the non-transparent bridge {:?} has no link below it; add a [[link]] with \
+                 between = [{:?}, \"<the other domain's root complex or switch>\"]",
+                node.name, node.name
+            ));
         }
     }
     // Switch weights, resolved to port order: upstream first, then downstream links in file order.
@@ -1151,12 +1204,12 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
         };
         match (&nodes[source].kind, &nodes[target].kind) {
             (NodeKind::Endpoint { .. }, NodeKind::RootComplex { .. }) => {}
-            (NodeKind::RootComplex { .. }, NodeKind::Endpoint { .. }) if direction == DmaDirection::Write => {}
+            (NodeKind::RootComplex { .. }, NodeKind::Endpoint { .. } | NodeKind::RootComplex { .. }) if direction == DmaDirection::Write && source != target => {}
             (NodeKind::RootComplex { .. }, NodeKind::Endpoint { .. }) => {
                 return Err(format!("{place}: a root complex workload can only write (direction = \"write\")"))
             }
-            (NodeKind::Switch { .. }, _) => return Err(format!("{place}: {:?} is a switch; a workload runs on an endpoint", w.endpoint)),
-            _ => return Err(format!("{place}: the target {:?} must be a root complex (or an endpoint, for a root complex's writes)", nodes[target].name)),
+            (NodeKind::Switch { .. } | NodeKind::Ntb { .. }, _) => return Err(format!("{place}: {:?} is a switch or bridge; a workload runs on an endpoint or a root complex", w.endpoint)),
+            _ => return Err(format!("{place}: the target {:?} must be a root complex (or, for a root complex's writes, an endpoint or another domain's root complex)", nodes[target].name)),
         }
         if root_above(source) != root_above(target) {
             return Err(format!(
@@ -1175,6 +1228,25 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 )))
             }
         };
+        let tlp_payload = match &w.tlp_payload {
+            None => pcie.mps,
+            Some(v) => {
+                let b = units::parse_bytes("tlp_payload", v).map_err(at(&place))?;
+                if !(4..=pcie.mps as u64).contains(&b) || b % 4 != 0 {
+                    return Err(at(&place)(ConfigError::not_allowed(
+                        "tlp_payload",
+                        v,
+                        format!("a multiple of 4 B from 4 B to MPS ({} B)", pcie.mps),
+                    )));
+                }
+                if direction == DmaDirection::Read {
+                    return Err(format!(
+                        "{place}: tlp_payload sizes writes; this workload only reads"
+                    ));
+                }
+                b as u32
+            }
+        };
         workloads.push(WorkloadSpec {
             name: w.name.clone(),
             source,
@@ -1184,6 +1256,7 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             outstanding,
             storage,
             bridge: None,
+            tlp_payload,
         });
     }
     let cpu = match &f.cpu {
@@ -1275,6 +1348,7 @@ fn bridge_workload(
         outstanding: 1,
         storage: None,
         bridge: Some(BridgeSpec { frame_size, load }),
+        tlp_payload: u32::MAX, // NIC writes are MPS-sized
     })
 }
 

@@ -493,3 +493,83 @@ fn outbound_queue_mistakes_get_one_clear_message() {
     let e = load_str(&text, "q.toml").unwrap_err().to_string();
     assert!(e.contains("only with outbound_queue = \"shared\""), "{e}");
 }
+
+/// Two hosts joined by non-transparent bridges under one switch, the first writing 64-byte
+/// TLPs into the second's memory; `extra` is appended.
+fn two_domains(extra: &str) -> String {
+    format!(
+        r#"
+[simulation]
+duration = "200us"
+warmup = "20us"
+[pcie]
+gen = 1
+width = 4
+addressing = 32
+[[root_complex]]
+name = "rp"
+[[root_complex]]
+name = "a"
+[[root_complex]]
+name = "b"
+[[switch]]
+name = "sw"
+[[ntb]]
+name = "nta"
+[[ntb]]
+name = "ntb"
+[[link]]
+between = ["rp", "sw"]
+[[link]]
+between = ["sw", "nta"]
+[[link]]
+between = ["nta", "a"]
+[[link]]
+between = ["sw", "ntb"]
+[[link]]
+between = ["ntb", "b"]
+[[workload]]
+name = "a-to-b"
+kind = "dma"
+endpoint = "a"
+target = "b"
+direction = "write"
+transfer_size = "16KiB"
+outstanding = 4
+tlp_payload = "64B"
+{extra}"#
+    )
+}
+
+#[test]
+fn a_host_writes_through_two_ntbs_into_another_domain() {
+    let system = load_str(&two_domains(""), "ntb.toml").unwrap();
+    let r = run(&system).unwrap();
+    assert!(r.audit.passed, "{:?}", r.audit);
+    // 64-byte writes with 32-bit addresses on Gen1 x4: 8 Gb/s x 64 / 84 = 6.10 Gb/s less SKP.
+    let gbps = r.flows[0].throughput_gbps;
+    assert!((6.0..6.1).contains(&gbps), "{gbps}");
+    // The root processor's link carries none of it: the switch routes port to port.
+    let rp = r.links.iter().find(|l| l.name == "rp-sw").unwrap();
+    assert_eq!(rp.tlps, 0);
+}
+
+#[test]
+fn ntb_mistakes_get_one_clear_message() {
+    let below_switch =
+        two_domains("").replace("between = [\"nta\", \"a\"]", "between = [\"sw\", \"a\"]");
+    let below_switch = below_switch.replacen("[[link]]\nbetween = [\"sw\", \"nta\"]\n", "", 1);
+    let e = load_str(&below_switch, "ntb.toml").unwrap_err().to_string();
+    assert!(e.contains("only below a non-transparent bridge"), "{e}");
+    let second = two_domains(
+        "[[endpoint]]\nname = \"x\"\nkind = \"dma\"\n[[link]]\nbetween = [\"nta\", \"x\"]\n",
+    );
+    let e = load_str(&second, "ntb.toml").unwrap_err().to_string();
+    assert!(e.contains("already has its downstream link"), "{e}");
+    let bad_size = two_domains("").replace("tlp_payload = \"64B\"", "tlp_payload = \"66B\"");
+    let e = load_str(&bad_size, "ntb.toml").unwrap_err().to_string();
+    assert!(
+        e.contains("tlp_payload") && e.contains("multiple of 4"),
+        "{e}"
+    );
+}

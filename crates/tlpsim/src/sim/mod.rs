@@ -311,6 +311,7 @@ struct Flow {
     reads: bool,
     writes: bool,
     transfer_size: u64,
+    tlp_payload: u64,
     outstanding: u32,
     write_queued: u32,
     write_left: u64,
@@ -436,7 +437,7 @@ impl<'a> Simulator<'a> {
                         arbitration: Arbitration::Weighted(w),
                         ..
                     } => w.clone(),
-                    NodeKind::Switch { .. } => vec![1; ports[tx].len()],
+                    NodeKind::Switch { .. } | NodeKind::Ntb { .. } => vec![1; ports[tx].len()],
                     _ => vec![1],
                 };
                 let wire = Wire::new(l.gen, l.width, l.flit, l.skp);
@@ -531,6 +532,19 @@ impl<'a> Simulator<'a> {
                         },
                     }
                 }
+                NodeKind::Ntb { latency } => {
+                    // Cut-through unless the egress side is the faster one.
+                    let table = ports[i]
+                        .iter()
+                        .flat_map(|&a| ports[i].iter().map(move |&b| (a, b)))
+                        .map(|(a, b)| (rate(b) <= rate(a) + 1e-9, *latency))
+                        .collect();
+                    NodeState::Switch {
+                        ports: ports[i].len(),
+                        table,
+                        bus: None,
+                    }
+                }
                 NodeKind::Endpoint { tags, media, .. } => NodeState::Endpoint {
                     free_tags: *tags,
                     media: media.as_ref().map(Media::new),
@@ -550,6 +564,7 @@ impl<'a> Simulator<'a> {
                 writes: w.bridge.is_none()
                     && matches!(w.direction, DmaDirection::Write | DmaDirection::Both),
                 transfer_size: w.transfer_size,
+                tlp_payload: w.tlp_payload.min(sys.pcie.mps) as u64,
                 outstanding: w.outstanding,
                 write_queued: 0,
                 write_left: 0,
@@ -1405,7 +1420,7 @@ impl<'a> Simulator<'a> {
     }
 
     fn fill_writes(&mut self, f: u32) {
-        let mps = self.sys.pcie.mps as u64;
+        let mps = self.flows[f as usize].tlp_payload;
         let now = self.now();
         let mut started_io = false;
         while self.flows[f as usize].write_queued < WRITE_QUEUE_DEPTH {

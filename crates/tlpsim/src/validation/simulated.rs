@@ -92,6 +92,10 @@ pub const TOPOLOGIES: &[(&str, &str)] = &[
         "pes24t6_ge_switch",
         include_str!("../../../../validation/pes24t6/ge_switch.toml"),
     ),
+    (
+        "ntb_system_interconnect",
+        include_str!("../../../../validation/ntb/system_interconnect.toml"),
+    ),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -126,17 +130,60 @@ enum SimQuantity {
     GeCombinedMbps,
     /// A 3DMark-style score: points per fps over (render time + the frame's PCIe time).
     GraphicsScore,
+    /// netperf TCP_STREAM user data rate, Gb/s (`netperf`), or its ratio to another stream
+    /// (`over`).
+    Netperf,
+    /// IXP1240 router (`router`): cells sent on OC-12, percent of its capacity.
+    AtmTxPercent,
+    /// IXP1240 router: frames per second of the slowest Ethernet port, thousands.
+    EthTxKfpsLow,
+    /// IXP1240 router: frames per second of the fastest Ethernet port, thousands.
+    EthTxKfpsHigh,
+    /// IXP1240 router: share of the dropped ATM-received packets lost at full Ethernet
+    /// transmit queues.
+    DropShareEthTxQueue,
+    /// IXP1240 router: share of the dropped ATM-received packets lost at the IP router's
+    /// full input queue.
+    DropShareIpRouter,
+}
+
+/// The IXP1240 router run of a cell: Ethernet ports receiving at line rate.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RouterCell {
+    inputs: u32,
+}
+
+/// One netperf stream of a cell: the sending and receiving hosts (catalog sections), what
+/// joins them, the message size, and for PCIe the two root complexes of the topology.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NetperfSpec {
+    sender: Option<String>,
+    receiver: Option<String>,
+    /// "loopback", "wire", "ethernet" (catalog section `nic`), "pcie", or "max_effective"
+    /// (the simulated payload rate of line-sized writes on the PCIe path, no stack at all).
+    interface: String,
+    message: Option<u32>,
+    nic: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SimCell {
     reference: String,
+    series: Option<String>,
     column: Option<String>,
     unit: Option<String>,
     topology: String,
+    #[serde(default)]
     run: Vec<RunSpec>,
     quantity: SimQuantity,
+    netperf: Option<NetperfSpec>,
+    over: Option<NetperfSpec>,
+    router: Option<RouterCell>,
     #[serde(default)]
     role: Role,
     /// Template aliases: `${alias.key}` in the topology reads `${section.key}` of the
@@ -267,7 +314,214 @@ fn scenario_text(cell: &SimCell, catalog: &toml::Table) -> Result<String> {
     Ok(text)
 }
 
+/// A catalog value parsed by `parse`, with a message naming the key.
+fn catalog_parsed<T>(
+    catalog: &toml::Table,
+    key: &str,
+    parse: impl FnOnce(&str) -> Result<T>,
+) -> Result<T> {
+    let v = catalog_value(catalog, key)
+        .ok_or_else(|| conflict(format!("validation/catalog.toml has no {key}")))?;
+    parse(&v)
+}
+
+/// A host's network stack from its catalog section.
+fn netperf_host(catalog: &toml::Table, section: &str) -> Result<crate::netperf::Host> {
+    use crate::units;
+    let key = |k: &str| format!("{section}.{k}");
+    let host = crate::netperf::Host {
+        packet_cost: catalog_parsed(catalog, &key("packet_cost"), |v| {
+            Ok(units::parse_duration("packet_cost", v)?.as_secs_f64())
+        })?,
+        copy_rate: catalog_parsed(catalog, &key("copy_rate"), |v| {
+            units::parse_bandwidth("copy_rate", v)
+        })?,
+        cores: catalog_parsed(catalog, &key("cores"), |v| {
+            v.parse()
+                .map_err(|_| conflict(format!("{section}.cores is not a count")))
+        })?,
+        dma_engine: catalog_parsed(catalog, &key("dma_engine"), |v| Ok(v == "true"))?,
+    };
+    host.check(section)?;
+    Ok(host)
+}
+
+/// The payload rate (bytes/s) of `transfer`-byte writes of `line`-byte TLPs from one root
+/// complex of the cell's topology to another, simulated.
+fn pcie_path_rate(
+    cell: &SimCell,
+    catalog: &toml::Table,
+    from: &str,
+    to: &str,
+    transfer: u64,
+    line: u64,
+) -> Result<f64> {
+    let mut text = scenario_text(cell, catalog)?;
+    text.push_str(&format!(
+        "\n[[workload]]\nname = \"stream\"\nkind = \"dma\"\nendpoint = \"{from}\"\n\
+         target = \"{to}\"\ndirection = \"write\"\ntransfer_size = \"{transfer}B\"\n\
+         outstanding = 4\ntlp_payload = \"{line}B\"\n"
+    ));
+    let origin = format!("validation/{} for {}", cell.topology, cell.reference);
+    let system = load_str(&text, &origin).map_err(|e| conflict(e.to_string()))?;
+    let result = sim::run(&system).map_err(|e| conflict(format!("{origin}: {e}")))?;
+    if !result.audit.passed {
+        return Err(conflict(format!(
+            "{origin}: the simulator's audit failed: {:?}",
+            result.audit
+        )));
+    }
+    Ok(result.flows[0].throughput_gbps * 1e9 / 8.0)
+}
+
+/// One netperf stream's user data rate, Gb/s.
+fn netperf_gbps(cell: &SimCell, catalog: &toml::Table, spec: &NetperfSpec) -> Result<f64> {
+    use crate::netperf::{pcie_frame_bytes, tcp_stream, Interface};
+    let need = |v: &Option<String>, what: &str| {
+        v.clone()
+            .ok_or_else(|| conflict(format!("cell {}: netperf needs {what}", cell.reference)))
+    };
+    let header = catalog_parsed(catalog, "system_interconnect.header", |v| {
+        v.parse::<u32>()
+            .map_err(|_| conflict("system_interconnect.header is not a byte count".into()))
+    })?;
+    let line = catalog_parsed(catalog, "system_interconnect.line", |v| {
+        crate::units::parse_bytes("system_interconnect.line", v)
+    })?;
+    let from = spec.from.clone().unwrap_or_else(|| "ep1".into());
+    let to = spec.to.clone().unwrap_or_else(|| "ep2".into());
+    if spec.interface == "max_effective" {
+        // Plain line-sized writes, no headers: the most the path carries.
+        return Ok(pcie_path_rate(cell, catalog, &from, &to, 64 * line, line)? * 8.0 / 1e9);
+    }
+    let message = spec
+        .message
+        .ok_or_else(|| conflict(format!("cell {}: netperf needs message", cell.reference)))?;
+    let tx = netperf_host(catalog, &need(&spec.sender, "sender")?)?;
+    let rx = match &spec.receiver {
+        Some(r) => netperf_host(catalog, r)?,
+        None => tx,
+    };
+    let interface = match spec.interface.as_str() {
+        "loopback" => Interface::Loopback,
+        "wire" => Interface::Wire,
+        "ethernet" => {
+            let nic = need(&spec.nic, "nic")?;
+            Interface::Ethernet {
+                mss: catalog_parsed(catalog, &format!("{nic}.mss"), |v| {
+                    v.parse()
+                        .map_err(|_| conflict(format!("{nic}.mss is not a byte count")))
+                })?,
+                line_rate: catalog_parsed(catalog, &format!("{nic}.line_rate"), |v| {
+                    crate::units::parse_bandwidth("line_rate", v).map(|b| b * 8.0)
+                })?,
+            }
+        }
+        "pcie" => {
+            let frame = pcie_frame_bytes(message, header, line as u32);
+            Interface::Pcie {
+                header,
+                line: line as u32,
+                path_rate: pcie_path_rate(cell, catalog, &from, &to, frame, line)?,
+            }
+        }
+        other => {
+            return Err(conflict(format!(
+                "cell {}: netperf interface {other:?}; allowed: loopback, wire, ethernet, pcie, \
+                 max_effective",
+                cell.reference
+            )))
+        }
+    };
+    Ok(tcp_stream(&tx, &rx, interface, message).gbps)
+}
+
+/// The IXP1240 router of the catalog (section `ixp1240`) with `inputs` Ethernet inputs.
+pub(crate) fn router_spec(catalog: &toml::Table, inputs: u32) -> Result<crate::np::RouterSpec> {
+    use crate::np::{RouterSpec, StageCycles, StageThreads};
+    let num = |k: &str| -> Result<f64> {
+        catalog_parsed(catalog, &format!("ixp1240.{k}"), |v| {
+            v.parse::<f64>()
+                .map_err(|_| conflict(format!("ixp1240.{k} is not a number: {v}")))
+        })
+    };
+    let count = |k: &str| -> Result<u32> { Ok(num(k)? as u32) };
+    let secs = |k: &str| -> Result<f64> {
+        catalog_parsed(catalog, &format!("ixp1240.{k}"), |v| {
+            Ok(crate::units::parse_duration("ixp1240 time", v)?.as_secs_f64())
+        })
+    };
+    Ok(RouterSpec {
+        clock_hz: num("clock_mhz")? * 1e6,
+        ethernet_ports: count("ethernet_ports")?,
+        ethernet_inputs: inputs,
+        cycles: StageCycles {
+            atm_rx: num("atm_rx_cycles")?,
+            ip_route: num("ip_route_cycles")?,
+            eth_tx: num("eth_tx_cycles")?,
+            eth_rx: num("eth_rx_cycles")?,
+            atm_tx: num("atm_tx_cycles")?,
+        },
+        threads: StageThreads {
+            atm_rx: count("atm_rx_threads")?,
+            ip_route: count("ip_route_threads")?,
+            eth_tx: count("eth_tx_threads")?,
+            eth_rx: count("eth_rx_threads")?,
+            atm_tx: count("atm_tx_threads")?,
+        },
+        msgq_depth: count("msgq_depth")?,
+        tx_queue_depth: count("tx_queue_depth")?,
+        atm_rx_fifo: count("atm_rx_fifo")?,
+        eth_rx_fifo: count("eth_rx_fifo")?,
+        tx_fifo: count("tx_fifo")?,
+        dram_access: secs("dram_access")?,
+        duration: secs("duration")?,
+        warmup: secs("warmup")?,
+    })
+}
+
+fn compute_router(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
+    let inputs = cell
+        .router
+        .as_ref()
+        .ok_or_else(|| conflict(format!("cell {}: needs a router table", cell.reference)))?
+        .inputs;
+    let r = crate::np::run(&router_spec(catalog, inputs)?);
+    let d = r.drops;
+    let atm_dropped = (d.atm_rx_fifo + d.ip_router_queue + d.eth_tx_queue).max(1) as f64;
+    let ports = r.eth_tx_fps.iter().copied();
+    Ok(match cell.quantity {
+        SimQuantity::AtmTxPercent => r.atm_tx_percent,
+        SimQuantity::EthTxKfpsLow => ports.fold(f64::INFINITY, f64::min) / 1e3,
+        SimQuantity::EthTxKfpsHigh => ports.fold(0.0, f64::max) / 1e3,
+        SimQuantity::DropShareEthTxQueue => d.eth_tx_queue as f64 / atm_dropped,
+        SimQuantity::DropShareIpRouter => d.ip_router_queue as f64 / atm_dropped,
+        _ => unreachable!("router quantities only"),
+    })
+}
+
 fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
+    if matches!(
+        cell.quantity,
+        SimQuantity::AtmTxPercent
+            | SimQuantity::EthTxKfpsLow
+            | SimQuantity::EthTxKfpsHigh
+            | SimQuantity::DropShareEthTxQueue
+            | SimQuantity::DropShareIpRouter
+    ) {
+        return compute_router(cell, catalog);
+    }
+    if let SimQuantity::Netperf = cell.quantity {
+        let spec = cell
+            .netperf
+            .as_ref()
+            .ok_or_else(|| conflict(format!("cell {}: needs a netperf table", cell.reference)))?;
+        let value = netperf_gbps(cell, catalog, spec)?;
+        return match &cell.over {
+            Some(over) => Ok(value / netperf_gbps(cell, catalog, over)?),
+            None => Ok(value),
+        };
+    }
     let text = scenario_text(cell, catalog)?;
     let origin = format!("validation/{} for {}", cell.topology, cell.reference);
     let system = load_str(&text, &origin).map_err(|e| conflict(e.to_string()))?;
@@ -299,7 +553,13 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
             result.flows.iter().map(|f| f.throughput_gbps).sum::<f64>() / 8.0 * 1000.0
         }
         SimQuantity::LatencyNs => result.flows[0].latency_ns.mean,
-        SimQuantity::GeCombinedMbps => unreachable!("handled above"),
+        SimQuantity::GeCombinedMbps
+        | SimQuantity::Netperf
+        | SimQuantity::AtmTxPercent
+        | SimQuantity::EthTxKfpsLow
+        | SimQuantity::EthTxKfpsHigh
+        | SimQuantity::DropShareEthTxQueue
+        | SimQuantity::DropShareIpRouter => unreachable!("handled above"),
         SimQuantity::GraphicsScore => {
             let value = |key: &str| {
                 catalog_value(catalog, key)
@@ -323,6 +583,12 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
             ppf / (render.as_secs_f64() + pcie_s)
         }
     })
+}
+
+/// A host network stack from the device catalog (`xeon_e5310`, `athlon64_3500`).
+pub fn catalog_host(section: &str) -> Result<crate::netperf::Host> {
+    let (_, catalog) = load()?;
+    netperf_host(&catalog, section)
 }
 
 /// The simulated cells and the device catalog, parsed.
@@ -364,6 +630,7 @@ pub fn rows(
             Ok(k) => {
                 let key = CellKey {
                     reference: &cell.reference,
+                    series: cell.series.as_deref(),
                     column: cell.column.as_deref(),
                     unit: cell.unit.as_deref(),
                     role: cell.role,
@@ -467,4 +734,79 @@ fn load_with(overrides: &[(&str, &str)]) -> Result<(SimFile, toml::Table)> {
 pub fn cell_scenario_with(reference: &str, overrides: &[(&str, &str)]) -> Result<String> {
     let (file, catalog) = load_with(overrides)?;
     scenario_text(find(&file, reference)?, &catalog)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analytic::{DllpPolicy, LinkRequest};
+
+    fn ntb_cell(file: &SimFile) -> &SimCell {
+        find(file, "ntb.netperf.pcie_intel_to_intel_approx[0]").unwrap()
+    }
+
+    /// Figure 9 of the NTB note: the System Interconnect's 90 bytes of headers per message,
+    /// sent in whole 64-byte TLPs, computed in closed form and by simulating the path.
+    #[test]
+    fn figure9_reductions_agree_in_closed_form_and_simulation() {
+        let (file, catalog) = load().unwrap();
+        let cell = ntb_cell(&file);
+        let max = pcie_path_rate(cell, &catalog, "ep1", "ep2", 64 * 64, 64).unwrap();
+        let link = LinkRequest {
+            gen: 1,
+            width: 4,
+            payload: Some(64),
+            addressing: 32,
+            dllp: DllpPolicy::None,
+            skp: false,
+            ..LinkRequest::default()
+        }
+        .check()
+        .unwrap();
+        for m in [16384u32, 8192, 4096, 512] {
+            let closed = link.message(m as i64, 90).unwrap().reduction;
+            let frame = crate::netperf::pcie_frame_bytes(m, 36, 64);
+            let rate = pcie_path_rate(cell, &catalog, "ep1", "ep2", frame, 64).unwrap();
+            let simulated = 1.0 - (m as f64 / frame as f64) * rate / max;
+            assert!(
+                (simulated - closed).abs() < 0.002,
+                "{m} B: simulated {simulated:.4}, closed form {closed:.4}"
+            );
+        }
+    }
+
+    /// The orderings the NTB note reports: Intel receivers above the AMD one at every size,
+    /// and the PCIe interconnect above the 10GE figures (below 2 and 1.55 Gb/s) at 1K and 512.
+    #[test]
+    fn ntb_netperf_orderings_hold() {
+        let (file, catalog) = load().unwrap();
+        for i in 0..6 {
+            let intel = compute(
+                find(
+                    &file,
+                    &format!("ntb.netperf.pcie_intel_to_intel_approx[{i}]"),
+                )
+                .unwrap(),
+                &catalog,
+            )
+            .unwrap();
+            let amd = compute(
+                find(&file, &format!("ntb.netperf.pcie_to_amd_approx[{i}]")).unwrap(),
+                &catalog,
+            )
+            .unwrap();
+            assert!(
+                intel > amd,
+                "size index {i}: Intel {intel:.2} <= AMD {amd:.2}"
+            );
+            if i >= 4 {
+                let ten_ge =
+                    super::super::published(&format!("ntb.netperf.ten_ge_approx[{i}]")).unwrap();
+                assert!(
+                    intel > ten_ge,
+                    "size index {i}: PCIe {intel:.2} <= 10GE {ten_ge:.2}"
+                );
+            }
+        }
+    }
 }
