@@ -113,21 +113,21 @@ pub fn tcp_stream(tx: &Host, rx: &Host, interface: Interface, message: u32) -> S
     let mut stages = Vec::new();
     match interface {
         Interface::Loopback => {
-            let send = tx.packet_cost + copy(tx);
-            let recv = tx.packet_cost + copy(tx);
+            // Each end: one packet and one copy, on the sending host.
+            let side = tx.packet_cost + copy(tx);
             if tx.cores >= 2 {
                 stages.push(Stage {
                     name: "sender CPU",
-                    seconds: send,
+                    seconds: side,
                 });
                 stages.push(Stage {
                     name: "receiver CPU",
-                    seconds: recv,
+                    seconds: side,
                 });
             } else {
                 stages.push(Stage {
                     name: "the one CPU core",
-                    seconds: send + recv,
+                    seconds: 2.0 * side,
                 });
             }
         }
@@ -163,16 +163,19 @@ pub fn tcp_stream(tx: &Host, rx: &Host, interface: Interface, message: u32) -> S
             path_rate,
         } => {
             let frame = pcie_frame_bytes(message, header, line) as f64;
+            // The driver's copy of the frame: the DMA engine's work, or the CPU's.
+            let driver_copy = |h: &Host| {
+                if h.dma_engine {
+                    0.0
+                } else {
+                    frame / h.copy_rate
+                }
+            };
             // Sender: user -> kernel always by the CPU; kernel -> MMIO by the DMA engine or by
             // write-combined stores.
-            let mmio = if tx.dma_engine {
-                0.0
-            } else {
-                frame / tx.copy_rate
-            };
             stages.push(Stage {
                 name: "sender CPU",
-                seconds: tx.packet_cost + copy(tx) + mmio,
+                seconds: tx.packet_cost + copy(tx) + driver_copy(tx),
             });
             stages.push(Stage {
                 name: "PCIe path",
@@ -180,14 +183,9 @@ pub fn tcp_stream(tx: &Host, rx: &Host, interface: Interface, message: u32) -> S
             });
             // Receiver: receive buffer -> kernel by the DMA engine or the CPU; kernel -> user
             // by the CPU.
-            let rx_buffer = if rx.dma_engine {
-                0.0
-            } else {
-                frame / rx.copy_rate
-            };
             stages.push(Stage {
                 name: "receiver CPU",
-                seconds: rx.packet_cost + rx_buffer + copy(rx),
+                seconds: rx.packet_cost + driver_copy(rx) + copy(rx),
             });
         }
     }

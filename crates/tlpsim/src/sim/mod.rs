@@ -482,6 +482,24 @@ impl<'a> Simulator<'a> {
             let l = &sys.links[link];
             phy::encoded_gbps(l.gen, l.width) * if l.flit { flit::tlp_fraction() } else { 1.0 }
         };
+        // (cut-through, latency) per (ingress port, egress port) of a switch-like node:
+        // store-and-forward where asked or where the egress link is the faster one.
+        let hop_table =
+            |node: usize, forwarding: Forwarding, latency: SimTime, by_width: &[(u32, SimTime)]| {
+                let mut table = Vec::with_capacity(ports[node].len().pow(2));
+                for &a in &ports[node] {
+                    for &b in &ports[node] {
+                        let narrow = sys.links[a].width.min(sys.links[b].width);
+                        let lat = by_width
+                            .iter()
+                            .find(|(w, _)| *w == narrow)
+                            .map_or(latency, |x| x.1);
+                        let ct = forwarding == Forwarding::CutThrough && rate(b) <= rate(a) + 1e-9;
+                        table.push((ct, lat));
+                    }
+                }
+                table
+            };
         let nodes = sys
             .nodes
             .iter()
@@ -508,43 +526,20 @@ impl<'a> Simulator<'a> {
                     latency_by_width,
                     core,
                     ..
-                } => {
-                    let p = ports[i].len();
-                    let mut table = Vec::with_capacity(p * p);
-                    for &a in &ports[i] {
-                        for &b in &ports[i] {
-                            let narrow = sys.links[a].width.min(sys.links[b].width);
-                            let lat = latency_by_width
-                                .iter()
-                                .find(|(w, _)| *w == narrow)
-                                .map_or(*latency, |x| x.1);
-                            let ct =
-                                *forwarding == Forwarding::CutThrough && rate(b) <= rate(a) + 1e-9;
-                            table.push((ct, lat));
-                        }
-                    }
-                    NodeState::Switch {
-                        ports: p,
-                        table,
-                        bus: match core {
-                            Core::Crossbar => None,
-                            Core::SharedBus(bw) => Some(Throttle::new(*bw)),
-                        },
-                    }
-                }
-                NodeKind::Ntb { latency } => {
-                    // Cut-through unless the egress side is the faster one.
-                    let table = ports[i]
-                        .iter()
-                        .flat_map(|&a| ports[i].iter().map(move |&b| (a, b)))
-                        .map(|(a, b)| (rate(b) <= rate(a) + 1e-9, *latency))
-                        .collect();
-                    NodeState::Switch {
-                        ports: ports[i].len(),
-                        table,
-                        bus: None,
-                    }
-                }
+                } => NodeState::Switch {
+                    ports: ports[i].len(),
+                    table: hop_table(i, *forwarding, *latency, latency_by_width),
+                    bus: match core {
+                        Core::Crossbar => None,
+                        Core::SharedBus(bw) => Some(Throttle::new(*bw)),
+                    },
+                },
+                // A two-port crossbar: cut-through unless the egress side is the faster one.
+                NodeKind::Ntb { latency } => NodeState::Switch {
+                    ports: ports[i].len(),
+                    table: hop_table(i, Forwarding::CutThrough, *latency, &[]),
+                    bus: None,
+                },
                 NodeKind::Endpoint { tags, media, .. } => NodeState::Endpoint {
                     free_tags: *tags,
                     media: media.as_ref().map(Media::new),

@@ -364,14 +364,25 @@ fn pcie_path_rate(
     ));
     let origin = format!("validation/{} for {}", cell.topology, cell.reference);
     let system = load_str(&text, &origin).map_err(|e| conflict(e.to_string()))?;
-    let result = sim::run(&system).map_err(|e| conflict(format!("{origin}: {e}")))?;
-    if !result.audit.passed {
-        return Err(conflict(format!(
+    Ok(run_audited(&system, &origin)?.flows[0].throughput_gbps * 1e9 / 8.0)
+}
+
+/// Runs a cell's system; a failed self-audit is an error naming the cell.
+fn run_audited(system: &crate::fabric::System, origin: &str) -> Result<sim::result::RunResult> {
+    let result = sim::run(system).map_err(|e| conflict(format!("{origin}: {e}")))?;
+    check_audit(&result, origin)?;
+    Ok(result)
+}
+
+fn check_audit(run: &sim::result::RunResult, origin: &str) -> Result<()> {
+    if run.audit.passed {
+        Ok(())
+    } else {
+        Err(conflict(format!(
             "{origin}: the simulator's audit failed: {:?}",
-            result.audit
-        )));
+            run.audit
+        )))
     }
-    Ok(result.flows[0].throughput_gbps * 1e9 / 8.0)
 }
 
 /// One netperf stream's user data rate, Gb/s.
@@ -529,22 +540,11 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
         let r = sim::rfc2544(&system, RFC2544_RESOLUTION)
             .map_err(|e| conflict(format!("{origin}: {e}")))?;
         if let Some(run) = &r.run {
-            if !run.audit.passed {
-                return Err(conflict(format!(
-                    "{origin}: the simulator's audit failed: {:?}",
-                    run.audit
-                )));
-            }
+            check_audit(run, &origin)?;
         }
         return Ok(r.combined_mbps);
     }
-    let result = sim::run(&system).map_err(|e| conflict(format!("{origin}: {e}")))?;
-    if !result.audit.passed {
-        return Err(conflict(format!(
-            "{origin}: the simulator's audit failed: {:?}",
-            result.audit
-        )));
-    }
+    let result = run_audited(&system, &origin)?;
     Ok(match cell.quantity {
         SimQuantity::ThroughputGbytes => {
             result.flows.iter().map(|f| f.throughput_gbps).sum::<f64>() / 8.0
