@@ -299,7 +299,22 @@ pub struct WorkloadSpec {
     /// Largest write TLP payload the source sends; MPS caps it (an x86 CPU or DMA engine
     /// writing whole 64-byte cache lines sends 64).
     pub tlp_payload: u32,
+    /// Writes into another domain: the doorbell rung after every few transfers.
+    pub doorbell: Option<Doorbell>,
 }
+
+/// A non-transparent bridge's doorbell, rung by a writer after every `every` transfers; the
+/// bridge answers with an MSI to the root complex below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Doorbell {
+    /// Transfers per doorbell (1 = one per frame).
+    pub every: u32,
+    /// The bridge whose doorbell register is written.
+    pub ntb: NodeId,
+}
+
+/// Bytes of scratchpad registers a non-transparent bridge offers (eight 32-bit registers).
+pub const SCRATCHPAD_BYTES: u64 = 32;
 
 /// Transaction-layer settings shared by the whole system.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -15,9 +15,9 @@ use crate::engine::rng::Latency;
 use crate::engine::SimTime;
 use crate::error::ConfigError;
 use crate::fabric::{
-    Arbitration, BridgeSpec, CompletionRule, Core, CpuSpec, Credits, DmaDirection, Forwarding,
-    HostBridgeSpec, LinkSpec, MediaSpec, NicSpec, NodeId, NodeKind, NodeSpec, PcieSettings,
-    StorageMix, System, WorkloadSpec,
+    Arbitration, BridgeSpec, CompletionRule, Core, CpuSpec, Credits, DmaDirection, Doorbell,
+    Forwarding, HostBridgeSpec, LinkSpec, MediaSpec, NicSpec, NodeId, NodeKind, NodeSpec,
+    PcieSettings, StorageMix, System, WorkloadSpec, SCRATCHPAD_BYTES,
 };
 use crate::pcie::phy::{self, Generation};
 use crate::pcie::tlp::{self, Addressing};
@@ -347,6 +347,10 @@ pub struct WorkloadSection {
     /// DMA writes only: largest write TLP payload, e.g. "64B" for an x86 CPU or DMA engine
     /// writing whole cache lines (default MPS).
     pub tlp_payload: Option<String>,
+    /// DMA writes to a root complex behind a non-transparent bridge: ring the bridge's
+    /// doorbell after every this many transfers (1 = a doorbell per frame); the bridge then
+    /// sends an MSI to that root complex (default none).
+    pub doorbell_every: Option<i64>,
 }
 
 /// A whole scenario file.
@@ -1204,6 +1208,19 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
         };
         match (&nodes[source].kind, &nodes[target].kind) {
             (NodeKind::Endpoint { .. }, NodeKind::RootComplex { .. }) => {}
+            (NodeKind::Endpoint { .. } | NodeKind::RootComplex { .. }, NodeKind::Ntb { .. }) => {
+                // The bridge's scratchpad registers: whole DWs, a few at a time.
+                if transfer_size % 4 != 0 || !(4..=SCRATCHPAD_BYTES).contains(&transfer_size) {
+                    return Err(at(&place)(ConfigError::not_allowed(
+                        "transfer_size",
+                        format!("{transfer_size} B"),
+                        format!("a multiple of 4 B up to {SCRATCHPAD_BYTES} B: the target {:?} is a non-transparent bridge, whose scratchpad registers are read and written in DWs", nodes[target].name),
+                    )));
+                }
+                if matches!(nodes[source].kind, NodeKind::RootComplex { .. }) && direction != DmaDirection::Write {
+                    return Err(format!("{place}: a root complex workload can only write (direction = \"write\")"));
+                }
+            }
             (NodeKind::RootComplex { .. }, NodeKind::Endpoint { .. } | NodeKind::RootComplex { .. }) if direction == DmaDirection::Write && source != target => {}
             (NodeKind::RootComplex { .. }, NodeKind::Endpoint { .. }) => {
                 return Err(format!("{place}: a root complex workload can only write (direction = \"write\")"))
@@ -1247,6 +1264,33 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 b as u32
             }
         };
+        let doorbell = match w.doorbell_every {
+            None => None,
+            Some(n) if (1..=65536).contains(&n) => {
+                let ntb = upstream_of[target]
+                    .map(|l| links[l].up)
+                    .filter(|&u| matches!(nodes[u].kind, NodeKind::Ntb { .. }));
+                let (Some(ntb), true) = (ntb, direction == DmaDirection::Write) else {
+                    return Err(format!(
+                        "{place}: doorbell_every needs direction = \"write\" and a target root \
+                         complex directly below a non-transparent bridge ([[ntb]]), whose \
+                         doorbell the writer rings; {:?} is not one",
+                        nodes[target].name
+                    ));
+                };
+                Some(Doorbell {
+                    every: n as u32,
+                    ntb,
+                })
+            }
+            Some(n) => {
+                return Err(at(&place)(ConfigError::not_allowed(
+                    "doorbell_every",
+                    n,
+                    "1 to 65536 transfers per doorbell",
+                )))
+            }
+        };
         workloads.push(WorkloadSpec {
             name: w.name.clone(),
             source,
@@ -1257,6 +1301,7 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             storage,
             bridge: None,
             tlp_payload,
+            doorbell,
         });
     }
     let cpu = match &f.cpu {
@@ -1349,6 +1394,7 @@ fn bridge_workload(
         storage: None,
         bridge: Some(BridgeSpec { frame_size, load }),
         tlp_payload: u32::MAX, // NIC writes are MPS-sized
+        doorbell: None,
     })
 }
 

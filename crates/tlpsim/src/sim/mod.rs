@@ -100,6 +100,13 @@ enum Role {
     TxDesc,
     /// A NIC's read of transmit frame data and its completions (`req` = port << 16 | slot).
     TxData,
+    /// A write to a non-transparent bridge's doorbell register (`order` = the order of the
+    /// last data TLP it signals).
+    Doorbell,
+    /// The MSI a non-transparent bridge sends for a doorbell (`order` as the doorbell's;
+    /// `req` = the channel the doorbell came in on: it queues behind the data that came
+    /// that way).
+    NtbMsi,
 }
 
 impl Tlp {
@@ -330,6 +337,13 @@ struct Flow {
     /// Storage writes: bytes the media finished within the measurement window (counted
     /// when the media is done with them, not when PCIe delivered them).
     media_bytes: u64,
+    /// Writes into another domain: transfers per doorbell (0 = none) and the bridge rung.
+    doorbell_every: u64,
+    doorbell_ntb: u32,
+    /// Write transfers fully queued so far.
+    transfers_queued: u64,
+    /// MSIs the target took within the measurement window.
+    interrupts: u64,
 }
 
 impl Flow {
@@ -574,6 +588,10 @@ impl<'a> Simulator<'a> {
                 storage: w.storage,
                 ios: 0,
                 media_bytes: 0,
+                doorbell_every: w.doorbell.map_or(0, |d| d.every as u64),
+                doorbell_ntb: w.doorbell.map_or(NONE, |d| d.ntb as u32),
+                transfers_queued: 0,
+                interrupts: 0,
             })
             .collect();
         let watchdog =
@@ -860,10 +878,12 @@ impl<'a> Simulator<'a> {
                 }
             }
         }
-        let input = if t.ingress == NONE {
-            0
-        } else {
+        let input = if t.ingress != NONE {
             self.rx_port[t.ingress as usize] as usize
+        } else if t.role == Role::NtbMsi {
+            self.rx_port[t.req as usize] as usize
+        } else {
+            0
         };
         let ch = &mut self.chans[c as usize];
         let bytes = tlp::tlp_bytes(
@@ -1204,6 +1224,15 @@ impl<'a> Simulator<'a> {
             self.audit.credit_violations += 1;
         }
         let n = self.rx_node[c as usize] as usize;
+        if t.dst as usize == n
+            && !matches!(
+                self.nodes[n],
+                NodeState::Root { .. } | NodeState::Endpoint { .. }
+            )
+        {
+            self.at_ntb(n, c, id, t);
+            return;
+        }
         match &mut self.nodes[n] {
             NodeState::Switch { ports, table, bus } => {
                 let out = self.route[n * self.sys.nodes.len() + t.dst as usize];
@@ -1263,10 +1292,10 @@ impl<'a> Simulator<'a> {
                 } else {
                     self.rx_release(c, FcClass::Posted, 1, t.data_credits());
                 }
-                if t.role == Role::Flow {
-                    self.write_arrived(t, now);
-                } else {
-                    self.nic_at_root(&t);
+                match t.role {
+                    Role::Flow => self.write_arrived(t, now),
+                    Role::NtbMsi => self.ntb_interrupt(t),
+                    _ => self.nic_at_root(&t),
                 }
                 self.deliver(id);
             }
@@ -1390,6 +1419,91 @@ impl<'a> Simulator<'a> {
         self.deliver(id);
     }
 
+    // ---- non-transparent bridges -----------------------------------------------------
+
+    /// Writes the doorbell of the bridge above flow `f`'s target, behind the data TLP of
+    /// order `order` (posted writes keep their order, so the doorbell follows the data).
+    fn ring_doorbell(&mut self, f: u32, order: u64) {
+        let flow = &self.flows[f as usize];
+        let (src, dst) = (flow.source, flow.doorbell_ntb);
+        let out = self.route[src as usize * self.sys.nodes.len() + dst as usize];
+        let id = self.new_tlp(Tlp {
+            kind: TlpKind::MWr,
+            src,
+            dst,
+            payload: 4,
+            length: 0,
+            flow: f,
+            req: NONE,
+            order,
+            born: SimTime::ZERO,
+            ingress: NONE,
+            live: true,
+            role: Role::Doorbell,
+        });
+        self.push(out, id);
+    }
+
+    /// A TLP addressed to bridge `n` itself: a doorbell (answered with an MSI into the
+    /// domain below, after the bridge's latency), or a scratchpad register write or read
+    /// (a read completes after the same latency).
+    fn at_ntb(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
+        let now = self.now();
+        let latency = match self.sys.nodes[n].kind {
+            NodeKind::Ntb { latency } => latency,
+            _ => SimTime::ZERO,
+        };
+        self.rx_release(c, t.class(), 1, t.data_credits());
+        self.deliver(id);
+        let nodes = self.sys.nodes.len();
+        let (kind, dst, payload, role, req) = match (t.kind, t.role) {
+            (TlpKind::MWr, Role::Doorbell) => {
+                let dst = self.flows[t.flow as usize].target;
+                (TlpKind::MWr, dst, 4, Role::NtbMsi, c)
+            }
+            (TlpKind::MWr, _) => {
+                self.write_arrived(t, now);
+                return;
+            }
+            (TlpKind::MRd, _) => (TlpKind::CplD, t.src, t.length, t.role, t.req),
+            _ => return,
+        };
+        let out = self.route[n * nodes + dst as usize];
+        let reply = self.new_tlp(Tlp {
+            kind,
+            src: n as u32,
+            dst,
+            payload,
+            length: 0,
+            flow: t.flow,
+            req,
+            order: if kind == TlpKind::CplD { 0 } else { t.order },
+            born: now,
+            ingress: NONE,
+            live: true,
+            role,
+        });
+        self.q.schedule(
+            now + latency,
+            Ev::Enqueue {
+                ch: out,
+                tlp: reply,
+            },
+        );
+    }
+
+    /// A bridge's MSI reached the root complex it interrupts: every data TLP the doorbell
+    /// signalled must be there already.
+    fn ntb_interrupt(&mut self, t: Tlp) {
+        let flow = &mut self.flows[t.flow as usize];
+        if flow.expected_order <= t.order {
+            self.audit.order_violations += 1;
+        }
+        if self.measuring {
+            flow.interrupts += 1;
+        }
+    }
+
     /// A posted write reached its target: order check, bytes and latency.
     fn write_arrived(&mut self, t: Tlp, now: SimTime) {
         let measuring = self.measuring;
@@ -1463,6 +1577,13 @@ impl<'a> Simulator<'a> {
                 self.q.schedule(ready, Ev::Enqueue { ch: out, tlp: id });
             } else {
                 self.push(out, id);
+            }
+            let flow = &mut self.flows[f as usize];
+            if flow.write_left == 0 && flow.doorbell_every > 0 {
+                flow.transfers_queued += 1;
+                if flow.transfers_queued % flow.doorbell_every == 0 {
+                    self.ring_doorbell(f, order);
+                }
             }
         }
         if started_io && self.flows[f as usize].reads {
@@ -1585,6 +1706,7 @@ impl<'a> Simulator<'a> {
                 throughput_gbps: (f.bytes + f.media_bytes) as f64 * 8.0 / window / 1e9,
                 latency_ns: f.latency.summary(),
                 requests: f.latency.count(),
+                interrupts: f.interrupts,
             })
             .collect();
         for t in self.tlps.iter().filter(|t| t.live) {

@@ -31,6 +31,8 @@ pub struct FlowResult {
     pub latency_ns: LatencySummary,
     /// Requests measured.
     pub requests: u64,
+    /// Interrupts the target took (MSIs a non-transparent bridge sent for its doorbells).
+    pub interrupts: u64,
 }
 
 /// One link direction's results over the measured window.

@@ -347,7 +347,8 @@ fn netperf_host(catalog: &toml::Table, section: &str) -> Result<crate::netperf::
 }
 
 /// The payload rate (bytes/s) of `transfer`-byte writes of `line`-byte TLPs from one root
-/// complex of the cell's topology to another, simulated.
+/// complex of the cell's topology to another, simulated; with `doorbells`, the writer rings
+/// the receiving bridge's doorbell as the catalog's virtual Ethernet driver does.
 fn pcie_path_rate(
     cell: &SimCell,
     catalog: &toml::Table,
@@ -355,12 +356,23 @@ fn pcie_path_rate(
     to: &str,
     transfer: u64,
     line: u64,
+    doorbells: bool,
 ) -> Result<f64> {
+    let doorbell = if doorbells {
+        let every = catalog_parsed(catalog, "system_interconnect.doorbell_every", |v| {
+            v.parse::<u32>().map_err(|_| {
+                conflict("system_interconnect.doorbell_every is not a frame count".into())
+            })
+        })?;
+        format!("doorbell_every = {every}\n")
+    } else {
+        String::new()
+    };
     let mut text = scenario_text(cell, catalog)?;
     text.push_str(&format!(
         "\n[[workload]]\nname = \"stream\"\nkind = \"dma\"\nendpoint = \"{from}\"\n\
          target = \"{to}\"\ndirection = \"write\"\ntransfer_size = \"{transfer}B\"\n\
-         outstanding = 4\ntlp_payload = \"{line}B\"\n"
+         outstanding = 4\ntlp_payload = \"{line}B\"\n{doorbell}"
     ));
     let origin = format!("validation/{} for {}", cell.topology, cell.reference);
     let system = load_str(&text, &origin).map_err(|e| conflict(e.to_string()))?;
@@ -403,7 +415,7 @@ fn netperf_gbps(cell: &SimCell, catalog: &toml::Table, spec: &NetperfSpec) -> Re
     let to = spec.to.clone().unwrap_or_else(|| "ep2".into());
     if spec.interface == "max_effective" {
         // Plain line-sized writes, no headers: the most the path carries.
-        return Ok(pcie_path_rate(cell, catalog, &from, &to, 64 * line, line)? * 8.0 / 1e9);
+        return Ok(pcie_path_rate(cell, catalog, &from, &to, 64 * line, line, false)? * 8.0 / 1e9);
     }
     let message = spec
         .message
@@ -433,7 +445,7 @@ fn netperf_gbps(cell: &SimCell, catalog: &toml::Table, spec: &NetperfSpec) -> Re
             Interface::Pcie {
                 header,
                 line: line as u32,
-                path_rate: pcie_path_rate(cell, catalog, &from, &to, frame, line)?,
+                path_rate: pcie_path_rate(cell, catalog, &from, &to, frame, line, true)?,
             }
         }
         other => {
@@ -751,7 +763,7 @@ mod tests {
     fn figure9_reductions_agree_in_closed_form_and_simulation() {
         let (file, catalog) = load().unwrap();
         let cell = ntb_cell(&file);
-        let max = pcie_path_rate(cell, &catalog, "ep1", "ep2", 64 * 64, 64).unwrap();
+        let max = pcie_path_rate(cell, &catalog, "ep1", "ep2", 64 * 64, 64, false).unwrap();
         let link = LinkRequest {
             gen: 1,
             width: 4,
@@ -766,7 +778,7 @@ mod tests {
         for m in [16384u32, 8192, 4096, 512] {
             let closed = link.message(m as i64, 90).unwrap().reduction;
             let frame = crate::netperf::pcie_frame_bytes(m, 36, 64);
-            let rate = pcie_path_rate(cell, &catalog, "ep1", "ep2", frame, 64).unwrap();
+            let rate = pcie_path_rate(cell, &catalog, "ep1", "ep2", frame, 64, false).unwrap();
             let simulated = 1.0 - (m as f64 / frame as f64) * rate / max;
             assert!(
                 (simulated - closed).abs() < 0.002,
