@@ -7,7 +7,7 @@
 use tlpsim::netperf::{tcp_stream, Interface};
 use tlpsim::scenario::load_path;
 use tlpsim::sim::run;
-use tlpsim::validation::simulated::catalog_host;
+use tlpsim::validation::simulated::{catalog_host, catalog_virtual_ethernet};
 
 fn main() {
     let path = std::env::args()
@@ -22,6 +22,7 @@ fn main() {
     assert!(r.audit.passed, "audit failed: {:?}", r.audit);
     let xeon = catalog_host("xeon_e5310").unwrap_or_else(|e| fail(e.to_string()));
     let amd = catalog_host("athlon64_3500").unwrap_or_else(|e| fail(e.to_string()));
+    let (header, line) = catalog_virtual_ethernet().unwrap_or_else(|e| fail(e.to_string()));
     let message = 16384;
     let mut total = 0.0;
     println!("stream      sender   path share Gb/s   netperf Gb/s   limit");
@@ -32,8 +33,8 @@ fn main() {
             &sender,
             &xeon,
             Interface::Pcie {
-                header: 36,
-                line: 64,
+                header,
+                line,
                 path_rate,
             },
             message,

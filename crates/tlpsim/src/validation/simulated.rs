@@ -404,13 +404,7 @@ fn netperf_gbps(cell: &SimCell, catalog: &toml::Table, spec: &NetperfSpec) -> Re
         v.clone()
             .ok_or_else(|| conflict(format!("cell {}: netperf needs {what}", cell.reference)))
     };
-    let header = catalog_parsed(catalog, "system_interconnect.header", |v| {
-        v.parse::<u32>()
-            .map_err(|_| conflict("system_interconnect.header is not a byte count".into()))
-    })?;
-    let line = catalog_parsed(catalog, "system_interconnect.line", |v| {
-        crate::units::parse_bytes("system_interconnect.line", v)
-    })?;
+    let (header, line) = virtual_ethernet(catalog)?;
     let from = spec.from.clone().unwrap_or_else(|| "ep1".into());
     let to = spec.to.clone().unwrap_or_else(|| "ep2".into());
     if spec.interface == "max_effective" {
@@ -595,6 +589,25 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
             ppf / (render.as_secs_f64() + pcie_s)
         }
     })
+}
+
+/// The System Interconnect's virtual Ethernet framing: (header bytes per frame, bytes per
+/// write TLP).
+fn virtual_ethernet(catalog: &toml::Table) -> Result<(u32, u64)> {
+    let header = catalog_parsed(catalog, "system_interconnect.header", |v| {
+        v.parse::<u32>()
+            .map_err(|_| conflict("system_interconnect.header is not a byte count".into()))
+    })?;
+    let line = catalog_parsed(catalog, "system_interconnect.line", |v| {
+        crate::units::parse_bytes("system_interconnect.line", v)
+    })?;
+    Ok((header, line))
+}
+
+/// The catalog's virtual Ethernet framing: (header bytes per frame, bytes per write TLP).
+pub fn catalog_virtual_ethernet() -> Result<(u32, u32)> {
+    let (_, catalog) = load()?;
+    virtual_ethernet(&catalog).map(|(h, l)| (h, l as u32))
 }
 
 /// A host network stack from the device catalog (`xeon_e5310`, `athlon64_3500`).
