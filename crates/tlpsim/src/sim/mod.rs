@@ -110,6 +110,30 @@ enum Role {
 }
 
 impl Tlp {
+    /// A TLP created at its source, not yet sent: `bytes` is the payload of a write or
+    /// completion and the length of a read request; no request slot, order 0.
+    fn at_source(kind: TlpKind, src: u32, dst: u32, bytes: u32, flow: u32, role: Role) -> Tlp {
+        let (payload, length) = if kind == TlpKind::MRd {
+            (0, bytes)
+        } else {
+            (bytes, 0)
+        };
+        Tlp {
+            kind,
+            src,
+            dst,
+            payload,
+            length,
+            flow,
+            req: NONE,
+            order: 0,
+            born: SimTime::ZERO,
+            ingress: NONE,
+            live: true,
+            role,
+        }
+    }
+
     fn class(&self) -> FcClass {
         match self.kind {
             TlpKind::MWr | TlpKind::Msg | TlpKind::MsgD => FcClass::Posted,
@@ -1317,18 +1341,9 @@ impl<'a> Simulator<'a> {
                         at = self.bridges[*b].0.pass(at, piece);
                     }
                     let cpl = self.new_tlp(Tlp {
-                        kind: TlpKind::CplD,
-                        src: n as u32,
-                        dst: t.src,
-                        payload: piece,
-                        length: 0,
-                        flow: t.flow,
                         req: t.req,
                         order: offset,
-                        born: SimTime::ZERO,
-                        ingress: NONE,
-                        live: true,
-                        role: t.role,
+                        ..Tlp::at_source(TlpKind::CplD, n as u32, t.src, piece, t.flow, t.role)
                     });
                     offset += piece as u64;
                     self.q.schedule(at, Ev::Enqueue { ch: out, tlp: cpl });
@@ -1428,18 +1443,8 @@ impl<'a> Simulator<'a> {
         let (src, dst) = (flow.source, flow.doorbell_ntb);
         let out = self.route[src as usize * self.sys.nodes.len() + dst as usize];
         let id = self.new_tlp(Tlp {
-            kind: TlpKind::MWr,
-            src,
-            dst,
-            payload: 4,
-            length: 0,
-            flow: f,
-            req: NONE,
             order,
-            born: SimTime::ZERO,
-            ingress: NONE,
-            live: true,
-            role: Role::Doorbell,
+            ..Tlp::at_source(TlpKind::MWr, src, dst, 4, f, Role::Doorbell)
         });
         self.push(out, id);
     }
@@ -1470,18 +1475,9 @@ impl<'a> Simulator<'a> {
         };
         let out = self.route[n * nodes + dst as usize];
         let reply = self.new_tlp(Tlp {
-            kind,
-            src: n as u32,
-            dst,
-            payload,
-            length: 0,
-            flow: t.flow,
             req,
             order: if kind == TlpKind::CplD { 0 } else { t.order },
-            born: now,
-            ingress: NONE,
-            live: true,
-            role,
+            ..Tlp::at_source(kind, n as u32, dst, payload, t.flow, role)
         });
         self.q.schedule(
             now + latency,
@@ -1555,18 +1551,8 @@ impl<'a> Simulator<'a> {
             flow.next_order += 1;
             let (src, dst, out) = (flow.source, flow.target, flow.out);
             let id = self.new_tlp(Tlp {
-                kind: TlpKind::MWr,
-                src,
-                dst,
-                payload: size,
-                length: 0,
-                flow: f,
-                req: NONE,
                 order,
-                born: SimTime::ZERO,
-                ingress: NONE,
-                live: true,
-                role: Role::Flow,
+                ..Tlp::at_source(TlpKind::MWr, src, dst, size, f, Role::Flow)
             });
             // A storage read: the data exists once the media has read it.
             let ready = match &mut self.nodes[src as usize] {
@@ -1650,18 +1636,8 @@ impl<'a> Simulator<'a> {
                 }
             };
             let id = self.new_tlp(Tlp {
-                kind: TlpKind::MRd,
-                src,
-                dst,
-                payload: 0,
-                length: len as u32,
-                flow: f,
                 req: r,
-                order: 0,
-                born: SimTime::ZERO,
-                ingress: NONE,
-                live: true,
-                role: Role::Flow,
+                ..Tlp::at_source(TlpKind::MRd, src, dst, len as u32, f, Role::Flow)
             });
             self.push(out, id);
         }

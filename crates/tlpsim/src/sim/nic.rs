@@ -357,24 +357,9 @@ impl Simulator<'_> {
         req: u32,
         role: Role,
     ) -> u32 {
-        let (payload, length) = if kind == TlpKind::MRd {
-            (0, bytes)
-        } else {
-            (bytes, 0)
-        };
         self.new_tlp(Tlp {
-            kind,
-            src,
-            dst,
-            payload,
-            length,
-            flow: 0,
             req,
-            order: 0,
-            born: SimTime::ZERO,
-            ingress: NONE,
-            live: true,
-            role,
+            ..Tlp::at_source(kind, src, dst, bytes, 0, role)
         })
     }
 
