@@ -175,3 +175,26 @@ transfer_size = "1KiB"
     assert sum(f["throughput_gbps"] for f in r.flows) <= 2 * cap
     for link in r.links:
         assert 0 <= link["utilization"] <= 1 and 0 <= link["credit_stall_fraction"] <= 1
+
+
+NTB_SCENARIO = ROOT / "scenarios" / "ntb-four-endpoints-to-root.toml"
+
+
+def test_ntb_doorbells_interrupt_the_receiving_host(tmp_path, cli):
+    """ep1 streams 1536-byte frames into ep2's memory, ringing ep2's NTB doorbell per frame."""
+    text = NTB_SCENARIO.read_text()
+    text = text[: text.index("[[workload]]")] + (
+        '[[workload]]\nname = "ep1-to-ep2"\nkind = "dma"\nendpoint = "ep1"\ntarget = "ep2"\n'
+        'direction = "write"\ntransfer_size = "1536B"\ntlp_payload = "64B"\ndoorbell_every = 1\n'
+    )
+    r = tlpsim.run(tlpsim.load_scenario(text)).to_dict()
+    assert r["audit"]["passed"] and r["audit"]["order_violations"] == 0
+    flow = r["flows"][0]
+    frames = flow["bytes"] // 1536
+    assert abs(flow["interrupts"] - frames) <= 2 and frames > 100
+    # The root processor's NTB has no domain below it to interrupt: one clear line.
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace('target = "ep2"', 'target = "rp"'))
+    proc = cli("run", str(path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "doorbell_every" in proc.stderr and "non-transparent bridge" in proc.stderr
