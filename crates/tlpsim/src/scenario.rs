@@ -1208,6 +1208,9 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
         };
         match (&nodes[source].kind, &nodes[target].kind) {
             (NodeKind::Endpoint { .. }, NodeKind::RootComplex { .. }) => {}
+            (NodeKind::RootComplex { .. }, NodeKind::Endpoint { .. } | NodeKind::Ntb { .. }) if direction != DmaDirection::Write => {
+                return Err(format!("{place}: a root complex workload can only write (direction = \"write\")"))
+            }
             (NodeKind::Endpoint { .. } | NodeKind::RootComplex { .. }, NodeKind::Ntb { .. }) => {
                 // The bridge's scratchpad registers: whole DWs, a few at a time.
                 if transfer_size % 4 != 0 || !(4..=SCRATCHPAD_BYTES).contains(&transfer_size) {
@@ -1217,14 +1220,8 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                         format!("a multiple of 4 B up to {SCRATCHPAD_BYTES} B: the target {:?} is a non-transparent bridge, whose scratchpad registers are read and written in DWs", nodes[target].name),
                     )));
                 }
-                if matches!(nodes[source].kind, NodeKind::RootComplex { .. }) && direction != DmaDirection::Write {
-                    return Err(format!("{place}: a root complex workload can only write (direction = \"write\")"));
-                }
             }
             (NodeKind::RootComplex { .. }, NodeKind::Endpoint { .. } | NodeKind::RootComplex { .. }) if direction == DmaDirection::Write && source != target => {}
-            (NodeKind::RootComplex { .. }, NodeKind::Endpoint { .. }) => {
-                return Err(format!("{place}: a root complex workload can only write (direction = \"write\")"))
-            }
             (NodeKind::Switch { .. } | NodeKind::Ntb { .. }, _) => return Err(format!("{place}: {:?} is a switch or bridge; a workload runs on an endpoint or a root complex", w.endpoint)),
             _ => return Err(format!("{place}: the target {:?} must be a root complex (or, for a root complex's writes, an endpoint or another domain's root complex)", nodes[target].name)),
         }

@@ -22,8 +22,8 @@ use std::time::Instant;
 use crate::engine::rng::{Latency, Rng};
 use crate::engine::{EventQueue, SimTime};
 use crate::fabric::{
-    Arbitration, CompletionRule, Core, DmaDirection, Forwarding, NodeKind, StorageMix, System,
-    CREDIT_TYPES,
+    Arbitration, CompletionRule, Core, DmaDirection, Doorbell, Forwarding, NodeKind, StorageMix,
+    System, CREDIT_TYPES,
 };
 use crate::pcie::dll::{self, DLLP_BYTES};
 use crate::pcie::flit;
@@ -361,9 +361,8 @@ struct Flow {
     /// Storage writes: bytes the media finished within the measurement window (counted
     /// when the media is done with them, not when PCIe delivered them).
     media_bytes: u64,
-    /// Writes into another domain: transfers per doorbell (0 = none) and the bridge rung.
-    doorbell_every: u64,
-    doorbell_ntb: u32,
+    /// Writes into another domain: the bridge doorbell rung after every few transfers.
+    doorbell: Option<Doorbell>,
     /// Write transfers fully queued so far.
     transfers_queued: u64,
     /// MSIs the target took within the measurement window.
@@ -612,8 +611,7 @@ impl<'a> Simulator<'a> {
                 storage: w.storage,
                 ios: 0,
                 media_bytes: 0,
-                doorbell_every: w.doorbell.map_or(0, |d| d.every as u64),
-                doorbell_ntb: w.doorbell.map_or(NONE, |d| d.ntb as u32),
+                doorbell: w.doorbell,
                 transfers_queued: 0,
                 interrupts: 0,
             })
@@ -1248,12 +1246,7 @@ impl<'a> Simulator<'a> {
             self.audit.credit_violations += 1;
         }
         let n = self.rx_node[c as usize] as usize;
-        if t.dst as usize == n
-            && !matches!(
-                self.nodes[n],
-                NodeState::Root { .. } | NodeState::Endpoint { .. }
-            )
-        {
+        if t.dst as usize == n && matches!(self.nodes[n], NodeState::Switch { .. }) {
             self.at_ntb(n, c, id, t);
             return;
         }
@@ -1436,11 +1429,10 @@ impl<'a> Simulator<'a> {
 
     // ---- non-transparent bridges -----------------------------------------------------
 
-    /// Writes the doorbell of the bridge above flow `f`'s target, behind the data TLP of
-    /// order `order` (posted writes keep their order, so the doorbell follows the data).
-    fn ring_doorbell(&mut self, f: u32, order: u64) {
-        let flow = &self.flows[f as usize];
-        let (src, dst) = (flow.source, flow.doorbell_ntb);
+    /// Writes the doorbell of bridge `dst` (above flow `f`'s target), behind the data TLP
+    /// of order `order` (posted writes keep their order, so the doorbell follows the data).
+    fn ring_doorbell(&mut self, f: u32, dst: u32, order: u64) {
+        let src = self.flows[f as usize].source;
         let out = self.route[src as usize * self.sys.nodes.len() + dst as usize];
         let id = self.new_tlp(Tlp {
             order,
@@ -1565,10 +1557,10 @@ impl<'a> Simulator<'a> {
                 self.push(out, id);
             }
             let flow = &mut self.flows[f as usize];
-            if flow.write_left == 0 && flow.doorbell_every > 0 {
+            if let (0, Some(d)) = (flow.write_left, flow.doorbell) {
                 flow.transfers_queued += 1;
-                if flow.transfers_queued % flow.doorbell_every == 0 {
-                    self.ring_doorbell(f, order);
+                if flow.transfers_queued % d.every as u64 == 0 {
+                    self.ring_doorbell(f, d.ntb as u32, order);
                 }
             }
         }
