@@ -198,3 +198,19 @@ def test_ntb_doorbells_interrupt_the_receiving_host(tmp_path, cli):
     proc = cli("run", str(path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "doorbell_every" in proc.stderr and "non-transparent bridge" in proc.stderr
+
+
+def test_ntb_windows_translate_an_address_into_another_hosts_memory(tmp_path, cli):
+    """ep1 writes 0xC000_1000: nt1 and nt2 translate it into ep2's memory (the CLI shows how)."""
+    scenario = NTB_SCENARIO.parent / "ntb-windows.toml"
+    proc = cli("run", str(scenario))
+    assert proc.returncode == 0, proc.stderr
+    assert "0xc0001000 -> nt1 -> 0xa0001000 -> nt2 -> 0x10001000 (ep2)" in proc.stdout
+    flow = tlpsim.run(tlpsim.load_scenario(scenario)).to_dict()["flows"][0]
+    assert flow["target"] == "ep2" and flow["bytes"] > 0
+    # An address no window claims is the writer's own memory: one line naming the windows.
+    path = tmp_path / "bad.toml"
+    path.write_text(scenario.read_text().replace('"0xC000_1000"', '"0xB000_0000"'))
+    proc = cli("run", str(path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "own memory" in proc.stderr and "0xc0000000..0xd0000000" in proc.stderr

@@ -128,10 +128,13 @@ def run_cmd(
         emit(_run_rows(result), format, [])
     else:
         emit(result.flow_rows(), format, [
-            ("name", " flow", ""), ("bytes", "bytes", ","), ("throughput_gbps", "Gb/s", ".3f"),
+            ("name", " flow", ""), ("target", " target", ""), ("bytes", "bytes", ","), ("throughput_gbps", "Gb/s", ".3f"),
             ("latency_ns_mean", "latency mean ns", ".1f"), ("latency_ns_p50", "p50 ns", ".0f"),
             ("latency_ns_p99", "p99 ns", ".0f"), ("latency_ns_max", "max ns", ".0f"), ("requests", "requests", ","),
         ], title=f"{scenario.name}: flows")  # fmt: skip
+        for f in result.flows:
+            if f.get("address"):
+                console().print(f"{f['name']}: address {f['address']}")
         emit(result.links, format, [
             ("name", " link", ""), ("direction", " dir", ""), ("utilization", "utilization", "%"),
             ("payload_gbps", "payload Gb/s", ".3f"), ("tlps", "TLPs", ","), ("dllps", "DLLPs", ","),

@@ -122,6 +122,8 @@ pub enum NodeKind {
     Ntb {
         /// Port-to-port latency, address translation included.
         latency: SimTime,
+        /// Its memory windows (BARs) on either side, with their translations.
+        windows: Vec<NtbWindow>,
     },
     /// An endpoint (a DMA engine, or a storage HBA with its drives).
     Endpoint {
@@ -132,6 +134,67 @@ pub enum NodeKind {
         /// The Ethernet side of a NIC (None unless the endpoint is a NIC).
         nic: Option<NicSpec>,
     },
+}
+
+/// The side of a non-transparent bridge a memory window faces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NtbSide {
+    /// A BAR in the domain above the bridge: TLPs into it cross downward.
+    Up,
+    /// A BAR in the domain below the bridge: TLPs into it cross upward.
+    Down,
+}
+
+/// A memory window of a non-transparent bridge: a BAR of `size` bytes at `base` in the
+/// domain on `side`; a TLP addressed `base + offset` leaves on the other side addressed
+/// `translate + offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NtbWindow {
+    /// The domain whose address space holds the BAR.
+    pub side: NtbSide,
+    /// BAR address (a multiple of `size`).
+    pub base: u64,
+    /// Window size in bytes (a power of two).
+    pub size: u64,
+    /// Address in the other domain that `base` maps to (a multiple of `size`).
+    pub translate: u64,
+}
+
+impl NtbWindow {
+    /// The translated address of `[addr, addr + len)` if it lies wholly in this window;
+    /// `Err(())` if it starts inside but runs past the end.
+    pub fn translate(&self, addr: u64, len: u64) -> Option<Result<u64, ()>> {
+        let off = addr.checked_sub(self.base).filter(|&o| o < self.size)?;
+        Some(if off + len <= self.size {
+            Ok(self.translate + off)
+        } else {
+            Err(())
+        })
+    }
+}
+
+/// Where a workload's `target_address` leads: the address in the source's domain and each
+/// bridge crossed with the address on its far side (the last one lies in the target's
+/// memory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddressPath {
+    /// The address the source writes or reads, in its own domain.
+    pub address: u64,
+    /// Bridges crossed, in order, with the translated address beyond each.
+    pub crossings: Vec<(NodeId, u64)>,
+}
+
+impl AddressPath {
+    /// "0x80001000 -> nt1 -> 0x20001000 -> nt2 -> 0x1000 (ep2)": the address as each bridge
+    /// passes it on, ending in `target`'s memory.
+    pub fn describe(&self, nodes: &[NodeSpec], target: NodeId) -> String {
+        let mut s = format!("{:#x}", self.address);
+        for (b, a) in &self.crossings {
+            s.push_str(&format!(" -> {} -> {a:#x}", nodes[*b].name));
+        }
+        s.push_str(&format!(" ({})", nodes[target].name));
+        s
+    }
 }
 
 /// The Ethernet side of a Gigabit Ethernet NIC: ports, receive FIFO, descriptor rings,
@@ -301,6 +364,8 @@ pub struct WorkloadSpec {
     pub tlp_payload: u32,
     /// Writes into another domain: the doorbell rung after every few transfers.
     pub doorbell: Option<Doorbell>,
+    /// The target given as an address: the windows it crosses (None when named).
+    pub address: Option<AddressPath>,
 }
 
 /// A non-transparent bridge's doorbell, rung by a writer after every `every` transfers; the

@@ -14,10 +14,11 @@ use serde::Deserialize;
 use crate::engine::rng::Latency;
 use crate::engine::SimTime;
 use crate::error::ConfigError;
+use crate::fabric::AddressPath;
 use crate::fabric::{
     Arbitration, BridgeSpec, CompletionRule, Core, CpuSpec, Credits, DmaDirection, Doorbell,
-    Forwarding, HostBridgeSpec, LinkSpec, MediaSpec, NicSpec, NodeId, NodeKind, NodeSpec,
-    PcieSettings, StorageMix, System, WorkloadSpec, SCRATCHPAD_BYTES,
+    Forwarding, HostBridgeSpec, LinkSpec, MediaSpec, NicSpec, NodeId, NodeKind, NodeSpec, NtbSide,
+    NtbWindow, PcieSettings, StorageMix, System, WorkloadSpec, SCRATCHPAD_BYTES,
 };
 use crate::pcie::phy::{self, Generation};
 use crate::pcie::tlp::{self, Addressing};
@@ -213,6 +214,25 @@ pub struct NtbSection {
     pub latency: Option<String>,
     /// Credits each side advertises.
     pub credits: Option<CreditsSection>,
+    /// Memory windows (BARs) with their address translation (default none: cross-domain
+    /// targets are then named, not addressed).
+    #[serde(default)]
+    pub window: Vec<NtbWindowSection>,
+}
+
+/// `[[ntb.window]]`: a BAR of a non-transparent bridge and where it lands on the far side.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NtbWindowSection {
+    /// "up" (a BAR in the domain above: TLPs into it cross downward) or "down" (a BAR the
+    /// host below sees: TLPs into it cross upward).
+    pub side: String,
+    /// BAR address in that side's domain, e.g. "0x8000_0000" (a multiple of size).
+    pub base: String,
+    /// Window size, a power of two, e.g. "256MiB".
+    pub size: String,
+    /// Address on the far side that base maps to, e.g. "0x1_0000_0000" (a multiple of size).
+    pub translate: String,
 }
 
 /// `[[endpoint]]`.
@@ -326,6 +346,10 @@ pub struct WorkloadSection {
     pub endpoint: String,
     /// Whose memory: default the root complex above the endpoint.
     pub target: Option<String>,
+    /// Instead of target: the address written or read, in the source's domain, e.g.
+    /// "0x8000_0000"; non-transparent bridges' windows translate it into the domain whose
+    /// root complex's memory it reaches.
+    pub target_address: Option<String>,
     /// DMA only: "read", "write" or "both".
     pub direction: Option<String>,
     /// DMA only: bytes per transfer, e.g. "4KiB".
@@ -740,6 +764,7 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
         let place = format!("[[ntb]] {} ({})", i + 1, nt.name);
         let kind = NodeKind::Ntb {
             latency: duration(&place, "latency", &nt.latency, "150ns")?,
+            windows: ntb_windows(&place, &nt.window)?,
         };
         let credits = credits(&place, &nt.credits, DEFAULT_SWITCH_CREDITS)?;
         add(
@@ -1055,6 +1080,7 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
         }
     }
 
+    let window_map = WindowMap::new(&nodes, &links, &upstream_of)?;
     let mut workloads = Vec::new();
     for (i, w) in f.workload.iter().enumerate() {
         let place = format!("[[workload]] {} ({})", i + 1, w.name);
@@ -1189,14 +1215,27 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             }
             n
         };
-        let target = match &w.target {
-            Some(t) => *names.get(t.as_str()).ok_or_else(|| {
+        let mut address = None;
+        let target = match (&w.target, &w.target_address) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "{place}: give target (a node) or target_address (an address), not both"
+                ))
+            }
+            (None, Some(text)) => {
+                let a = units::parse_address("target_address", text).map_err(at(&place))?;
+                let (t, path) =
+                    window_map.resolve(&place, text, a, transfer_size, source, &nodes)?;
+                address = Some(path);
+                t
+            }
+            (Some(t), None) => *names.get(t.as_str()).ok_or_else(|| {
                 format!(
                     "{place}: target {t:?} is not a node; known nodes: {}",
                     known()
                 )
             })?,
-            None => match nodes[source].kind {
+            (None, None) => match nodes[source].kind {
                 NodeKind::Endpoint { .. } => root_above(source),
                 _ => {
                     return Err(format!(
@@ -1299,6 +1338,7 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             bridge: None,
             tlp_payload,
             doorbell,
+            address,
         });
     }
     let cpu = match &f.cpu {
@@ -1319,6 +1359,235 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
 }
 
 /// Checks an Ethernet bridging workload: a NIC, a frame size, a load, and a `[cpu]`.
+/// An NTB's `[[ntb.window]]` tables, checked: a side, a power-of-two size, base and
+/// translation aligned to it (a BAR is naturally aligned; the translation register ignores
+/// the bits below the size), no two windows of one side overlapping.
+fn ntb_windows(place: &str, sections: &[NtbWindowSection]) -> Result<Vec<NtbWindow>, String> {
+    let mut out: Vec<NtbWindow> = Vec::new();
+    for (k, w) in sections.iter().enumerate() {
+        let place = format!("{place} window {}", k + 1);
+        let side = words(
+            &place,
+            "side",
+            &Some(w.side.clone()),
+            &[("up", NtbSide::Up), ("down", NtbSide::Down)],
+        )?;
+        let base = units::parse_address("base", &w.base).map_err(at(&place))?;
+        let size = units::parse_address("size", &w.size).map_err(at(&place))?;
+        let translate = units::parse_address("translate", &w.translate).map_err(at(&place))?;
+        if !size.is_power_of_two() {
+            return Err(at(&place)(ConfigError::not_allowed(
+                "size",
+                format!("{:?}", w.size),
+                "a power of two (a BAR's size), e.g. \"1MiB\"",
+            )));
+        }
+        for (key, v, text) in [
+            ("base", base, &w.base),
+            ("translate", translate, &w.translate),
+        ] {
+            if v % size != 0 || v.checked_add(size - 1).is_none() {
+                return Err(at(&place)(ConfigError::not_allowed(
+                    key,
+                    format!("{text:?}"),
+                    format!("a multiple of the window size ({size:#x} B) that leaves room for it below 2^64"),
+                )));
+            }
+        }
+        let win = NtbWindow {
+            side,
+            base,
+            size,
+            translate,
+        };
+        if let Some(j) = out
+            .iter()
+            .position(|o| o.side == side && o.base < base + size && base < o.base + o.size)
+        {
+            return Err(format!(
+                "{place}: overlaps window {} on the same side ({:#x}..{:#x}); windows of one side need \
+                 disjoint address ranges",
+                j + 1,
+                out[j].base,
+                out[j].base + out[j].size
+            ));
+        }
+        out.push(win);
+    }
+    Ok(out)
+}
+
+/// The address domain of node `n`: the root complex it sits under (itself for a root
+/// complex), or `nodes.len() + b` below a bridge `b` with no root complex in between.
+fn domain_of(
+    n: NodeId,
+    nodes: &[NodeSpec],
+    links: &[LinkSpec],
+    upstream_of: &[Option<usize>],
+) -> usize {
+    let mut cur = n;
+    loop {
+        if matches!(nodes[cur].kind, NodeKind::RootComplex { .. }) {
+            return cur;
+        }
+        let Some(l) = upstream_of[cur] else {
+            return cur;
+        };
+        let up = links[l].up;
+        if matches!(nodes[up].kind, NodeKind::Ntb { .. }) {
+            return nodes.len() + up;
+        }
+        cur = up;
+    }
+}
+
+/// Every bridge window with the domain it sits in and the domain it leads to.
+struct WindowMap {
+    /// (bridge, window, domain of its BAR, domain beyond).
+    windows: Vec<(NodeId, NtbWindow, usize, usize)>,
+    /// The domain of each node.
+    domain: Vec<usize>,
+}
+
+impl WindowMap {
+    fn new(
+        nodes: &[NodeSpec],
+        links: &[LinkSpec],
+        upstream_of: &[Option<usize>],
+    ) -> Result<Self, String> {
+        let mut windows: Vec<(NodeId, NtbWindow, usize, usize)> = Vec::new();
+        for (b, node) in nodes.iter().enumerate() {
+            let NodeKind::Ntb { windows: ws, .. } = &node.kind else {
+                continue;
+            };
+            let above = domain_of(b, nodes, links, upstream_of);
+            let below = links
+                .iter()
+                .find(|l| l.up == b)
+                .map_or(nodes.len() + b, |l| {
+                    domain_of(l.down, nodes, links, upstream_of)
+                });
+            for w in ws {
+                let (here, there) = match w.side {
+                    NtbSide::Up => (above, below),
+                    NtbSide::Down => (below, above),
+                };
+                if let Some(o) = windows.iter().find(|o| {
+                    o.2 == here && o.1.base < w.base + w.size && w.base < o.1.base + o.1.size
+                }) {
+                    return Err(format!(
+                        "[[ntb]] {:?}: its window at {:#x} overlaps a window of {:?} at {:#x} in the \
+                         same address domain; BARs in one domain need disjoint ranges",
+                        node.name, w.base, nodes[o.0].name, o.1.base
+                    ));
+                }
+                windows.push((b, *w, here, there));
+            }
+        }
+        let domain = (0..nodes.len())
+            .map(|n| domain_of(n, nodes, links, upstream_of))
+            .collect();
+        Ok(WindowMap { windows, domain })
+    }
+
+    /// Follows `addr` (a transfer of `len` bytes issued in `source`'s domain) through the
+    /// bridges' windows to the root complex whose memory it reaches.
+    fn resolve(
+        &self,
+        place: &str,
+        text: &str,
+        addr: u64,
+        len: u64,
+        source: NodeId,
+        nodes: &[NodeSpec],
+    ) -> Result<(NodeId, AddressPath), String> {
+        let mut dom = self.domain[source];
+        let mut a = addr;
+        let mut crossings: Vec<(NodeId, u64)> = Vec::new();
+        while let Some((b, w, _, there)) = self
+            .windows
+            .iter()
+            .find(|o| o.2 == dom && o.1.translate(a, len).is_some())
+        {
+            let Some(Ok(next)) = w.translate(a, len) else {
+                return Err(format!(
+                    "{place}: the {len}-byte transfer at {a:#x} runs past the end of {:?}'s window \
+                     {:#x}..{:#x}; move target_address or enlarge the window",
+                    nodes[*b].name,
+                    w.base,
+                    w.base + w.size
+                ));
+            };
+            crossings.push((*b, next));
+            if crossings.len() > self.windows.len() {
+                return Err(format!(
+                    "{place}: target_address {text} is translated round in a loop by the bridges' \
+                     windows ({})",
+                    crossings
+                        .iter()
+                        .map(|(b, _)| nodes[*b].name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" -> ")
+                ));
+            }
+            dom = *there;
+            a = next;
+        }
+        let is_rc =
+            |d: usize| d < nodes.len() && matches!(nodes[d].kind, NodeKind::RootComplex { .. });
+        if crossings.is_empty() && matches!(nodes[source].kind, NodeKind::RootComplex { .. }) {
+            return Err(format!(
+                "{place}: target_address {text} is {:?}'s own memory: no window of a \
+                 non-transparent bridge in its domain claims it (windows there: {})",
+                nodes[source].name,
+                self.listing(dom)
+            ));
+        }
+        if !is_rc(dom) {
+            let b = dom - nodes.len();
+            return Err(format!(
+                "{place}: target_address {text} reaches the domain below {:?} at {a:#x}, which \
+                 has no root complex whose memory it could be",
+                nodes[b].name
+            ));
+        }
+        if dom == source {
+            return Err(format!(
+                "{place}: target_address {text} comes back to {:?}'s own memory through {}; a \
+                 flow must leave its domain",
+                nodes[source].name,
+                crossings
+                    .iter()
+                    .map(|(b, _)| nodes[*b].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" -> ")
+            ));
+        }
+        Ok((
+            dom,
+            AddressPath {
+                address: addr,
+                crossings,
+            },
+        ))
+    }
+
+    /// The windows whose BARs lie in domain `dom`, for messages.
+    fn listing(&self, dom: usize) -> String {
+        let v: Vec<String> = self
+            .windows
+            .iter()
+            .filter(|o| o.2 == dom)
+            .map(|o| format!("{:#x}..{:#x}", o.1.base, o.1.base + o.1.size))
+            .collect();
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(", ")
+        }
+    }
+}
+
 fn bridge_workload(
     place: &str,
     w: &WorkloadSection,
@@ -1392,6 +1661,7 @@ fn bridge_workload(
         bridge: Some(BridgeSpec { frame_size, load }),
         tlp_payload: u32::MAX, // NIC writes are MPS-sized
         doorbell: None,
+        address: None,
     })
 }
 

@@ -82,6 +82,34 @@ pub fn parse_bytes(setting: &'static str, text: &str) -> Result<u64> {
     Ok(bytes as u64)
 }
 
+/// Parses a memory address (or window size): hex with `0x` (underscores allowed, e.g.
+/// "0x8000_0000"), a plain decimal number, or a byte count with a unit ("2GiB").
+pub fn parse_address(setting: &'static str, text: &str) -> Result<u64> {
+    let t: String = text.trim().chars().filter(|&c| c != '_').collect();
+    let exact = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(u64::from_str_radix(hex, 16).ok())
+    } else if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
+        Some(t.parse::<u64>().ok())
+    } else {
+        None
+    };
+    match exact {
+        Some(Some(a)) => Ok(a),
+        Some(None) => Err(ConfigError::not_allowed(
+            setting,
+            format!("{text:?}"),
+            "a 64-bit address, hex (\"0x8000_0000\") or decimal",
+        )),
+        None => parse_bytes(setting, text).map_err(|_| {
+            ConfigError::not_allowed(
+                setting,
+                format!("{text:?}"),
+                "an address: hex (\"0x8000_0000\"), decimal, or a size with a unit (\"2GiB\")",
+            )
+        }),
+    }
+}
+
 /// Parses a data rate into bytes per second: a number and one of `GB/s`, `MB/s`, `KB/s`,
 /// `B/s` (decimal bytes) or `Gb/s`, `Mb/s` (bits).
 pub fn parse_bandwidth(setting: &'static str, text: &str) -> Result<f64> {
@@ -158,6 +186,21 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("KiB"));
+        }
+    }
+
+    #[test]
+    fn addresses() {
+        assert_eq!(parse_address("a", "0x8000_0000").unwrap(), 0x8000_0000);
+        assert_eq!(
+            parse_address("a", "0xFFFF_FFFF_FFFF_F000").unwrap(),
+            0xFFFF_FFFF_FFFF_F000
+        );
+        assert_eq!(parse_address("a", "4096").unwrap(), 4096);
+        assert_eq!(parse_address("a", "2GiB").unwrap(), 1 << 31);
+        for bad in ["0x1_0000_0000_0000_0000", "0xg", "two", ""] {
+            let e = parse_address("base", bad).unwrap_err().to_string();
+            assert!(e.starts_with("base ") && e.contains("0x8000_0000"), "{e}");
         }
     }
 

@@ -658,3 +658,125 @@ fn doorbell_and_scratchpad_mistakes_get_one_clear_message() {
         "{e}"
     );
 }
+
+/// The scenario file with ep1 writing into ep2's memory through two bridges' windows.
+fn windows_scenario() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/ntb-windows.toml"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn an_address_crosses_each_bridge_window_into_the_memory_it_maps() {
+    let text = windows_scenario();
+    let sys = load_str(&text, "windows.toml").unwrap();
+    let (nt1, nt2) = (sys.node("nt1").unwrap(), sys.node("nt2").unwrap());
+    let w = &sys.workloads[0];
+    assert_eq!(w.target, sys.node("ep2").unwrap());
+    let path = w.address.as_ref().unwrap();
+    assert_eq!(path.address, 0xC000_1000);
+    assert_eq!(path.crossings, vec![(nt1, 0xA000_1000), (nt2, 0x1000_1000)]);
+    // The same flow addressed or named gives the same run, bit for bit.
+    let addressed = run(&sys).unwrap();
+    let named = text.replace("target_address = \"0xC000_1000\"", "target = \"ep2\"");
+    let named = run(&load_str(&named, "windows.toml").unwrap()).unwrap();
+    assert!(addressed.audit.passed, "{:?}", addressed.audit);
+    assert_eq!(addressed.flows[0].bytes, named.flows[0].bytes);
+    assert_eq!(addressed.flows[0].latency_ns, named.flows[0].latency_ns);
+    assert_eq!(
+        addressed.flows[0].address.as_deref(),
+        Some("0xc0001000 -> nt1 -> 0xa0001000 -> nt2 -> 0x10001000 (ep2)")
+    );
+    assert_eq!(named.flows[0].address, None);
+    // Point nt1's host-side window at the root processor's memory instead: one crossing.
+    let to_root = text
+        .replacen(
+            "translate = \"0xA000_0000\"",
+            "translate = \"0x4000_0000\"",
+            1,
+        )
+        .replace("doorbell_every = 1\n", "");
+    let sys = load_str(&to_root, "windows.toml").unwrap();
+    let w = &sys.workloads[0];
+    assert_eq!(w.target, sys.node("rp").unwrap());
+    assert_eq!(
+        w.address.as_ref().unwrap().crossings,
+        vec![(nt1, 0x4000_1000)]
+    );
+}
+
+#[test]
+fn window_mistakes_get_one_clear_message() {
+    let text = windows_scenario();
+    let cases: [(String, &[&str]); 9] = [
+        (
+            text.replace(
+                "target_address = \"0xC000_1000\"",
+                "target_address = \"0xB000_0000\"",
+            ),
+            &[
+                "0xB000_0000",
+                "\"ep1\"'s own memory",
+                "0xc0000000..0xd0000000",
+            ],
+        ),
+        (
+            text.replace(
+                "target_address = \"0xC000_1000\"",
+                "target_address = \"0xCFFF_FC00\"",
+            ),
+            &["1514-byte transfer", "runs past the end", "\"nt1\""],
+        ),
+        (
+            text.replacen("size = \"256MiB\"", "size = \"3MiB\"", 1),
+            &["[[ntb]] 1 (nt1) window 1", "size \"3MiB\"", "power of two"],
+        ),
+        (
+            text.replacen("base = \"0x9000_0000\"", "base = \"0x9000_1000\"", 1),
+            &[
+                "window 1",
+                "base \"0x9000_1000\"",
+                "multiple of the window size",
+            ],
+        ),
+        (
+            text.replace(
+                "target_address = \"0xC000_1000\"",
+                "target_address = \"0xC000_1000\"\ntarget = \"ep2\"",
+            ),
+            &["not both"],
+        ),
+        (
+            text.replacen("base = \"0xA000_0000\"", "base = \"0x9000_0000\"", 1),
+            &["\"nt2\"", "overlaps a window of \"nt1\""],
+        ),
+        (
+            text.replacen(
+                "translate = \"0xA000_0000\"",
+                "translate = \"0x9000_0000\"",
+                1,
+            ),
+            &["comes back to \"ep1\"'s own memory", "nt1 -> nt1"],
+        ),
+        (
+            text.replacen("side = \"up\"", "side = \"sideways\"", 1),
+            &["side", "\"sideways\"", "up", "down"],
+        ),
+        (
+            text.replace(
+                "target_address = \"0xC000_1000\"",
+                "target_address = \"0xC000_zz\"",
+            ),
+            &["target_address", "0x8000_0000"],
+        ),
+    ];
+    for (bad, wants) in cases {
+        let e = load_str(&bad, "windows.toml").unwrap_err().to_string();
+        assert!(e.contains("windows.toml"), "{e}");
+        for want in wants {
+            assert!(e.contains(want), "missing {want:?} in: {e}");
+        }
+    }
+}

@@ -572,7 +572,7 @@ impl<'a> Simulator<'a> {
                     },
                 },
                 // A two-port crossbar: cut-through unless the egress side is the faster one.
-                NodeKind::Ntb { latency } => NodeState::Switch {
+                NodeKind::Ntb { latency, .. } => NodeState::Switch {
                     ports: ports[i].len(),
                     table: hop_table(i, Forwarding::CutThrough, *latency, &[]),
                     bus: None,
@@ -1447,7 +1447,7 @@ impl<'a> Simulator<'a> {
     fn at_ntb(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
         let now = self.now();
         let latency = match self.sys.nodes[n].kind {
-            NodeKind::Ntb { latency } => latency,
+            NodeKind::Ntb { latency, .. } => latency,
             _ => SimTime::ZERO,
         };
         self.rx_release(c, t.class(), 1, t.data_credits());
@@ -1675,6 +1675,11 @@ impl<'a> Simulator<'a> {
                 latency_ns: f.latency.summary(),
                 requests: f.latency.count(),
                 interrupts: f.interrupts,
+                target: self.sys.nodes[w.target].name.clone(),
+                address: w
+                    .address
+                    .as_ref()
+                    .map(|a| a.describe(&self.sys.nodes, w.target)),
             })
             .collect();
         for t in self.tlps.iter().filter(|t| t.live) {

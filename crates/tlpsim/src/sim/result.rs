@@ -33,6 +33,12 @@ pub struct FlowResult {
     pub requests: u64,
     /// Interrupts the target took (MSIs a non-transparent bridge sent for its doorbells).
     pub interrupts: u64,
+    /// The node whose memory the flow reads or writes.
+    pub target: String,
+    /// For a `target_address`: the address and each bridge's translation of it, e.g.
+    /// "0x80001000 -> nt1 -> 0x20001000 -> nt2 -> 0x1000 (ep2)".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
 }
 
 /// One link direction's results over the measured window.
