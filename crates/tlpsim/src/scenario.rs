@@ -1247,7 +1247,7 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
         };
         match (&nodes[source].kind, &nodes[target].kind) {
             (NodeKind::Endpoint { .. }, NodeKind::RootComplex { .. }) => {}
-            (NodeKind::RootComplex { .. }, NodeKind::Endpoint { .. } | NodeKind::Ntb { .. }) if direction != DmaDirection::Write => {
+            (NodeKind::RootComplex { .. }, NodeKind::Endpoint { .. }) if direction != DmaDirection::Write => {
                 return Err(format!("{place}: a root complex workload can only write (direction = \"write\")"))
             }
             (NodeKind::Endpoint { .. } | NodeKind::RootComplex { .. }, NodeKind::Ntb { .. }) => {

@@ -780,3 +780,32 @@ fn window_mistakes_get_one_clear_message() {
         }
     }
 }
+
+#[test]
+fn a_host_reads_bridge_scratchpads_near_and_far() {
+    let text = windows_scenario();
+    let base = &text[..text.find("[[workload]]").unwrap()];
+    let read = |reader: &str, nt2_latency: &str| {
+        let text = base.replacen(
+            "[[ntb]]\nname = \"nt2\"",
+            &format!("[[ntb]]\nname = \"nt2\"\nlatency = \"{nt2_latency}\""),
+            1,
+        ) + &format!(
+            "[[workload]]\nname = \"spad\"\nkind = \"dma\"\nendpoint = \"{reader}\"\n\
+             target = \"nt2\"\ndirection = \"read\"\ntransfer_size = \"4B\"\noutstanding = 1\n"
+        );
+        let r = run(&load_str(&text, "spad.toml").unwrap()).unwrap();
+        assert!(r.audit.passed, "{:?}", r.audit);
+        assert_eq!(r.audit.order_violations, 0);
+        let f = &r.flows[0];
+        assert!(f.requests > 100, "{reader}: {} reads", f.requests);
+        assert_eq!(f.bytes, 4 * f.requests, "{reader}");
+        f.latency_ns.mean
+    };
+    // ep2 reads the bridge just above it; ep1 reads it across nt1 and the switch.
+    let (near, far) = (read("ep2", "150ns"), read("ep1", "150ns"));
+    assert!(far > near + 300.0, "near {near} ns, far {far} ns");
+    // The read is answered by the bridge: its latency counts once.
+    let slower = read("ep2", "450ns");
+    assert!((slower - near - 300.0).abs() < 10.0, "{near} -> {slower}");
+}

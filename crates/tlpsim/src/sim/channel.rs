@@ -301,28 +301,33 @@ impl Channel {
         }
         let n = self.inputs.len();
         let mut blocked = Blocked::Empty;
-        for i in 0..n {
-            let idx = (self.current + i) % n;
+        let mut idx = self.current;
+        for _ in 0..n {
             let input = &self.inputs[idx];
-            let mut heads: [(u64, usize); 3] = [(u64::MAX, 0), (u64::MAX, 1), (u64::MAX, 2)];
-            for (c, q) in input.queues.iter().enumerate() {
-                if let Some(h) = q.front() {
-                    heads[c].0 = h.stamp;
+            // Candidates oldest first: a non-posted request or completion only if it is older
+            // than the posted head (nothing passes an older posted request), then the posted
+            // head.
+            let stamp = |c: usize| input.queues[c].front().map_or(u64::MAX, |q| q.stamp);
+            let posted = stamp(0);
+            let (np, cpl) = (stamp(1), stamp(2));
+            let mut order = [usize::MAX; 3];
+            let mut k = 0;
+            let (first, second) = if np < cpl { (1, 2) } else { (2, 1) };
+            for (c, st) in [(first, np.min(cpl)), (second, np.max(cpl))] {
+                if st < posted {
+                    order[k] = c;
+                    k += 1;
                 }
             }
-            heads.sort_unstable();
-            let posted_stamp = input.queues[0].front().map_or(u64::MAX, |q| q.stamp);
+            if posted != u64::MAX {
+                order[k] = 0;
+            }
             let mut chosen = None;
-            for &(stamp, c) in &heads {
-                if stamp == u64::MAX {
-                    break;
-                }
-                if c != 0 && posted_stamp < stamp {
-                    continue; // may not pass an older posted request
-                }
+            for &c in order.iter().take_while(|&&c| c != usize::MAX) {
                 let class = [FcClass::Posted, FcClass::NonPosted, FcClass::Completion][c];
-                let head = input.queues[c].front().copied();
-                let Some(head) = head else { continue };
+                let Some(head) = input.queues[c].front() else {
+                    continue;
+                };
                 match self.has_credits(class, head.data_credits) {
                     Ok(()) => {
                         if self.replay_bytes as u64 + head.bytes as u64
@@ -354,6 +359,10 @@ impl Channel {
                     self.left = self.inputs[self.current].weight;
                 }
                 return Ok((entry, class));
+            }
+            idx += 1;
+            if idx == n {
+                idx = 0;
             }
         }
         Err(blocked)

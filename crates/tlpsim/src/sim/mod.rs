@@ -234,6 +234,9 @@ impl Throttle {
     }
 }
 
+/// Reads a root complex's CPUs may have outstanding at once (uncached MMIO reads).
+const ROOT_READ_TAGS: u32 = 32;
+
 #[derive(Debug)]
 enum NodeState {
     Root {
@@ -241,6 +244,8 @@ enum NodeState {
         memory: Option<Throttle>,
         bridge: Option<usize>,
         cpl_size: u32,
+        /// Tags for the CPU's own reads (of a bridge's scratchpad registers).
+        free_tags: u32,
     },
     Switch {
         ports: usize,
@@ -556,6 +561,7 @@ impl<'a> Simulator<'a> {
                         CompletionRule::Rcb => sys.pcie.rcb.min(mps),
                         CompletionRule::Mps => mps,
                     },
+                    free_tags: ROOT_READ_TAGS,
                 },
                 NodeKind::Switch {
                     forwarding,
@@ -1272,18 +1278,19 @@ impl<'a> Simulator<'a> {
                 }
                 self.push(out, id);
             }
-            NodeState::Root { .. } => self.at_root(n, c, id, t),
+            NodeState::Root { .. } => self.at_root(n, c, id, t, head),
             NodeState::Endpoint { .. } => self.at_endpoint(n, c, id, t, head),
         }
     }
 
-    fn at_root(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
+    fn at_root(&mut self, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
         let now = self.now();
         let NodeState::Root {
             read_latency,
             memory,
             bridge,
             cpl_size,
+            ..
         } = &mut self.nodes[n]
         else {
             return;
@@ -1346,6 +1353,11 @@ impl<'a> Simulator<'a> {
             }
             _ => {
                 self.rx_release(c, t.class(), 1, t.data_credits());
+                if t.kind == TlpKind::CplD && t.role == Role::Flow {
+                    // The CPU's own read (of a bridge's scratchpads) completes.
+                    self.completion_arrived(n, id, t, head);
+                    return;
+                }
                 self.deliver(id);
                 if t.role != Role::Flow {
                     self.nic_at_root(&t);
@@ -1364,67 +1376,75 @@ impl<'a> Simulator<'a> {
         match t.kind {
             TlpKind::MWr => self.write_arrived(t, now),
             TlpKind::CplD => {
-                let r = self.reqs[t.req as usize];
-                let f = r.flow as usize;
-                if t.order != r.next_offset {
-                    self.audit.order_violations += 1;
-                }
-                let measuring = self.measuring;
-                // A storage write: the media takes the data as it arrives; its bytes count
-                // when the media is done with them.
-                let media_done = match &mut self.nodes[n] {
-                    NodeState::Endpoint { media: Some(m), .. } => {
-                        Some(m.pass(now, t.payload, false))
-                    }
-                    _ => None,
-                };
-                let flow = &mut self.flows[f];
-                if let Some(done) = media_done {
-                    if done >= self.sys.warmup && done < self.sys.duration {
-                        flow.media_bytes += t.payload as u64;
-                    }
-                } else if measuring {
-                    flow.bytes += t.payload as u64;
-                }
-                if measuring && !r.answered {
-                    flow.latency.record((head - r.issued).as_ns_f64());
-                }
-                let req = &mut self.reqs[t.req as usize];
-                req.answered = true;
-                req.next_offset += t.payload as u64;
-                req.remaining -= t.payload.min(req.remaining);
-                if req.remaining == 0 {
-                    self.free_reqs.push(t.req);
-                    if let NodeState::Endpoint { free_tags, .. } = &mut self.nodes[n] {
-                        *free_tags += 1;
-                    }
-                    let slot = r.transfer as usize;
-                    let flow = &mut self.flows[f];
-                    flow.transfer_left[slot] -= r.length as u64;
-                    if flow.transfer_left[slot] == 0 {
-                        let done = media_done.unwrap_or(now);
-                        if done > now {
-                            self.q.schedule(
-                                done,
-                                Ev::MediaDone {
-                                    flow: f as u32,
-                                    slot: slot as u32,
-                                },
-                            );
-                        } else {
-                            let flow = &mut self.flows[f];
-                            flow.active -= 1;
-                            flow.free_transfers.push(slot as u32);
-                        }
-                    }
-                }
-                self.deliver(id);
-                self.issue_reads(f as u32);
+                self.completion_arrived(n, id, t, head);
                 return;
             }
             _ => {}
         }
         self.deliver(id);
+    }
+
+    /// Read data for a flow reached its requester `n` (an endpoint, or a root complex reading
+    /// a bridge's scratchpads): counts it, records the latency at the first completion, and
+    /// frees the tag and transfer when the request is complete.
+    fn completion_arrived(&mut self, n: usize, id: u32, t: Tlp, head: SimTime) {
+        let now = self.now();
+        let r = self.reqs[t.req as usize];
+        let f = r.flow as usize;
+        if t.order != r.next_offset {
+            self.audit.order_violations += 1;
+        }
+        let measuring = self.measuring;
+        // A storage write: the media takes the data as it arrives; its bytes count
+        // when the media is done with them.
+        let media_done = match &mut self.nodes[n] {
+            NodeState::Endpoint { media: Some(m), .. } => Some(m.pass(now, t.payload, false)),
+            _ => None,
+        };
+        let flow = &mut self.flows[f];
+        if let Some(done) = media_done {
+            if done >= self.sys.warmup && done < self.sys.duration {
+                flow.media_bytes += t.payload as u64;
+            }
+        } else if measuring {
+            flow.bytes += t.payload as u64;
+        }
+        if measuring && !r.answered {
+            flow.latency.record((head - r.issued).as_ns_f64());
+        }
+        let req = &mut self.reqs[t.req as usize];
+        req.answered = true;
+        req.next_offset += t.payload as u64;
+        req.remaining -= t.payload.min(req.remaining);
+        if req.remaining == 0 {
+            self.free_reqs.push(t.req);
+            if let NodeState::Endpoint { free_tags, .. } | NodeState::Root { free_tags, .. } =
+                &mut self.nodes[n]
+            {
+                *free_tags += 1;
+            }
+            let slot = r.transfer as usize;
+            let flow = &mut self.flows[f];
+            flow.transfer_left[slot] -= r.length as u64;
+            if flow.transfer_left[slot] == 0 {
+                let done = media_done.unwrap_or(now);
+                if done > now {
+                    self.q.schedule(
+                        done,
+                        Ev::MediaDone {
+                            flow: f as u32,
+                            slot: slot as u32,
+                        },
+                    );
+                } else {
+                    let flow = &mut self.flows[f];
+                    flow.active -= 1;
+                    flow.free_transfers.push(slot as u32);
+                }
+            }
+        }
+        self.deliver(id);
+        self.issue_reads(f as u32);
     }
 
     // ---- non-transparent bridges -----------------------------------------------------
@@ -1573,9 +1593,10 @@ impl<'a> Simulator<'a> {
         let mrrs = self.sys.pcie.mrrs as u64;
         loop {
             let flow = &mut self.flows[f as usize];
-            let NodeState::Endpoint { free_tags, media } = &mut self.nodes[flow.source as usize]
-            else {
-                return;
+            let (free_tags, media) = match &mut self.nodes[flow.source as usize] {
+                NodeState::Endpoint { free_tags, media } => (free_tags, media.as_mut()),
+                NodeState::Root { free_tags, .. } => (free_tags, None),
+                NodeState::Switch { .. } => return,
             };
             if *free_tags == 0 {
                 return;
