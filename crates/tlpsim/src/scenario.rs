@@ -1358,10 +1358,9 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
     })
 }
 
-/// Checks an Ethernet bridging workload: a NIC, a frame size, a load, and a `[cpu]`.
-/// An NTB's `[[ntb.window]]` tables, checked: a side, a power-of-two size, base and
+/// An NTB's `[[ntb.window]]` tables, checked: a side, a power-of-two size, and base and
 /// translation aligned to it (a BAR is naturally aligned; the translation register ignores
-/// the bits below the size), no two windows of one side overlapping.
+/// the bits below the size). Overlaps are checked per domain, in [`WindowMap::new`].
 fn ntb_windows(place: &str, sections: &[NtbWindowSection]) -> Result<Vec<NtbWindow>, String> {
     let mut out: Vec<NtbWindow> = Vec::new();
     for (k, w) in sections.iter().enumerate() {
@@ -1394,25 +1393,12 @@ fn ntb_windows(place: &str, sections: &[NtbWindowSection]) -> Result<Vec<NtbWind
                 )));
             }
         }
-        let win = NtbWindow {
+        out.push(NtbWindow {
             side,
             base,
             size,
             translate,
-        };
-        if let Some(j) = out
-            .iter()
-            .position(|o| o.side == side && o.base < base + size && base < o.base + o.size)
-        {
-            return Err(format!(
-                "{place}: overlaps window {} on the same side ({:#x}..{:#x}); windows of one side need \
-                 disjoint address ranges",
-                j + 1,
-                out[j].base,
-                out[j].base + out[j].size
-            ));
-        }
-        out.push(win);
+        });
     }
     Ok(out)
 }
@@ -1455,18 +1441,19 @@ impl WindowMap {
         links: &[LinkSpec],
         upstream_of: &[Option<usize>],
     ) -> Result<Self, String> {
+        let domain: Vec<usize> = (0..nodes.len())
+            .map(|n| domain_of(n, nodes, links, upstream_of))
+            .collect();
         let mut windows: Vec<(NodeId, NtbWindow, usize, usize)> = Vec::new();
         for (b, node) in nodes.iter().enumerate() {
             let NodeKind::Ntb { windows: ws, .. } = &node.kind else {
                 continue;
             };
-            let above = domain_of(b, nodes, links, upstream_of);
+            let above = domain[b];
             let below = links
                 .iter()
                 .find(|l| l.up == b)
-                .map_or(nodes.len() + b, |l| {
-                    domain_of(l.down, nodes, links, upstream_of)
-                });
+                .map_or(nodes.len() + b, |l| domain[l.down]);
             for w in ws {
                 let (here, there) = match w.side {
                     NtbSide::Up => (above, below),
@@ -1484,9 +1471,6 @@ impl WindowMap {
                 windows.push((b, *w, here, there));
             }
         }
-        let domain = (0..nodes.len())
-            .map(|n| domain_of(n, nodes, links, upstream_of))
-            .collect();
         Ok(WindowMap { windows, domain })
     }
 
@@ -1504,63 +1488,61 @@ impl WindowMap {
         let mut dom = self.domain[source];
         let mut a = addr;
         let mut crossings: Vec<(NodeId, u64)> = Vec::new();
-        while let Some((b, w, _, there)) = self
+        let path = |crossings: &[(NodeId, u64)]| {
+            crossings
+                .iter()
+                .map(|(b, _)| nodes[*b].name.as_str())
+                .collect::<Vec<_>>()
+                .join(" -> ")
+        };
+        while let Some((b, w, there, next)) = self
             .windows
             .iter()
-            .find(|o| o.2 == dom && o.1.translate(a, len).is_some())
+            .filter(|o| o.2 == dom)
+            .find_map(|o| Some((o.0, o.1, o.3, o.1.translate(a, len)?)))
         {
-            let Some(Ok(next)) = w.translate(a, len) else {
+            let Ok(next) = next else {
                 return Err(format!(
                     "{place}: the {len}-byte transfer at {a:#x} runs past the end of {:?}'s window \
                      {:#x}..{:#x}; move target_address or enlarge the window",
-                    nodes[*b].name,
+                    nodes[b].name,
                     w.base,
                     w.base + w.size
                 ));
             };
-            crossings.push((*b, next));
+            crossings.push((b, next));
             if crossings.len() > self.windows.len() {
                 return Err(format!(
                     "{place}: target_address {text} is translated round in a loop by the bridges' \
                      windows ({})",
-                    crossings
-                        .iter()
-                        .map(|(b, _)| nodes[*b].name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" -> ")
+                    path(&crossings)
                 ));
             }
-            dom = *there;
+            dom = there;
             a = next;
         }
-        let is_rc =
-            |d: usize| d < nodes.len() && matches!(nodes[d].kind, NodeKind::RootComplex { .. });
-        if crossings.is_empty() && matches!(nodes[source].kind, NodeKind::RootComplex { .. }) {
-            return Err(format!(
-                "{place}: target_address {text} is {:?}'s own memory: no window of a \
-                 non-transparent bridge in its domain claims it (windows there: {})",
-                nodes[source].name,
-                self.listing(dom)
-            ));
+        if dom == source {
+            return Err(if crossings.is_empty() {
+                format!(
+                    "{place}: target_address {text} is {:?}'s own memory: no window of a \
+                     non-transparent bridge in its domain claims it (windows there: {})",
+                    nodes[source].name,
+                    self.listing(dom)
+                )
+            } else {
+                format!(
+                    "{place}: target_address {text} comes back to {:?}'s own memory through {}; a \
+                     flow must leave its domain",
+                    nodes[source].name,
+                    path(&crossings)
+                )
+            });
         }
-        if !is_rc(dom) {
-            let b = dom - nodes.len();
+        if dom >= nodes.len() {
             return Err(format!(
                 "{place}: target_address {text} reaches the domain below {:?} at {a:#x}, which \
                  has no root complex whose memory it could be",
-                nodes[b].name
-            ));
-        }
-        if dom == source {
-            return Err(format!(
-                "{place}: target_address {text} comes back to {:?}'s own memory through {}; a \
-                 flow must leave its domain",
-                nodes[source].name,
-                crossings
-                    .iter()
-                    .map(|(b, _)| nodes[*b].name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" -> ")
+                nodes[dom - nodes.len()].name
             ));
         }
         Ok((
@@ -1588,6 +1570,7 @@ impl WindowMap {
     }
 }
 
+/// Checks an Ethernet bridging workload: a NIC, a frame size, a load, and a `[cpu]`.
 fn bridge_workload(
     place: &str,
     w: &WorkloadSection,
