@@ -69,6 +69,8 @@ pub struct EventQueue<E> {
     base: u64,
     /// Events at or beyond `base + SLOTS`.
     far: BinaryHeap<Reverse<Far<E>>>,
+    /// Slot of the earliest far event (u64::MAX when there is none).
+    far_slot: u64,
     next_seq: u64,
     len: usize,
     now: SimTime,
@@ -91,6 +93,7 @@ impl<E: Copy> EventQueue<E> {
             occupied: [0; WORDS],
             base: 0,
             far: BinaryHeap::new(),
+            far_slot: u64::MAX,
             next_seq: 0,
             len: 0,
             now: SimTime::ZERO,
@@ -173,6 +176,7 @@ impl<E: Copy> EventQueue<E> {
         } else {
             let key = (at, self.next_seq);
             self.next_seq += 1;
+            self.far_slot = self.far_slot.min(at >> SLOT_BITS);
             self.far.push(Reverse(Far { key, event }));
         }
     }
@@ -226,29 +230,31 @@ impl<E: Copy> EventQueue<E> {
         };
         let i = slot as usize & (SLOTS - 1);
         let n = self.ends[i][0];
-        let node = self.nodes[n as usize];
-        if node.at > until.ticks() {
+        let at = self.nodes[n as usize].at;
+        if at > until.ticks() {
             return None;
         }
         if slot != self.base {
             self.base = slot;
-            if !self.far.is_empty() {
+            if self.far_slot < slot + SLOTS as u64 {
                 self.refill();
             }
         }
         // A refill moves far events only into slots later than this one: the head stands.
-        if node.next == NIL {
+        let node = &mut self.nodes[n as usize];
+        let (next, event) = (node.next, node.event);
+        node.next = self.free;
+        self.free = n;
+        if next == NIL {
             self.ends[i] = [NIL; 2];
             self.occupied[i / 64] &= !(1 << (i % 64));
         } else {
-            self.ends[i][0] = node.next;
+            self.ends[i][0] = next;
         }
-        self.nodes[n as usize].next = self.free;
-        self.free = n;
         self.len -= 1;
-        self.now = SimTime::from_ticks(node.at);
+        self.now = SimTime::from_ticks(at);
         self.popped += 1;
-        Some((self.now, node.event))
+        Some((self.now, event))
     }
 
     /// Moves far events that now fall within the wheel's span onto it.
@@ -262,6 +268,10 @@ impl<E: Copy> EventQueue<E> {
             let Reverse(f) = self.far.pop().expect("peeked");
             self.place(f.key.0, f.event);
         }
+        self.far_slot = self
+            .far
+            .peek()
+            .map_or(u64::MAX, |Reverse(f)| f.key.0 >> SLOT_BITS);
     }
 
     /// Takes the earliest event, advancing now to its time.

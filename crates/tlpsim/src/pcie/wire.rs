@@ -99,8 +99,14 @@ impl Wire {
     pub fn send(&mut self, now: SimTime, bytes: u32) -> (SimTime, SimTime) {
         let start = now.max(self.free_at);
         let total = bytes as u64 * self.num + self.carry;
-        let ticks = total / self.den;
-        self.carry = total % self.den;
+        // Lane counts are mostly powers of two: a shift instead of a division there.
+        let (ticks, carry) = if self.den.is_power_of_two() {
+            let shift = self.den.trailing_zeros();
+            (total >> shift, total & (self.den - 1))
+        } else {
+            (total / self.den, total % self.den)
+        };
+        self.carry = carry;
         let end = start + SimTime::from_ticks(ticks);
         self.busy_ticks += ticks;
         self.bytes += bytes as u64;
@@ -108,8 +114,12 @@ impl Wire {
         if let Some((interval, length)) = self.skp {
             // Every SKP ordered set that fell due during the packet goes out after it.
             self.data_ticks_since_skp += ticks;
-            let due = self.data_ticks_since_skp / interval;
-            self.data_ticks_since_skp -= due * interval;
+            // A packet is far shorter than the interval: at most one falls due, as a rule.
+            let mut due = 0;
+            while self.data_ticks_since_skp >= interval {
+                self.data_ticks_since_skp -= interval;
+                due += 1;
+            }
             self.skp_ticks += due * length;
             self.busy_ticks += due * length;
             self.free_at = end + SimTime::from_ticks(due * length);

@@ -23,6 +23,9 @@ pub enum FcClass {
     Completion = 2,
 }
 
+/// The classes in queue order.
+const CLASSES: [FcClass; 3] = [FcClass::Posted, FcClass::NonPosted, FcClass::Completion];
+
 /// A DLLP and what it carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dllp {
@@ -303,50 +306,7 @@ impl Channel {
         let mut blocked = Blocked::Empty;
         let mut idx = self.current;
         for _ in 0..n {
-            let input = &self.inputs[idx];
-            // Candidates oldest first: a non-posted request or completion only if it is older
-            // than the posted head (nothing passes an older posted request), then the posted
-            // head.
-            let stamp = |c: usize| input.queues[c].front().map_or(u64::MAX, |q| q.stamp);
-            let posted = stamp(0);
-            let (np, cpl) = (stamp(1), stamp(2));
-            let mut order = [usize::MAX; 3];
-            let mut k = 0;
-            let (first, second) = if np < cpl { (1, 2) } else { (2, 1) };
-            for (c, st) in [(first, np.min(cpl)), (second, np.max(cpl))] {
-                if st < posted {
-                    order[k] = c;
-                    k += 1;
-                }
-            }
-            if posted != u64::MAX {
-                order[k] = 0;
-            }
-            let mut chosen = None;
-            for &c in order.iter().take_while(|&&c| c != usize::MAX) {
-                let class = [FcClass::Posted, FcClass::NonPosted, FcClass::Completion][c];
-                let Some(head) = input.queues[c].front() else {
-                    continue;
-                };
-                match self.has_credits(class, head.data_credits) {
-                    Ok(()) => {
-                        if self.replay_bytes as u64 + head.bytes as u64
-                            > self.replay_capacity as u64
-                        {
-                            blocked = Blocked::ReplayBuffer;
-                            continue;
-                        }
-                        chosen = Some((c, class));
-                        break;
-                    }
-                    Err(ty) => {
-                        if blocked == Blocked::Empty {
-                            blocked = Blocked::Credits(ty);
-                        }
-                    }
-                }
-            }
-            if let Some((c, class)) = chosen {
+            if let Some(c) = self.choose(idx, &mut blocked) {
                 let entry = self.inputs[idx].queues[c].pop_front().expect("head exists");
                 self.queued -= 1;
                 if idx != self.current {
@@ -355,17 +315,73 @@ impl Channel {
                 }
                 self.left -= 1;
                 if self.left == 0 {
-                    self.current = (self.current + 1) % n;
+                    self.current = if self.current + 1 == n {
+                        0
+                    } else {
+                        self.current + 1
+                    };
                     self.left = self.inputs[self.current].weight;
                 }
-                return Ok((entry, class));
+                return Ok((entry, CLASSES[c]));
             }
-            idx += 1;
-            if idx == n {
-                idx = 0;
-            }
+            idx = if idx + 1 == n { 0 } else { idx + 1 };
         }
         Err(blocked)
+    }
+
+    /// The queue (class index) of input `idx` whose head goes next, if any may: candidates
+    /// oldest first, a non-posted request or completion only if it is older than the posted
+    /// head (nothing passes an older posted request), then the posted head. Notes in
+    /// `blocked` why a candidate could not go.
+    #[inline]
+    fn choose(&self, idx: usize, blocked: &mut Blocked) -> Option<usize> {
+        let [p, np, cpl] = &self.inputs[idx].queues;
+        let posted = p.front();
+        let posted_stamp = posted.map_or(u64::MAX, |q| q.stamp);
+        let (np, cpl) = (np.front(), cpl.front());
+        let stamp = |q: Option<&Queued>| q.map_or(u64::MAX, |q| q.stamp);
+        let (first, second) = if stamp(np) < stamp(cpl) {
+            ((1, np), (2, cpl))
+        } else {
+            ((2, cpl), (1, np))
+        };
+        for (c, head) in [first, second] {
+            match head {
+                Some(h) if h.stamp < posted_stamp => {
+                    if self.may_send(c, h, blocked) {
+                        return Some(c);
+                    }
+                }
+                // The later one cannot be older than the posted head either.
+                _ => break,
+            }
+        }
+        match posted {
+            Some(h) if self.may_send(0, h, blocked) => Some(0),
+            _ => None,
+        }
+    }
+
+    /// Whether the head `h` of queue `c` has the credits and the replay buffer room to go;
+    /// if not, notes why in `blocked` (a full replay buffer outranks a lack of credits).
+    #[inline]
+    fn may_send(&self, c: usize, h: &Queued, blocked: &mut Blocked) -> bool {
+        match self.has_credits(CLASSES[c], h.data_credits) {
+            Ok(()) => {
+                if self.replay_bytes as u64 + h.bytes as u64 > self.replay_capacity as u64 {
+                    *blocked = Blocked::ReplayBuffer;
+                    false
+                } else {
+                    true
+                }
+            }
+            Err(ty) => {
+                if *blocked == Blocked::Empty {
+                    *blocked = Blocked::Credits(ty);
+                }
+                false
+            }
+        }
     }
 
     /// Ends a credit stall at `now`, adding its time to the counters; true if one was running.

@@ -74,6 +74,8 @@ struct Tlp {
     /// Channel it arrived on at the node holding it (NONE at its source).
     ingress: u32,
     live: bool,
+    /// The TLP the same Enqueue event queues after this one (NONE: the last).
+    next: u32,
     /// What it is for: a DMA flow's data, or one of the NIC and CPU transactions.
     role: Role,
 }
@@ -130,6 +132,7 @@ impl Tlp {
             born: SimTime::ZERO,
             ingress: NONE,
             live: true,
+            next: NONE,
             role,
         }
     }
@@ -147,7 +150,10 @@ impl Tlp {
     }
 }
 
+/// A 4-byte tag and 8-byte alignment: it then moves in whole words (with a 1-byte tag, the
+/// 15 bytes after it were copied as overlapping words, stalling store forwarding each pop).
 #[derive(Debug, Clone, Copy)]
+#[repr(u32, align(8))]
 enum Ev {
     TxFree(u32),
     /// The oldest TLP in `chans[ch].arriving` reaches the receiver.
@@ -159,6 +165,7 @@ enum Ev {
     DllTimer(u32),
     FcRefresh(u32),
     ReplayTimer(u32),
+    /// TLP `tlp` (and the chain of TLPs it links to by `next`) joins `ch`'s egress queues.
     Enqueue {
         ch: u32,
         tlp: u32,
@@ -762,7 +769,15 @@ impl<'a> Simulator<'a> {
                     .schedule(self.now() + SimTime::from_ns(30_000), Ev::FcRefresh(c));
             }
             Ev::ReplayTimer(c) => self.on_replay_timer(c),
-            Ev::Enqueue { ch, tlp } => self.push(ch, tlp),
+            Ev::Enqueue { ch, mut tlp } => loop {
+                // Completions ready at the same time come as one chain.
+                let next = std::mem::replace(&mut self.tlps[tlp as usize].next, NONE);
+                self.push(ch, tlp);
+                if next == NONE {
+                    break;
+                }
+                tlp = next;
+            },
             Ev::Release { ch, class, d } => self.rx_release(ch, class, 1, d),
             Ev::Start(f) => {
                 if self.flows[f as usize].writes {
@@ -1329,6 +1344,8 @@ impl<'a> Simulator<'a> {
                 let size = *cpl_size;
                 let out = self.route[n * self.sys.nodes.len() + t.src as usize];
                 let mut offset = 0u64;
+                // (time, last TLP) of the chain the latest Enqueue event will queue.
+                let mut chain: Option<(SimTime, u32)> = None;
                 for piece in tlp::split(t.length as u64, size) {
                     let NodeState::Root { memory, bridge, .. } = &mut self.nodes[n] else {
                         return;
@@ -1346,7 +1363,12 @@ impl<'a> Simulator<'a> {
                         ..Tlp::at_source(TlpKind::CplD, n as u32, t.src, piece, t.flow, t.role)
                     });
                     offset += piece as u64;
-                    self.q.schedule(at, Ev::Enqueue { ch: out, tlp: cpl });
+                    match chain {
+                        // Ready with the one before: queued right after it, by its event.
+                        Some((t0, last)) if t0 == at => self.tlps[last as usize].next = cpl,
+                        _ => self.q.schedule(at, Ev::Enqueue { ch: out, tlp: cpl }),
+                    }
+                    chain = Some((at, cpl));
                 }
                 self.rx_release(c, FcClass::NonPosted, 1, 0);
                 self.deliver(id);
