@@ -24,7 +24,7 @@ pub enum FcClass {
 }
 
 /// The classes in queue order.
-const CLASSES: [FcClass; 3] = [FcClass::Posted, FcClass::NonPosted, FcClass::Completion];
+pub const CLASSES: [FcClass; 3] = [FcClass::Posted, FcClass::NonPosted, FcClass::Completion];
 
 /// A DLLP and what it carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,7 +30,7 @@ use crate::pcie::flit;
 use crate::pcie::phy;
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::{symbol_ticks, Wire};
-use channel::{Arrival, Blocked, Channel, ChannelCounters, Dllp, FcClass, ReplayEntry};
+use channel::{Arrival, Blocked, Channel, ChannelCounters, Dllp, FcClass, ReplayEntry, CLASSES};
 use result::{Audit, FlowResult, LatencyRecorder, LinkResult, RunResult};
 
 const NONE: u32 = u32::MAX;
@@ -754,7 +754,7 @@ impl<'a> Simulator<'a> {
                     let next = now + ch.ack_interval;
                     self.q.schedule(next, Ev::DllTimer(c));
                     if let Some(seq) = ack {
-                        self.send_dllp(c, Dllp::Ack(seq));
+                        self.queue_dllp(c, Dllp::Ack(seq));
                     }
                     self.send_update_fcs(c, dirty);
                 }
@@ -1115,6 +1115,15 @@ impl<'a> Simulator<'a> {
 
     /// Sends a DLLP about channel `c`'s TLPs (it travels on the other direction's wire).
     fn send_dllp(&mut self, c: u32, d: Dllp) {
+        self.queue_dllp(c, d);
+        self.try_send(c ^ 1);
+    }
+
+    /// Queues a DLLP about channel `c`'s TLPs on the other direction's wire without kicking
+    /// its transmitter (DLLPs due at one instant go out back to back, ahead of TLPs: the
+    /// spec's recommended priority of scheduled transmissions, an implementation note of the
+    /// Data Link Layer chapter, puts Ack and UpdateFC DLLPs before new TLPs).
+    fn queue_dllp(&mut self, c: u32, d: Dllp) {
         let w = c ^ 1;
         if self.chans[w as usize].flit {
             // Flit mode: the DLLP rides in the DLP bytes of flits already on the wire.
@@ -1126,21 +1135,20 @@ impl<'a> Simulator<'a> {
             self.q.schedule(at, Ev::DllpArrive(c));
         } else {
             self.chans[w as usize].dllp_out.push_back(d);
-            self.try_send(w);
         }
     }
 
+    /// Queues an UpdateFC for each class set in `classes` (bit k: class k), then kicks the
+    /// transmitter that carries them.
     fn send_update_fcs(&mut self, c: u32, classes: u8) {
-        for (k, class) in [FcClass::Posted, FcClass::NonPosted, FcClass::Completion]
-            .into_iter()
-            .enumerate()
-        {
+        for (k, class) in CLASSES.into_iter().enumerate() {
             if classes & (1 << k) != 0 {
                 let ch = &self.chans[c as usize];
                 let d = Dllp::UpdateFc(class, ch.rx_allocated[2 * k], ch.rx_allocated[2 * k + 1]);
-                self.send_dllp(c, d);
+                self.queue_dllp(c, d);
             }
         }
+        self.try_send(c ^ 1);
     }
 
     fn on_dllp(&mut self, c: u32, d: Dllp, bad: bool) {
