@@ -77,6 +77,9 @@ pub struct Arrival {
     pub tlp: u32,
     /// Corrupted on the wire.
     pub bad: bool,
+    /// Its arrival is also the moment the transmitter's wire frees (the arrival event then
+    /// wakes the transmitter: no TxFree of its own).
+    pub frees_wire: bool,
     /// When its first byte reaches the receiver.
     pub head: SimTime,
     /// When its last byte reaches the receiver.
@@ -146,7 +149,7 @@ pub struct Channel {
     pub queued: usize,
     /// DLLPs waiting to go (non-flit).
     pub dllp_out: VecDeque<Dllp>,
-    /// A TxFree event is pending.
+    /// A TxFree event, or an arrival that frees the wire (`Arrival::frees_wire`), is pending.
     pub tx_event: bool,
     /// Next sequence number to assign.
     pub next_seq: u64,

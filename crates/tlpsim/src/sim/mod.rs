@@ -729,7 +729,12 @@ impl<'a> Simulator<'a> {
             Ev::TlpArrive(c) => {
                 let a = self.chans[c as usize].arriving.pop_front();
                 if let Some(a) = a {
+                    let frees_wire = a.frees_wire;
                     self.on_tlp(c, a);
+                    if frees_wire {
+                        self.chans[c as usize].tx_event = false;
+                        self.try_send(c);
+                    }
                 }
             }
             Ev::DllpArrive(c) => {
@@ -1102,10 +1107,15 @@ impl<'a> Simulator<'a> {
         let ch = &mut self.chans[c as usize];
         let at = at.max(ch.last_arrival);
         ch.last_arrival = at;
+        // Arriving just as the wire frees (no propagation delay, no switch, no SKP due): one
+        // event does both.
+        let frees_wire = !ch.tx_event && at == ch.wire.free_at();
+        ch.tx_event |= frees_wire;
         ch.arriving.push_back(Arrival {
             seq: e.seq,
             tlp: e.tlp,
             bad,
+            frees_wire,
             head: start + prop,
             tail: end + prop,
         });
@@ -1235,6 +1245,7 @@ impl<'a> Simulator<'a> {
             bad,
             head,
             tail,
+            ..
         } = a;
         let now = self.now();
         let ch = &mut self.chans[c as usize];
