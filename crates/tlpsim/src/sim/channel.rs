@@ -54,6 +54,8 @@ pub struct Queued {
 #[derive(Debug, Default)]
 struct Input {
     queues: [VecDeque<Queued>; 3],
+    /// TLPs in the three queues.
+    len: u32,
     weight: u32,
 }
 
@@ -275,6 +277,7 @@ impl Channel {
     ) {
         let stamp = self.next_stamp;
         self.next_stamp += 1;
+        self.inputs[input].len += 1;
         self.inputs[input].queues[class as usize].push_back(Queued {
             tlp,
             data_credits,
@@ -288,13 +291,19 @@ impl Channel {
     /// index (see `fabric::CreditType`) that lacks credits.
     pub fn has_credits(&self, class: FcClass, data: u32) -> Result<(), usize> {
         let h = class as usize * 2;
-        for (ty, need) in [(h, 1u64), (h + 1, data as u64)] {
-            let available = self.credit_limit[ty].saturating_sub(self.credit_consumed[ty]);
-            if need > 0 && !self.infinite[ty] && available < need {
-                return Err(ty);
-            }
+        // Cumulative counters: `consumed + need <= limit` (no subtraction to underflow).
+        let short = |ty: usize, need: u64| {
+            need > 0
+                && !self.infinite[ty]
+                && self.credit_consumed[ty] + need > self.credit_limit[ty]
+        };
+        if short(h, 1) {
+            Err(h)
+        } else if short(h + 1, data as u64) {
+            Err(h + 1)
+        } else {
+            Ok(())
         }
-        Ok(())
     }
 
     /// Chooses the next TLP to send (round-robin or weighted among inputs; within an input
@@ -309,7 +318,12 @@ impl Channel {
         let mut blocked = Blocked::Empty;
         let mut idx = self.current;
         for _ in 0..n {
+            if self.inputs[idx].len == 0 {
+                idx = if idx + 1 == n { 0 } else { idx + 1 };
+                continue;
+            }
             if let Some(c) = self.choose(idx, &mut blocked) {
+                self.inputs[idx].len -= 1;
                 let entry = self.inputs[idx].queues[c].pop_front().expect("head exists");
                 self.queued -= 1;
                 if idx != self.current {
@@ -404,9 +418,9 @@ impl Channel {
         let h = class as usize * 2;
         self.credit_consumed[h] += 1;
         self.credit_consumed[h + 1] += data as u64;
-        [h, h + 1]
-            .iter()
-            .all(|&ty| self.infinite[ty] || self.credit_consumed[ty] <= self.credit_limit[ty])
+        let within =
+            |ty: usize| self.infinite[ty] || self.credit_consumed[ty] <= self.credit_limit[ty];
+        within(h) && within(h + 1)
     }
 
     /// True when the transmitter has something it may try to send: DLLPs, a replay, or
