@@ -76,6 +76,35 @@ fn saturated_link_matches_the_closed_form() {
 const EXAMPLE: &str = include_str!("../../../scenarios/t5220-two-switches.toml");
 
 #[test]
+fn an_arrival_that_frees_its_wire_saves_an_event_and_changes_no_rate() {
+    // With no propagation delay a TLP reaches the root or endpoint just as its wire frees,
+    // and one event does both; 1 ps of propagation separates them again.
+    let workloads = format!("{BOTH_WAYS_WRITES}{READS}");
+    let run_with = |prop: &str| {
+        let extra = format!("propagation = \"{prop}\"");
+        simulate(&single_link(2, 4, 256, 3000.0, &workloads, &extra))
+    };
+    let (fused, apart) = (run_with("0ns"), run_with("1ps"));
+    for (a, b) in fused.flows.iter().zip(&apart.flows) {
+        let diff = a.throughput_gbps / b.throughput_gbps - 1.0;
+        assert!(
+            diff.abs() < 1e-3,
+            "{}: {} vs {} Gb/s",
+            a.name,
+            a.throughput_gbps,
+            b.throughput_gbps
+        );
+    }
+    // Most TLPs here end at a root or an endpoint: far fewer events (22 k against 36 k).
+    assert!(
+        (fused.events as f64) < 0.8 * apart.events as f64,
+        "{} events fused, {} apart",
+        fused.events,
+        apart.events
+    );
+}
+
+#[test]
 fn the_example_scenario_runs_and_passes_the_audit() {
     let r = simulate(EXAMPLE);
     assert_eq!(r.flows.len(), 1);
