@@ -1,6 +1,10 @@
 """The simulator from Python and the CLI: scenario loading, errors, results, determinism."""
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -94,6 +98,49 @@ def test_deadlock_is_a_message_not_a_hang(cli, tmp_path):
         tlpsim.run(path)
     proc = cli("run", str(path))
     assert proc.returncode == 3 and "credit deadlock" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def long_example(duration: str) -> str:
+    """The example scenario run for `duration` of simulated time."""
+    return BASE.replace('duration = "200us"', f'duration = "{duration}"', 1)
+
+
+def test_progress_rises_to_one_and_an_exception_in_it_stops_the_run():
+    text = long_example("12ms")
+    seen: list[float] = []
+    plain = tlpsim.run(text)
+    reported = tlpsim.run(text, progress=seen.append)
+    assert len(seen) >= 3 and seen == sorted(seen) and seen[-1] == 1.0, seen
+    assert reported.flows == plain.flows and reported.events == plain.events
+
+    class Enough(Exception):
+        pass
+
+    def stop(fraction: float) -> None:
+        raise Enough(fraction)
+
+    with pytest.raises(Enough):
+        tlpsim.run(text, progress=stop)
+
+
+def test_ctrl_c_stops_a_long_run_with_one_line(tmp_path):
+    path = tmp_path / "long.toml"
+    path.write_text(long_example("2s"))
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tlpsim.cli", "run", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A child of a non-interactive shell may inherit SIGINT ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    time.sleep(3.0)  # past interpreter start and import, well inside the run
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert err.startswith("tlpsim: interrupted after ") and "us simulated" in err and "Traceback" not in err, err
+    assert out == "" and time.monotonic() - started < 15
 
 
 def test_cli_run_formats(cli, cli_json):

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from tlpsim import ConfigError, link_bandwidth, message_bandwidth, validate
-from tlpsim.simulate import SimulationError, load_scenario, schema
+from tlpsim.simulate import RunResult, Scenario, SimulationError, load_scenario, schema
 from tlpsim.simulate import run as run_scenario
 from tlpsim.output import Format, console, emit, emit_json
 from tlpsim.validation import write_report
@@ -98,6 +98,38 @@ def link(
     emit(rows, format, columns, title="Link bandwidth per direction")
 
 
+def _simulate(loaded: Scenario, name: str) -> RunResult:
+    """Runs a loaded scenario with a progress bar on stderr when it is a terminal; Ctrl-C
+    stops it with one line saying how far it got (exit code 130)."""
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    err = Console(stderr=True)
+    total_us = loaded.duration_s * 1e6
+    done = [0.0]
+    with Progress(
+        TextColumn(f"simulating {total_us:.0f} us of {name}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
+        task = bar.add_task("run", total=1.0)
+
+        def progress(fraction: float) -> None:
+            done[0] = fraction
+            bar.update(task, completed=fraction)
+
+        try:
+            return run_scenario(loaded, progress=progress)
+        except KeyboardInterrupt:
+            bar.stop()
+            at = f"{done[0] * total_us:.0f} of {total_us:.0f} us simulated"
+            print(f"tlpsim: interrupted after {at}", file=sys.stderr)
+            raise typer.Exit(130) from None
+
+
 def _run_rows(result) -> list[dict]:
     """Flows and links as one list of flat rows (the CSV view)."""
     rows = [{"kind": "flow", "name": f.pop("name"), "direction": "", **f} for f in result.flow_rows()]
@@ -116,12 +148,7 @@ def run_cmd(
 ) -> None:
     """Simulate a scenario at the TLP level: throughput and latency per flow, per link direction."""
     loaded = load_scenario(scenario)
-    err = Console(stderr=True)
-    if err.is_terminal and format is Format.table:
-        with err.status(f"simulating {loaded.duration_s * 1e6:.0f} us of {scenario.name} ..."):
-            result = run_scenario(loaded)
-    else:
-        result = run_scenario(loaded)
+    result = _simulate(loaded, scenario.name)
     if format is Format.json:
         emit_json(result.to_dict())
     elif format is Format.csv:

@@ -6,6 +6,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Literal
 
 from tlpsim import _core
@@ -78,14 +79,20 @@ class RunResult:
         raise ValueError(f"what {what!r} is not allowed; allowed: flows, links")
 
 
-def run(scenario: Scenario | str | os.PathLike[str]) -> RunResult:
+def run(
+    scenario: Scenario | str | os.PathLike[str],
+    progress: Callable[[float], None] | None = None,
+) -> RunResult:
     """Simulates a scenario (or a path / TOML text, loaded first) and returns its results.
 
-    Raises :class:`SimulationError` if the run deadlocks on credits.
+    ``progress(fraction)``, if given, is called now and then with the share of the simulated
+    time done (0 to 1, ending at 1); an exception it raises stops the run and propagates.
+    Ctrl-C stops a run within a fraction of a second (KeyboardInterrupt). Raises
+    :class:`SimulationError` if the run deadlocks on credits.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    data = json.loads(_core.run_scenario(scenario))
+    data = json.loads(_core.run_scenario(scenario, progress))
     return RunResult(**data)
 
 

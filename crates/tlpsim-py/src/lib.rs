@@ -96,12 +96,42 @@ fn load_scenario(text: &str, origin: &str) -> PyResult<Scenario> {
 }
 
 /// Runs a scenario (the GIL is released) and returns the result as JSON text.
+///
+/// Every `tlpsim::sim::PROGRESS_EVERY` events the run takes the GIL back briefly: a pending
+/// Ctrl-C stops it (KeyboardInterrupt), and `progress(fraction)`, if given, is called with
+/// the share of the simulated time done; an exception it raises stops the run and is
+/// raised again here.
 #[pyfunction]
-fn run_scenario(py: Python<'_>, scenario: &Scenario) -> PyResult<String> {
+#[pyo3(signature = (scenario, progress=None))]
+fn run_scenario(
+    py: Python<'_>,
+    scenario: &Scenario,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
     let system = &scenario.system;
-    py.detach(|| tlpsim::sim::run(system))
-        .map(|r| r.to_json())
-        .map_err(|e| SimulationError::new_err(e.to_string()))
+    let mut stopped: Option<PyErr> = None;
+    let result = py.detach(|| {
+        tlpsim::sim::run_with_progress(system, &mut |fraction| {
+            Python::attach(|py| {
+                let outcome = py.check_signals().and_then(|()| match &progress {
+                    Some(cb) => cb.call1(py, (fraction,)).map(|_| ()),
+                    None => Ok(()),
+                });
+                match outcome {
+                    Ok(()) => true,
+                    Err(e) => {
+                        stopped = Some(e);
+                        false
+                    }
+                }
+            })
+        })
+    });
+    match (result, stopped) {
+        (_, Some(e)) => Err(e),
+        (Ok(r), None) => Ok(r.to_json()),
+        (Err(e), None) => Err(SimulationError::new_err(e.to_string())),
+    }
 }
 
 /// The JSON Schema of the scenario format.

@@ -2,7 +2,7 @@
 
 use tlpsim::analytic::{LinkBandwidth, LinkRequest};
 use tlpsim::scenario::load_str;
-use tlpsim::sim::{result::RunResult, run};
+use tlpsim::sim::{result::RunResult, run, run_with_progress, RunError, PROGRESS_EVERY};
 
 /// Closed form for 64 KiB transfers (MPS-sized writes, MRRS-sized reads).
 fn closed(gen: i64, width: i64, mps: i64) -> LinkBandwidth {
@@ -102,6 +102,41 @@ fn an_arrival_that_frees_its_wire_saves_an_event_and_changes_no_rate() {
         fused.events,
         apart.events
     );
+}
+
+#[test]
+fn progress_rises_to_one_changes_nothing_and_can_stop_a_run() {
+    let sys = load_str(
+        &single_link(1, 8, 128, 200_000.0, BOTH_WAYS_WRITES, ""),
+        "<test>",
+    )
+    .unwrap();
+    let plain = run(&sys).unwrap();
+    assert!(
+        plain.events > 2 * PROGRESS_EVERY,
+        "{} events: too few to report",
+        plain.events
+    );
+    let mut seen = Vec::new();
+    let reported = run_with_progress(&sys, &mut |f| {
+        seen.push(f);
+        true
+    })
+    .unwrap();
+    assert!(seen.len() >= 3, "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+    assert_eq!(seen.last(), Some(&1.0));
+    assert_eq!(reported.events, plain.events);
+    for (a, b) in reported.flows.iter().zip(&plain.flows) {
+        assert_eq!(a.bytes, b.bytes);
+    }
+    match run_with_progress(&sys, &mut |_| false) {
+        Err(RunError::Interrupted(m)) => assert!(m.starts_with("interrupted after "), "{m}"),
+        other => panic!(
+            "expected an interruption, got {:?}",
+            other.map(|r| r.events)
+        ),
+    }
 }
 
 #[test]

@@ -42,12 +42,14 @@ const WRITE_QUEUE_DEPTH: u32 = 2;
 pub enum RunError {
     /// TLPs waited for credits that never came.
     Deadlock(String),
+    /// The progress callback asked the run to stop (the message says how far it got).
+    Interrupted(String),
 }
 
 impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RunError::Deadlock(m) => write!(f, "{m}"),
+            RunError::Deadlock(m) | RunError::Interrupted(m) => write!(f, "{m}"),
         }
     }
 }
@@ -454,6 +456,20 @@ pub fn run(system: &System) -> Result<RunResult, RunError> {
     Simulator::new(system).run()
 }
 
+/// Events between two calls of a progress callback (tens of milliseconds of wall time).
+pub const PROGRESS_EVERY: u64 = 1 << 18;
+
+/// Runs `system` like [`run`], calling `progress` with the fraction of the simulated time
+/// done (0 to 1) every [`PROGRESS_EVERY`] events and once at the end; when it returns
+/// false the run stops with [`RunError::Interrupted`]. The callback cannot change the
+/// results: the same scenario gives the same numbers with or without it.
+pub fn run_with_progress(
+    system: &System,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<RunResult, RunError> {
+    Simulator::new(system).run_reporting(progress)
+}
+
 impl<'a> Simulator<'a> {
     /// Builds the runtime state of `sys`.
     pub fn new(sys: &'a System) -> Self {
@@ -678,7 +694,15 @@ impl<'a> Simulator<'a> {
     }
 
     /// Runs to the scenario's duration.
-    pub fn run(mut self) -> Result<RunResult, RunError> {
+    pub fn run(self) -> Result<RunResult, RunError> {
+        self.run_reporting(&mut |_| true)
+    }
+
+    /// Runs to the end, calling `progress` as [`run_with_progress`] describes.
+    pub fn run_reporting(
+        mut self,
+        progress: &mut dyn FnMut(f64) -> bool,
+    ) -> Result<RunResult, RunError> {
         let wall = Instant::now();
         for f in 0..self.flows.len() {
             self.q.schedule(SimTime::ZERO, Ev::Start(f as u32));
@@ -702,8 +726,16 @@ impl<'a> Simulator<'a> {
         }
         self.q.schedule(self.watchdog, Ev::Watchdog);
         let end = self.sys.duration;
-        while let Some((_, ev)) = self.q.pop_until(end) {
+        let fraction = |t: SimTime| t.ticks() as f64 / end.ticks().max(1) as f64;
+        while let Some((now, ev)) = self.q.pop_until(end) {
             self.handle(ev)?;
+            if self.q.events() % PROGRESS_EVERY == 0 && !progress(fraction(now)) {
+                return Err(RunError::Interrupted(format!(
+                    "interrupted after {:.3} us of {:.3} us simulated",
+                    now.as_ns_f64() / 1000.0,
+                    end.as_ns_f64() / 1000.0
+                )));
+            }
         }
         if self.q.is_empty()
             && self
@@ -713,6 +745,7 @@ impl<'a> Simulator<'a> {
         {
             return Err(self.deadlock());
         }
+        progress(1.0);
         Ok(self.finish(wall.elapsed().as_secs_f64()))
     }
 
