@@ -1,8 +1,10 @@
 """Shared helpers for the Python test suite."""
 
 import json
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -15,6 +17,30 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=60,
     )
+
+
+def interrupt_cli(*args: str, after: float = 3.0) -> tuple[subprocess.CompletedProcess, float]:
+    """Starts the CLI as a user would, sends it SIGINT (Ctrl-C) `after` seconds, and returns
+    what it did with the seconds it took from start to exit."""
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tlpsim.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A child of a non-interactive shell may inherit SIGINT ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    time.sleep(after)  # past interpreter start and import, well inside the work
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), time.monotonic() - started
+
+
+@pytest.fixture
+def interrupt():
+    """The CLI runner that presses Ctrl-C partway (see `interrupt_cli`)."""
+    return interrupt_cli
 
 
 @pytest.fixture

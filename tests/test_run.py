@@ -1,10 +1,6 @@
 """The simulator from Python and the CLI: scenario loading, errors, results, determinism."""
 
 import json
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -123,24 +119,13 @@ def test_progress_rises_to_one_and_an_exception_in_it_stops_the_run():
         tlpsim.run(text, progress=stop)
 
 
-def test_ctrl_c_stops_a_long_run_with_one_line(tmp_path):
+def test_ctrl_c_stops_a_long_run_with_one_line(tmp_path, interrupt):
     path = tmp_path / "long.toml"
     path.write_text(long_example("2s"))
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tlpsim.cli", "run", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        # A child of a non-interactive shell may inherit SIGINT ignored.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    time.sleep(3.0)  # past interpreter start and import, well inside the run
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
-    assert err.startswith("tlpsim: interrupted after ") and "us simulated" in err and "Traceback" not in err, err
-    assert out == "" and time.monotonic() - started < 15
+    proc, took = interrupt("run", str(path))
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.startswith("tlpsim: interrupted after ") and "us simulated" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == "" and took < 15
 
 
 def test_cli_run_formats(cli, cli_json):

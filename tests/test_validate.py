@@ -48,6 +48,13 @@ def test_json_and_report(cli_json, tmp_path, cli):
         assert f"({png.name})" in text
 
 
+def test_ctrl_c_stops_validate_with_one_line(interrupt):
+    proc, took = interrupt("validate")
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.startswith("tlpsim: interrupted after ") and "simulated cells" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == "" and took < 20
+
+
 def test_unknown_system_exit_2(cli):
     proc = cli("validate", "--only", "t5221")
     assert proc.returncode == 2 and "t5220" in proc.stderr

@@ -188,22 +188,28 @@ def schema_cmd() -> None:
 
 
 def _validate_with_bar(only: str | None):
-    """Runs the validation with a progress bar on stderr when it is a terminal."""
-    err = Console(stderr=True)
-    if not err.is_terminal:
-        return validate(only)
+    """Runs the validation with a progress bar on stderr when it is a terminal; Ctrl-C stops
+    it as the next cell finishes, with one line saying how far it got (exit code 130)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    err = Console(stderr=True)
+    count = [0, 0]
     with Progress(
         TextColumn("simulating cells"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err, transient=True,
+        console=err, transient=True, disable=not err.is_terminal,
     ) as bar:  # fmt: skip
         task = bar.add_task("cells", total=None)
 
         def step(done: int, total: int) -> None:
+            count[:] = [done, total]
             bar.update(task, completed=done, total=total)
 
-        return validate(only, step)
+        try:
+            return validate(only, step)
+        except KeyboardInterrupt:
+            bar.stop()
+            print(f"tlpsim: interrupted after {count[0]} of {count[1]} simulated cells", file=sys.stderr)
+            raise typer.Exit(130) from None
 
 
 @app.command(name="validate")

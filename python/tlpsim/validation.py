@@ -130,7 +130,9 @@ def validate(only: str | None = None, progress: Callable[[int, int], None] | Non
 
     ``only`` restricts the run to one system (``pes24n3a``, ``pes24t6``, ``ntb``,
     ``t5220``, ``ixp12xx``); an unknown name raises :class:`tlpsim.ConfigError`.
-    ``progress(done, total)`` is called as simulated cells finish.
+    ``progress(done, total)`` is called as simulated cells finish. Ctrl-C stops the
+    validation: no further cell starts, and KeyboardInterrupt is raised once the running
+    ones finish.
     """
     rows, unmodelled = _core.validate(only, progress)
     return ValidationReport(rows, unmodelled)

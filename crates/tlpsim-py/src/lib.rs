@@ -235,7 +235,8 @@ fn message_bandwidth<'py>(
 
 /// Validation rows (dicts with the DESIGN.md fields) and the tables not modelled yet.
 /// `progress(done, total)`, if given, is called as simulated cells finish (from worker
-/// threads, with the GIL taken for the call).
+/// threads, with the GIL taken for the call). A Ctrl-C stops the validation: no further
+/// cell starts, and KeyboardInterrupt is raised once the running ones finish.
 #[pyfunction]
 #[pyo3(signature = (only=None, progress=None))]
 fn validate<'py>(
@@ -243,18 +244,42 @@ fn validate<'py>(
     only: Option<&str>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<(Vec<Bound<'py, PyDict>>, Vec<String>)> {
-    let report = py
-        .detach(|| {
-            validation::validate_with_progress(only, &|done, total| {
-                if let Some(cb) = &progress {
-                    Python::attach(|py| {
+    // Cells run on worker threads, where Python cannot see signals: this thread waits for
+    // them and checks for Ctrl-C meanwhile; after one, no further cell starts.
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = AtomicBool::new(false);
+    let mut interrupted: Option<PyErr> = None;
+    let report = py.detach(|| {
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(|| {
+                validation::validate_with_progress(only, &|done, total| {
+                    if let Some(cb) = &progress {
                         // A failing progress callback must not stop the validation.
-                        let _ = cb.call1(py, (done, total));
-                    });
+                        Python::attach(|py| {
+                            let _ = cb.call1(py, (done, total));
+                        });
+                    }
+                    !stop.load(Ordering::Relaxed)
+                })
+            });
+            while !worker.is_finished() {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                if interrupted.is_none() {
+                    if let Err(e) = Python::attach(|py| py.check_signals()) {
+                        interrupted = Some(e);
+                        stop.store(true, Ordering::Relaxed);
+                    }
                 }
-            })
+            }
+            worker.join()
         })
-        .map_err(to_py)?;
+    });
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    let report =
+        report.map_err(|_| SimulationError::new_err("the validation stopped unexpectedly"))?;
+    let report = report.map_err(to_py)?;
     let rows = report
         .rows
         .iter()

@@ -344,13 +344,14 @@ pub(crate) fn row_for(
 
 /// Runs every validation cell (of one system if `only` is given).
 pub fn validate(only: Option<&str>) -> Result<ValidationReport> {
-    validate_with_progress(only, &|_, _| {})
+    validate_with_progress(only, &|_, _| true)
 }
 
-/// [`validate`], calling `progress(done, total)` as simulated cells finish.
+/// [`validate`], calling `progress(done, total)` as simulated cells finish; when it returns
+/// false no further cell starts and the validation ends with an error saying how far it got.
 pub fn validate_with_progress(
     only: Option<&str>,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
 ) -> Result<ValidationReport> {
     validate_inner(only, progress, true)
 }
@@ -358,12 +359,12 @@ pub fn validate_with_progress(
 /// The closed-form cells only (no simulation): what the fast tests check.
 #[cfg(test)]
 fn validate_closed_form() -> Result<ValidationReport> {
-    validate_inner(None, &|_, _| {}, false)
+    validate_inner(None, &|_, _| true, false)
 }
 
 fn validate_inner(
     only: Option<&str>,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
     simulate: bool,
 ) -> Result<ValidationReport> {
     let root = reference();
@@ -450,6 +451,29 @@ mod tests {
     }
 
     #[test]
+    fn a_progress_callback_can_stop_the_validation() {
+        let stopped = validate_with_progress(Some("t5220"), &|_, _| false).unwrap_err();
+        assert!(
+            stopped
+                .to_string()
+                .starts_with("validation stopped after 0 of 28 simulated cells"),
+            "{stopped}"
+        );
+        // Stopping as the first cell finishes leaves the rest unstarted: only the cells
+        // already running on the other threads still finish.
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let e = validate_with_progress(Some("t5220"), &|done, _| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            done == 0
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("validation stopped after "), "{e}");
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(calls.into_inner() <= 1 + threads, "too many cells ran");
+    }
+
+    #[test]
     fn only_filters_and_rejects_unknown_systems() {
         let ntb = validate(Some("ntb")).unwrap();
         assert!(ntb.rows.iter().all(|r| r.system == "ntb"));
@@ -505,7 +529,7 @@ mod tests {
         ];
         // Tables the simulator computes are checked elsewhere.
         let root: toml::Table = REFERENCE_TOML.parse().unwrap();
-        let simulated: BTreeSet<(String, String)> = simulated::rows(&root, Some("-"), &|_, _| {})
+        let simulated: BTreeSet<(String, String)> = simulated::rows(&root, Some("-"), &|_, _| true)
             .unwrap()
             .into_iter()
             .map(|(system, table, _)| (system, table))

@@ -632,7 +632,7 @@ fn load() -> Result<(SimFile, toml::Table)> {
 pub fn rows(
     root: &toml::Table,
     only: Option<&str>,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
 ) -> Result<Vec<(String, String, Option<ValidationRow>)>> {
     let (file, catalog) = load()?;
     let system_of = |c: &SimCell| {
@@ -671,14 +671,15 @@ pub fn rows(
 }
 
 /// Computes the `selected` cells on every available core (each cell is deterministic, so
-/// the order of work does not change any value).
+/// the order of work does not change any value). When `progress` returns false no further
+/// cell starts, and the cells left out come back as errors saying so.
 fn compute_all(
     file: &SimFile,
     catalog: &toml::Table,
     selected: &[usize],
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
 ) -> Vec<Result<f64>> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Mutex;
     let total = selected.len();
     let threads = std::thread::available_parallelism()
@@ -690,25 +691,37 @@ fn compute_all(
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<f64>>>> = Mutex::new((0..total).map(|_| None).collect());
-    progress(0, total);
+    let stop = AtomicBool::new(!progress(0, total));
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&k) = order.get(i) else { break };
                 let value = compute(&file.cell[selected[k]], catalog);
                 if let Ok(mut r) = results.lock() {
                     r[k] = Some(value);
                 }
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                if !progress(done.fetch_add(1, Ordering::Relaxed) + 1, total) {
+                    stop.store(true, Ordering::Relaxed);
+                }
             });
         }
     });
+    let finished = done.load(Ordering::Relaxed);
     results
         .into_inner()
         .unwrap_or_default()
         .into_iter()
-        .map(|v| v.unwrap_or_else(|| Err(conflict("a validation cell did not run".into()))))
+        .map(|v| {
+            v.unwrap_or_else(|| {
+                Err(conflict(format!(
+                    "validation stopped after {finished} of {total} simulated cells"
+                )))
+            })
+        })
         .collect()
 }
 
