@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import click
 import typer
@@ -98,6 +98,14 @@ def link(
     emit(rows, format, columns, title="Link bandwidth per direction")
 
 
+def _interrupted(bar, progress: str) -> NoReturn:
+    """Ends a command stopped by Ctrl-C: the progress bar goes, one line says how far the
+    work got, exit code 130."""
+    bar.stop()
+    print(f"tlpsim: interrupted after {progress}", file=sys.stderr)
+    raise typer.Exit(130) from None
+
+
 def _simulate(loaded: Scenario, name: str) -> RunResult:
     """Runs a loaded scenario with a progress bar on stderr when it is a terminal; Ctrl-C
     stops it with one line saying how far it got (exit code 130)."""
@@ -124,10 +132,7 @@ def _simulate(loaded: Scenario, name: str) -> RunResult:
         try:
             return run_scenario(loaded, progress=progress)
         except KeyboardInterrupt:
-            bar.stop()
-            at = f"{done[0] * total_us:.0f} of {total_us:.0f} us simulated"
-            print(f"tlpsim: interrupted after {at}", file=sys.stderr)
-            raise typer.Exit(130) from None
+            _interrupted(bar, f"{done[0] * total_us:.0f} of {total_us:.0f} us simulated")
 
 
 def _run_rows(result) -> list[dict]:
@@ -207,9 +212,7 @@ def _validate_with_bar(only: str | None):
         try:
             return validate(only, step)
         except KeyboardInterrupt:
-            bar.stop()
-            print(f"tlpsim: interrupted after {count[0]} of {count[1]} simulated cells", file=sys.stderr)
-            raise typer.Exit(130) from None
+            _interrupted(bar, f"{count[0]} of {count[1]} simulated cells")
 
 
 @app.command(name="validate")
