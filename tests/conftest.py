@@ -19,9 +19,10 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def interrupt_cli(*args: str, after: float = 3.0) -> tuple[subprocess.CompletedProcess, float]:
-    """Starts the CLI as a user would, sends it SIGINT (Ctrl-C) `after` seconds, and returns
-    what it did with the seconds it took from start to exit."""
+def interrupt_cli(*args: str, after: float = 3.0, twice: bool = False) -> tuple[subprocess.CompletedProcess, float]:
+    """Starts the CLI as a user would, sends it SIGINT (Ctrl-C) `after` seconds (and, with
+    `twice`, again 0.15 s later, as an impatient user does), and returns what it did with the
+    seconds it took from start to exit."""
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tlpsim.cli", *args],
@@ -33,6 +34,10 @@ def interrupt_cli(*args: str, after: float = 3.0) -> tuple[subprocess.CompletedP
     )
     time.sleep(after)  # past interpreter start and import, well inside the work
     proc.send_signal(signal.SIGINT)
+    if twice:
+        time.sleep(0.15)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), time.monotonic() - started
 

@@ -49,7 +49,8 @@ def test_json_and_report(cli_json, tmp_path, cli):
 
 
 def test_ctrl_c_stops_validate_with_one_line(interrupt):
-    proc, took = interrupt("validate")
+    # Pressed twice: the second must not swallow the line the first one earns.
+    proc, took = interrupt("validate", twice=True)
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr.startswith("tlpsim: interrupted after ") and "simulated cells" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == "" and took < 20

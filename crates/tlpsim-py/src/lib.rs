@@ -262,23 +262,29 @@ fn validate<'py>(
                     !stop.load(Ordering::Relaxed)
                 })
             });
+            // Every check drains pending signals; the first interrupt is the one raised (a
+            // second Ctrl-C while the running cells finish must not surface later, inside
+            // the caller's handler of the first).
+            let mut poll = || {
+                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                    interrupted.get_or_insert(e);
+                    stop.store(true, Ordering::Relaxed);
+                }
+            };
             while !worker.is_finished() {
                 std::thread::sleep(std::time::Duration::from_millis(50));
-                if interrupted.is_none() {
-                    if let Err(e) = Python::attach(|py| py.check_signals()) {
-                        interrupted = Some(e);
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                }
+                poll();
             }
-            worker.join()
+            poll();
+            // A panic in a cell reaches Python with its message, as without the worker.
+            worker
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
         })
     });
     if let Some(e) = interrupted {
         return Err(e);
     }
-    let report =
-        report.map_err(|_| SimulationError::new_err("the validation stopped unexpectedly"))?;
     let report = report.map_err(to_py)?;
     let rows = report
         .rows

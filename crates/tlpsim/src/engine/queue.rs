@@ -334,6 +334,36 @@ mod tests {
         }
 
         #[test]
+        fn far_and_wheel_events_at_equal_times_keep_insertion_order(
+            ops in prop::collection::vec((0u64..40, 0u8..3, any::<bool>()), 0..300)
+        ) {
+            // Times on a grid of 1.5 wheel spans' eighths: many ties, some of them between
+            // events that waited in the far heap and events scheduled onto the wheel later.
+            let step = (SLOTS as u64 * 3 / 16) << SLOT_BITS;
+            let mut q = EventQueue::new();
+            let mut reference: Vec<(u64, usize)> = Vec::new();
+            for (i, &(k, pops, absolute)) in ops.iter().enumerate() {
+                let at = if absolute { k * step } else { q.now().ticks() + (k % 8) * step };
+                let at = at.max(q.now().ticks());
+                q.schedule(SimTime::from_ticks(at), i);
+                reference.push((at, i));
+                for _ in 0..pops {
+                    reference.sort();
+                    let horizon = q.now().ticks() + 4 * step;
+                    let want = reference.first().filter(|r| r.0 <= horizon).copied();
+                    if want.is_some() {
+                        reference.remove(0);
+                    }
+                    let got = q.pop_until(SimTime::from_ticks(horizon)).map(|(t, i)| (t.ticks(), i));
+                    prop_assert_eq!(got, want);
+                }
+            }
+            reference.sort();
+            let rest: Vec<_> = std::iter::from_fn(|| q.pop().map(|(t, i)| (t.ticks(), i))).collect();
+            prop_assert_eq!(rest, reference);
+        }
+
+        #[test]
         fn interleaved_pushes_and_pops_stay_sorted_and_stable(
             ops in prop::collection::vec((0u64..1u64 << 40, 0u8..4), 0..300)
         ) {
