@@ -69,8 +69,6 @@ pub struct EventQueue<E> {
     base: u64,
     /// Events at or beyond `base + SLOTS`.
     far: BinaryHeap<Reverse<Far<E>>>,
-    /// Slot of the earliest far event (u64::MAX when there is none).
-    far_slot: u64,
     next_seq: u64,
     len: usize,
     now: SimTime,
@@ -93,7 +91,6 @@ impl<E: Copy> EventQueue<E> {
             occupied: [0; WORDS],
             base: 0,
             far: BinaryHeap::new(),
-            far_slot: u64::MAX,
             next_seq: 0,
             len: 0,
             now: SimTime::ZERO,
@@ -176,7 +173,6 @@ impl<E: Copy> EventQueue<E> {
         } else {
             let key = (at, self.next_seq);
             self.next_seq += 1;
-            self.far_slot = self.far_slot.min(at >> SLOT_BITS);
             self.far.push(Reverse(Far { key, event }));
         }
     }
@@ -236,7 +232,7 @@ impl<E: Copy> EventQueue<E> {
         }
         if slot != self.base {
             self.base = slot;
-            if self.far_slot < slot + SLOTS as u64 {
+            if self.far_due() {
                 self.refill();
             }
         }
@@ -257,21 +253,20 @@ impl<E: Copy> EventQueue<E> {
         Some((self.now, event))
     }
 
+    /// True when the earliest far event falls within the wheel's span.
+    #[inline]
+    fn far_due(&self) -> bool {
+        self.far
+            .peek()
+            .is_some_and(|Reverse(f)| (f.key.0 >> SLOT_BITS) < self.base + SLOTS as u64)
+    }
+
     /// Moves far events that now fall within the wheel's span onto it.
     fn refill(&mut self) {
-        let end = self.base + SLOTS as u64;
-        while self
-            .far
-            .peek()
-            .is_some_and(|Reverse(f)| (f.key.0 >> SLOT_BITS) < end)
-        {
+        while self.far_due() {
             let Reverse(f) = self.far.pop().expect("peeked");
             self.place(f.key.0, f.event);
         }
-        self.far_slot = self
-            .far
-            .peek()
-            .map_or(u64::MAX, |Reverse(f)| f.key.0 >> SLOT_BITS);
     }
 
     /// Takes the earliest event, advancing now to its time.
@@ -337,7 +332,7 @@ mod tests {
         fn far_and_wheel_events_at_equal_times_keep_insertion_order(
             ops in prop::collection::vec((0u64..40, 0u8..3, any::<bool>()), 0..300)
         ) {
-            // Times on a grid of 1.5 wheel spans' eighths: many ties, some of them between
+            // Times on a grid of 3/16 of the wheel's span: many ties, some of them between
             // events that waited in the far heap and events scheduled onto the wheel later.
             let step = (SLOTS as u64 * 3 / 16) << SLOT_BITS;
             let mut q = EventQueue::new();

@@ -54,9 +54,14 @@ pub struct Queued {
 #[derive(Debug, Default)]
 struct Input {
     queues: [VecDeque<Queued>; 3],
-    /// TLPs in the three queues.
-    len: u32,
     weight: u32,
+}
+
+impl Input {
+    /// True when no TLP waits in any of its queues.
+    fn is_empty(&self) -> bool {
+        self.queues.iter().all(VecDeque::is_empty)
+    }
 }
 
 /// A sent TLP held until acknowledged.
@@ -277,7 +282,6 @@ impl Channel {
     ) {
         let stamp = self.next_stamp;
         self.next_stamp += 1;
-        self.inputs[input].len += 1;
         self.inputs[input].queues[class as usize].push_back(Queued {
             tlp,
             data_credits,
@@ -316,14 +320,15 @@ impl Channel {
         }
         let n = self.inputs.len();
         let mut blocked = Blocked::Empty;
+        // The input after `i`, round the ring.
+        let after = |i: usize| if i + 1 == n { 0 } else { i + 1 };
         let mut idx = self.current;
         for _ in 0..n {
-            if self.inputs[idx].len == 0 {
-                idx = if idx + 1 == n { 0 } else { idx + 1 };
+            if self.inputs[idx].is_empty() {
+                idx = after(idx);
                 continue;
             }
             if let Some(c) = self.choose(idx, &mut blocked) {
-                self.inputs[idx].len -= 1;
                 let entry = self.inputs[idx].queues[c].pop_front().expect("head exists");
                 self.queued -= 1;
                 if idx != self.current {
@@ -332,16 +337,12 @@ impl Channel {
                 }
                 self.left -= 1;
                 if self.left == 0 {
-                    self.current = if self.current + 1 == n {
-                        0
-                    } else {
-                        self.current + 1
-                    };
+                    self.current = after(self.current);
                     self.left = self.inputs[self.current].weight;
                 }
                 return Ok((entry, CLASSES[c]));
             }
-            idx = if idx + 1 == n { 0 } else { idx + 1 };
+            idx = after(idx);
         }
         Err(blocked)
     }

@@ -794,7 +794,8 @@ impl<'a> Simulator<'a> {
                     if let Some(seq) = ack {
                         self.queue_dllp(c, Dllp::Ack(seq));
                     }
-                    self.send_update_fcs(c, dirty);
+                    self.queue_update_fcs(c, dirty);
+                    self.try_send(c ^ 1);
                 }
             }
             Ev::FcRefresh(c) => {
@@ -802,7 +803,8 @@ impl<'a> Simulator<'a> {
                 let finite = (0..3u8)
                     .filter(|k| self.chans[c as usize].rx_advertised[2 * *k as usize].is_some())
                     .fold(0u8, |m, k| m | 1 << k);
-                self.send_update_fcs(c, finite);
+                self.queue_update_fcs(c, finite);
+                self.try_send(c ^ 1);
                 self.q
                     .schedule(self.now() + SimTime::from_ns(30_000), Ev::FcRefresh(c));
             }
@@ -1181,9 +1183,9 @@ impl<'a> Simulator<'a> {
         }
     }
 
-    /// Queues an UpdateFC for each class set in `classes` (bit k: class k), then kicks the
-    /// transmitter that carries them.
-    fn send_update_fcs(&mut self, c: u32, classes: u8) {
+    /// Queues an UpdateFC for each class set in `classes` (bit k: class k), without kicking
+    /// the transmitter that carries them.
+    fn queue_update_fcs(&mut self, c: u32, classes: u8) {
         for (k, class) in CLASSES.into_iter().enumerate() {
             if classes & (1 << k) != 0 {
                 let ch = &self.chans[c as usize];
@@ -1191,7 +1193,6 @@ impl<'a> Simulator<'a> {
                 self.queue_dllp(c, d);
             }
         }
-        self.try_send(c ^ 1);
     }
 
     fn on_dllp(&mut self, c: u32, d: Dllp, bad: bool) {

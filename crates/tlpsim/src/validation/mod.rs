@@ -221,18 +221,17 @@ impl Cell {
 }
 
 /// One step of a reference path: a key, optionally indexed (`reduction[3]`), or indexed
-/// again for nested arrays (`rows[0][4][1]`); the first index is kept apart.
-fn path_steps(path: &str) -> Vec<(&str, Option<usize>, Vec<usize>)> {
+/// again for nested arrays (`rows[0][4][1]`).
+fn path_steps(path: &str) -> Vec<(&str, Vec<usize>)> {
     path.split('.')
         .map(|step| match step.split_once('[') {
-            Some((key, rest)) => {
-                let idx: Vec<usize> = rest
-                    .split('[')
+            Some((key, rest)) => (
+                key,
+                rest.split('[')
                     .filter_map(|i| i.trim_end_matches(']').parse().ok())
-                    .collect();
-                (key, idx.first().copied(), idx)
-            }
-            None => (step, None, Vec::new()),
+                    .collect(),
+            ),
+            None => (step, Vec::new()),
         })
         .collect()
 }
@@ -247,12 +246,12 @@ pub fn reference() -> toml::Table {
 /// Looks a value up in the reference file; `None` if the path names nothing.
 fn lookup<'a>(root: &'a toml::Table, path: &str) -> Option<&'a toml::Value> {
     let mut steps = path_steps(path).into_iter();
-    let (first, _, idx) = steps.next()?;
+    let (first, idx) = steps.next()?;
     let mut v = root.get(first)?;
     for i in idx {
         v = v.as_array()?.get(i)?;
     }
-    for (key, _, idx) in steps {
+    for (key, idx) in steps {
         v = v.as_table()?.get(key)?;
         for i in idx {
             v = v.as_array()?.get(i)?;
@@ -307,7 +306,7 @@ pub(crate) fn row_for(
         Some(s) => s.to_string(),
         None => steps[2..].iter().map(|s| s.0).collect::<Vec<_>>().join("."),
     };
-    let column = match (cell.column, steps.last().and_then(|s| s.1)) {
+    let column = match (cell.column, steps.last().and_then(|s| s.1.first().copied())) {
         (Some(c), _) => c.to_string(),
         (None, Some(i)) => table_value
             .and_then(|t| t.get("columns"))
