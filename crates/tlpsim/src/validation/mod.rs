@@ -419,9 +419,9 @@ mod tests {
     #[test]
     fn every_cell_resolves_and_computes() {
         let report = validate(None).unwrap();
-        // Closed form 22, T5220 28, storage 34, GE 56, mixed 64, graphics 2, netperf 32,
+        // Closed form 22, T5220 30, storage 34, GE 56, mixed 64, graphics 2, netperf 32,
         // IXP12xx 13.
-        assert_eq!(report.rows.len(), 22 + 28 + 34 + 56 + 64 + 2 + 32 + 13);
+        assert_eq!(report.rows.len(), 22 + 30 + 34 + 56 + 64 + 2 + 32 + 13);
         assert!(
             report.unmodelled_tables.is_empty(),
             "{:?}",
@@ -455,7 +455,7 @@ mod tests {
         assert!(
             stopped
                 .to_string()
-                .starts_with("validation stopped after 0 of 28 simulated cells"),
+                .starts_with("validation stopped after 0 of 30 simulated cells"),
             "{stopped}"
         );
         // Stopping as the first cell finishes leaves the rest unstarted: only the cells
@@ -484,7 +484,7 @@ mod tests {
     #[test]
     fn t5220_calibrate_cells_hold_their_fit_and_roles_are_marked() {
         let rows = validate(Some("t5220")).unwrap().rows;
-        assert_eq!(rows.len(), 28);
+        assert_eq!(rows.len(), 30);
         let calibrate: Vec<_> = rows.iter().filter(|r| r.role == Role::Calibrate).collect();
         // Only the single PCI-E2 slot: its three bandwidths and its latency.
         assert_eq!(calibrate.len(), 4);
@@ -501,6 +501,15 @@ mod tests {
             .find(|r| r.column.starts_with("simultaneous"))
             .unwrap();
         assert!(both.error.abs() < 0.01, "{both:?}");
+        // Store-and-forward switches only ever add latency: each slot's reduction lies in
+        // (0, 1), the smallest no larger than the largest.
+        let reduction: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.series == "cut_through_vs_store_and_forward_latency_reduction")
+            .map(|r| r.simulated)
+            .collect();
+        assert_eq!(reduction.len(), 2);
+        assert!(0.0 < reduction[0] && reduction[0] <= reduction[1] && reduction[1] < 1.0);
     }
 
     #[test]

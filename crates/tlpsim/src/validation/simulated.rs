@@ -106,7 +106,7 @@ struct SimFile {
 
 /// One workload of a cell: a DMA exerciser run (`direction`) or an Iometer-style storage
 /// run (`read_percent`, sizes, outstanding I/Os).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RunSpec {
     endpoint: String,
@@ -145,10 +145,15 @@ enum SimQuantity {
     /// IXP1240 router: share of the dropped ATM-received packets lost at the IP router's
     /// full input queue.
     DropShareIpRouter,
+    /// DMA read latency of each `run` endpoint alone, with the topology's switches as built
+    /// (cut-through) and all store-and-forward: the smallest reduction `1 - ct / saf`.
+    CutThroughReductionLow,
+    /// As `CutThroughReductionLow`, the largest reduction.
+    CutThroughReductionHigh,
 }
 
 /// The IXP1240 router run of a cell: Ethernet ports receiving at line rate.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RouterCell {
     inputs: u32,
@@ -156,7 +161,7 @@ struct RouterCell {
 
 /// One netperf stream of a cell: the sending and receiving hosts (catalog sections), what
 /// joins them, the message size, and for PCIe the two root complexes of the topology.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NetperfSpec {
     sender: Option<String>,
@@ -170,7 +175,7 @@ struct NetperfSpec {
     to: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SimCell {
     reference: String,
@@ -259,7 +264,9 @@ fn scenario_text(cell: &SimCell, catalog: &toml::Table) -> Result<String> {
     let mut text = render(&template, catalog)?;
     let (size, outstanding) = match cell.quantity {
         // The document's latency: one 64 B read at a time.
-        SimQuantity::LatencyNs => ("64B".to_string(), "1".to_string()),
+        SimQuantity::LatencyNs
+        | SimQuantity::CutThroughReductionLow
+        | SimQuantity::CutThroughReductionHigh => ("64B".to_string(), "1".to_string()),
         _ => (
             catalog_value(catalog, "exerciser.transfer_size").unwrap_or_default(),
             catalog_value(catalog, "exerciser.outstanding").unwrap_or_default(),
@@ -539,6 +546,15 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
             None => Ok(value),
         };
     }
+    if let SimQuantity::CutThroughReductionLow | SimQuantity::CutThroughReductionHigh =
+        cell.quantity
+    {
+        let reductions = cut_through_reductions(cell, catalog)?;
+        return Ok(match cell.quantity {
+            SimQuantity::CutThroughReductionLow => reductions.fold(f64::INFINITY, f64::min),
+            _ => reductions.fold(f64::NEG_INFINITY, f64::max),
+        });
+    }
     let text = scenario_text(cell, catalog)?;
     let origin = format!("validation/{} for {}", cell.topology, cell.reference);
     let system = load_str(&text, &origin).map_err(|e| conflict(e.to_string()))?;
@@ -565,7 +581,9 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
         | SimQuantity::EthTxKfpsLow
         | SimQuantity::EthTxKfpsHigh
         | SimQuantity::DropShareEthTxQueue
-        | SimQuantity::DropShareIpRouter => unreachable!("handled above"),
+        | SimQuantity::DropShareIpRouter
+        | SimQuantity::CutThroughReductionLow
+        | SimQuantity::CutThroughReductionHigh => unreachable!("handled above"),
         SimQuantity::GraphicsScore => {
             let value = |key: &str| {
                 catalog_value(catalog, key)
@@ -589,6 +607,40 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
             ppf / (render.as_secs_f64() + pcie_s)
         }
     })
+}
+
+/// For each `run` endpoint of the cell alone: how much lower its DMA read latency is with
+/// the topology's switches cut-through than with the same switches store-and-forward
+/// (`1 - ct / saf`).
+fn cut_through_reductions(
+    cell: &SimCell,
+    catalog: &toml::Table,
+) -> Result<impl Iterator<Item = f64>> {
+    let origin = format!("validation/{} for {}", cell.topology, cell.reference);
+    let latency = |text: &str| -> Result<f64> {
+        let system = load_str(text, &origin).map_err(|e| conflict(e.to_string()))?;
+        Ok(run_audited(&system, &origin)?.flows[0].latency_ns.mean)
+    };
+    let mut out = Vec::new();
+    for r in &cell.run {
+        let one = SimCell {
+            run: vec![r.clone()],
+            ..cell.clone()
+        };
+        let text = scenario_text(&one, catalog)?;
+        let saf_text = text.replace(
+            "forwarding = \"cut-through\"",
+            "forwarding = \"store-and-forward\"",
+        );
+        if saf_text == text {
+            return Err(conflict(format!(
+                "cell {}: topology {} has no cut-through switch",
+                cell.reference, cell.topology
+            )));
+        }
+        out.push(1.0 - latency(&text)? / latency(&saf_text)?);
+    }
+    Ok(out.into_iter())
 }
 
 /// The System Interconnect's virtual Ethernet framing: (header bytes per frame, bytes per
