@@ -172,12 +172,11 @@ pub struct Channel {
     pub replay_deadline: Option<SimTime>,
     /// A ReplayTimer event is pending.
     pub replay_event: bool,
-    /// Credit limit per type (cumulative, from InitFC and UpdateFC).
+    /// Credit limit per type (cumulative, from InitFC and UpdateFC); `u64::MAX` for a type
+    /// the receiver advertised as infinite.
     pub credit_limit: [u64; 6],
     /// Credits consumed per type (cumulative).
     pub credit_consumed: [u64; 6],
-    /// Types the receiver advertised as infinite.
-    pub infinite: [bool; 6],
     /// Since when the transmitter has been stalled on credits.
     pub stall_since: Option<SimTime>,
     /// What blocked it last.
@@ -251,9 +250,8 @@ impl Channel {
             replay_next: None,
             replay_deadline: None,
             replay_event: false,
-            credit_limit: adv.map(|c| c.unwrap_or(0) as u64),
+            credit_limit: adv.map(|c| c.map_or(u64::MAX, u64::from)),
             credit_consumed: [0; 6],
-            infinite: adv.map(|c| c.is_none()),
             stall_since: None,
             blocked: Blocked::Empty,
             last_arrival: SimTime::ZERO,
@@ -295,15 +293,11 @@ impl Channel {
     /// index (see `fabric::CreditType`) that lacks credits.
     pub fn has_credits(&self, class: FcClass, data: u32) -> Result<(), usize> {
         let h = class as usize * 2;
-        // Cumulative counters: `consumed + need <= limit` (no subtraction to underflow).
-        let short = |ty: usize, need: u64| {
-            need > 0
-                && !self.infinite[ty]
-                && self.credit_consumed[ty] + need > self.credit_limit[ty]
-        };
-        if short(h, 1) {
+        // Cumulative counters: `consumed + need <= limit` (no subtraction to underflow; an
+        // infinite type's limit is u64::MAX, which no count reaches).
+        if self.credit_consumed[h] >= self.credit_limit[h] {
             Err(h)
-        } else if short(h + 1, data as u64) {
+        } else if data > 0 && self.credit_consumed[h + 1] + data as u64 > self.credit_limit[h + 1] {
             Err(h + 1)
         } else {
             Ok(())
@@ -419,8 +413,7 @@ impl Channel {
         let h = class as usize * 2;
         self.credit_consumed[h] += 1;
         self.credit_consumed[h + 1] += data as u64;
-        let within =
-            |ty: usize| self.infinite[ty] || self.credit_consumed[ty] <= self.credit_limit[ty];
+        let within = |ty: usize| self.credit_consumed[ty] <= self.credit_limit[ty];
         within(h) && within(h + 1)
     }
 
