@@ -873,3 +873,28 @@ fn a_host_reads_bridge_scratchpads_near_and_far() {
     let slower = read("ep2", "450ns");
     assert!((slower - near - 300.0).abs() < 10.0, "{near} -> {slower}");
 }
+
+/// Writes through one cut-through switch whose port-to-port latency (150 ns) is longer than
+/// the Gen5 x16 replay timeout (about 130 ns): the switch's ingress port acknowledges a TLP
+/// when its last byte arrives, not when the switch forwards it, so nothing is replayed and
+/// the switch costs no bandwidth.
+#[test]
+fn a_switch_slower_than_the_replay_timeout_replays_nothing() {
+    let text = |lat: u32| {
+        format!(
+            "[simulation]\nduration = \"40us\"\nwarmup = \"5us\"\n[pcie]\nmps = 256\n\
+             [[root_complex]]\nname = \"rc\"\n\
+             [[switch]]\nname = \"sw\"\nforwarding = \"cut-through\"\nlatency = \"{lat}ns\"\n\
+             [[endpoint]]\nname = \"ep\"\nkind = \"dma\"\n\
+             [[link]]\nbetween = [\"rc\", \"sw\"]\ngen = 5\nwidth = 16\n\
+             [[link]]\nbetween = [\"sw\", \"ep\"]\ngen = 5\nwidth = 16\n\
+             [[workload]]\nname = \"w\"\nkind = \"dma\"\nendpoint = \"ep\"\n\
+             direction = \"write\"\ntransfer_size = \"64KiB\"\noutstanding = 4\n"
+        )
+    };
+    let near = simulate(&text(0));
+    let far = simulate(&text(150));
+    assert_eq!(far.links.iter().map(|l| l.replays).sum::<u64>(), 0);
+    let (a, b) = (near.flows[0].throughput_gbps, far.flows[0].throughput_gbps);
+    assert!((a - b).abs() < 0.005 * a, "{a} vs {b}");
+}

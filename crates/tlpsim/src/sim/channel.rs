@@ -91,6 +91,9 @@ pub struct Arrival {
     pub head: SimTime,
     /// When its last byte reaches the receiver.
     pub tail: SimTime,
+    /// A switch forwards it by a Forward event of its own (the data link layer takes it
+    /// when its last byte arrives, the switch starts it on its egress at its own time).
+    pub forwarded: bool,
 }
 
 /// Why the arbiter found nothing to send.
@@ -183,6 +186,15 @@ pub struct Channel {
     pub blocked: Blocked,
     /// Latest arrival event time scheduled (arrivals stay in sequence order).
     pub last_arrival: SimTime,
+    /// The sequence number the receiver will expect once every TLP now on the wire is
+    /// taken: a TLP is accepted if it arrives intact and carries it (the receiver's data
+    /// link layer sees TLPs in the order they were sent, so this is known when one is sent).
+    pub rx_predicted: u64,
+    /// TLPs a switch has accepted and will forward, each with when its first byte
+    /// arrived, oldest first (Forward events come in this order).
+    pub forwarding: VecDeque<(u32, SimTime)>,
+    /// Latest Forward event time scheduled.
+    pub last_forward: SimTime,
     /// TLPs on the wire toward the receiver, oldest first.
     pub arriving: VecDeque<Arrival>,
     /// DLLPs about this channel's TLPs on their way back to the transmitter, oldest first:
@@ -255,6 +267,9 @@ impl Channel {
             stall_since: None,
             blocked: Blocked::Empty,
             last_arrival: SimTime::ZERO,
+            rx_predicted: 1,
+            forwarding: VecDeque::new(),
+            last_forward: SimTime::ZERO,
             arriving: VecDeque::new(),
             dllps_arriving: VecDeque::new(),
             rx_expected: 1,

@@ -158,10 +158,15 @@ impl Tlp {
 #[repr(u32, align(8))]
 enum Ev {
     TxFree(u32),
-    /// The oldest TLP in `chans[ch].arriving` reaches the receiver.
+    /// The oldest TLP in `chans[ch].arriving` reaches the receiver (its last byte: the
+    /// data link layer takes it; a TLP forwarded by a switch moves on by a Forward event).
     TlpArrive(u32),
     /// The oldest burst of DLLPs in `chans[ch].dllps_arriving` reaches ch's transmitter.
     DllpArrive(u32),
+    /// The switch at the receiving end of `ch` starts forwarding the oldest TLP in
+    /// `chans[ch].forwarding` (its port-to-port latency after the first byte arrived when
+    /// cut-through, after the last when store-and-forward).
+    Forward(u32),
     /// The receiver of `ch` sends the Ack and UpdateFCs it owes (one timer for both: the
     /// spec gives them the same interval).
     DllTimer(u32),
@@ -770,6 +775,11 @@ impl<'a> Simulator<'a> {
                     }
                 }
             }
+            Ev::Forward(c) => {
+                if let Some((id, head)) = self.chans[c as usize].forwarding.pop_front() {
+                    self.tlp_receive(c, id, head);
+                }
+            }
             Ev::DllpArrive(c) => {
                 while let Some((dllp, bad, last)) =
                     self.chans[c as usize].dllps_arriving.pop_front()
@@ -1125,7 +1135,9 @@ impl<'a> Simulator<'a> {
         }
         let bad = lost(&mut self.rng, p, e.bytes);
         let rx = self.rx_node[c as usize] as usize;
-        let mut at = end + prop;
+        let tail = end + prop;
+        // When the switch at the receiving end starts the TLP on its egress, if it forwards it.
+        let mut forward_at = None;
         if let NodeState::Switch { ports, table, .. } = &self.nodes[rx] {
             let dst = self.tlps[e.tlp as usize].dst as usize;
             let out = self
@@ -1136,14 +1148,28 @@ impl<'a> Simulator<'a> {
             if out != NONE {
                 let (ct, lat) = table[self.rx_port[c as usize] as usize * ports
                     + self.tx_port[out as usize] as usize];
-                at = if ct { start } else { end } + prop + lat;
+                forward_at = Some(if ct { start } else { end } + prop + lat);
             }
         }
         let ch = &mut self.chans[c as usize];
-        let at = at.max(ch.last_arrival);
+        // The receiver's data link layer takes TLPs in the order they were sent: whether it
+        // will accept this one is known now.
+        let accepted = !bad && e.seq == ch.rx_predicted;
+        if accepted {
+            ch.rx_predicted += 1;
+        }
+        let forwarded = forward_at.is_some();
+        if let (Some(f), true) = (forward_at, accepted) {
+            let f = f.max(ch.last_forward);
+            ch.last_forward = f;
+            ch.forwarding.push_back((e.tlp, start + prop));
+            self.q.schedule(f, Ev::Forward(c));
+        }
+        let ch = &mut self.chans[c as usize];
+        let at = tail.max(ch.last_arrival);
         ch.last_arrival = at;
-        // Arriving just as the wire frees (no propagation delay, no switch, no SKP due): one
-        // event does both.
+        // Arriving just as the wire frees (no propagation delay, no SKP due): one event does
+        // both.
         let frees_wire = !ch.tx_event && at == ch.wire.free_at();
         ch.tx_event |= frees_wire;
         ch.arriving.push_back(Arrival {
@@ -1152,7 +1178,8 @@ impl<'a> Simulator<'a> {
             bad,
             frees_wire,
             head: start + prop,
-            tail: end + prop,
+            tail,
+            forwarded,
         });
         self.q.schedule(at, Ev::TlpArrive(c));
         start
@@ -1273,14 +1300,16 @@ impl<'a> Simulator<'a> {
     }
 
     fn on_tlp(&mut self, c: u32, a: Arrival) {
-        let Arrival {
-            seq,
-            tlp: id,
-            bad,
-            head,
-            tail,
-            ..
-        } = a;
+        if self.dll_receive(c, &a) && !a.forwarded {
+            self.tlp_receive(c, a.tlp, a.head);
+        }
+    }
+
+    /// The data link layer of channel `c`'s receiver takes a TLP whose last byte has
+    /// arrived: a corrupted one is Nak'd, a duplicate Ack'd again, the expected one accepted
+    /// (Ack owed). Returns whether it was accepted.
+    fn dll_receive(&mut self, c: u32, a: &Arrival) -> bool {
+        let &Arrival { seq, bad, tail, .. } = a;
         let now = self.now();
         let ch = &mut self.chans[c as usize];
         if bad {
@@ -1290,7 +1319,7 @@ impl<'a> Simulator<'a> {
                 let s = ch.rx_expected - 1;
                 self.send_dllp(c, Dllp::Nak(s));
             }
-            return;
+            return false;
         }
         if seq != ch.rx_expected {
             if seq < ch.rx_expected {
@@ -1301,7 +1330,7 @@ impl<'a> Simulator<'a> {
                 // A TLP is missing before this one.
                 self.audit.sequence_violations += 1;
             }
-            return;
+            return false;
         }
         ch.rx_expected += 1;
         ch.rx_nak_sent = false;
@@ -1311,6 +1340,15 @@ impl<'a> Simulator<'a> {
             let at = (tail + ch.ack_interval).max(now);
             self.q.schedule(at, Ev::DllTimer(c));
         }
+        true
+    }
+
+    /// The transaction layer of channel `c`'s receiver takes accepted TLP `id` (first byte
+    /// arrived at `head`): into the receive buffer, then on to its egress (a switch) or its
+    /// consumer.
+    fn tlp_receive(&mut self, c: u32, id: u32, head: SimTime) {
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
         let t = self.tlps[id as usize];
         if !t.live {
             self.audit.duplicates += 1;
