@@ -10,8 +10,11 @@ use tlpsim::scenario::load_str;
 use tlpsim::sim::run;
 
 /// One switch: (parent index, 0 = the root complex, k = switch k), cut-through, shared
-/// bus, port latency in ns.
-type SwitchGen = (usize, bool, bool, u32);
+/// bus, port latency in ns, weighted arbitration, posted header credits per port.
+type SwitchGen = (usize, bool, bool, u32, bool, u32);
+/// The root complex: memory bandwidth in GB/s (0 unlimited), MPS-sized completions, a
+/// shared outbound queue with this many TLPs per root port (0: per-port queues).
+type RootGen = (u32, bool, u32);
 /// One endpoint: (parent index as for switches), direction, transfer size, outstanding,
 /// posted header credits.
 type EndpointGen = (usize, usize, u32, u32, u32);
@@ -42,6 +45,7 @@ fn fabric(
     ber: bool,
     ecrc: bool,
     seed: u64,
+    (memory, mps_completions, port_queue): RootGen,
     switches: &[(SwitchGen, LinkGen)],
     endpoints: &[(EndpointGen, LinkGen)],
     host_writes: bool,
@@ -52,6 +56,17 @@ fn fabric(
          [[root_complex]]\nname = \"rc\"\nmemory_read_latency = \"300ns\"\n",
         if ber { "ber = 1e-7" } else { "" }
     );
+    if memory > 0 {
+        t.push_str(&format!("memory_bandwidth = \"{memory}GB/s\"\n"));
+    }
+    if mps_completions {
+        t.push_str("completion = \"mps\"\n");
+    }
+    if port_queue > 0 {
+        t.push_str(&format!(
+            "outbound_queue = \"shared\"\nport_queue = {port_queue}\n"
+        ));
+    }
     let parent = |p: usize, k: usize| {
         let p = p % (k + 1);
         if p == 0 {
@@ -61,15 +76,25 @@ fn fabric(
         }
     };
     let mut links = String::new();
-    for (k, &((p, ct, shared, lat), l)) in switches.iter().enumerate() {
+    for (k, &((p, ct, shared, lat, weighted, ph), l)) in switches.iter().enumerate() {
         t.push_str(&format!(
-            "[[switch]]\nname = \"sw{k}\"\nforwarding = \"{}\"\nlatency = \"{lat}ns\"\n",
+            "[[switch]]\nname = \"sw{k}\"\nforwarding = \"{}\"\nlatency = \"{lat}ns\"\n\
+             credits = {{ ph = {ph}, pd = {}, nph = {ph}, cplh = {ph}, cpld = {} }}\n",
             if ct {
                 "cut-through"
             } else {
                 "store-and-forward"
-            }
+            },
+            mps / 16 * ph,
+            mrrs.max(mps) / 16 * ph,
         ));
+        if weighted {
+            // Three TLPs a turn for what comes from above; other neighbours weigh one.
+            t.push_str(&format!(
+                "arbitration = \"weighted\"\nweights = {{ {} = 3 }}\n",
+                parent(p, k)
+            ));
+        }
         if shared {
             t.push_str("core = \"shared-bus\"\ncore_bandwidth = \"6GB/s\"\n");
         }
@@ -115,13 +140,15 @@ proptest! {
         ber in any::<bool>(),
         ecrc in any::<bool>(),
         seed in 0u64..1000,
+        root in (prop::sample::select(vec![0u32, 1, 4]), any::<bool>(), 0u32..=4),
         switches in prop::collection::vec(
-            ((0usize..4, any::<bool>(), any::<bool>(), 20u32..300), link_gen()), 0..=3),
+            ((0usize..4, any::<bool>(), any::<bool>(), 20u32..300, any::<bool>(), 1u32..=16),
+             link_gen()), 0..=3),
         endpoints in prop::collection::vec(
             ((0usize..4, 0usize..3, 64u32..=8192, 1u32..=8, 1u32..=8), link_gen()), 1..=4),
         host_writes in any::<bool>(),
     ) {
-        let text = fabric(mps, mrrs, ber, ecrc, seed, &switches, &endpoints, host_writes);
+        let text = fabric(mps, mrrs, ber, ecrc, seed, root, &switches, &endpoints, host_writes);
         let sys = load_str(&text, "<random fabric>")
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         let a = run(&sys).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
