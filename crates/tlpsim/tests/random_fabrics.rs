@@ -15,9 +15,11 @@ type SwitchGen = (usize, bool, bool, u32, bool, u32);
 /// The root complex: memory bandwidth in GB/s (0 unlimited), MPS-sized completions, a
 /// shared outbound queue with this many TLPs per root port (0: per-port queues).
 type RootGen = (u32, bool, u32);
-/// One endpoint: (parent index as for switches), direction, transfer size, outstanding,
-/// posted header credits.
+/// One endpoint: (parent index as for switches), direction (one past the last: a storage
+/// HBA), transfer size, outstanding, posted header credits.
 type EndpointGen = (usize, usize, u32, u32, u32);
+/// A GE NIC: (parent index as for switches, frame size, offered load in percent, link).
+type NicGen = (usize, u32, u32, LinkGen);
 /// One link: (generation, width index, propagation in ns, replay buffer in KiB or 0 for
 /// the default, SKP ordered sets).
 type LinkGen = (u32, usize, u32, u32, bool);
@@ -48,6 +50,7 @@ fn fabric(
     (memory, mps_completions, port_queue): RootGen,
     switches: &[(SwitchGen, LinkGen)],
     endpoints: &[(EndpointGen, LinkGen)],
+    nic: Option<NicGen>,
     host_writes: bool,
 ) -> String {
     let mut t = format!(
@@ -101,19 +104,51 @@ fn fabric(
         links.push_str(&link(&parent(p, k), &format!("sw{k}"), l));
     }
     for (k, &((p, dir, size, outstanding, ph), l)) in endpoints.iter().enumerate() {
+        links.push_str(&link(&parent(p, switches.len()), &format!("ep{k}"), l));
+        if dir == DIRECTIONS.len() {
+            // A storage HBA: media rates, turnaround and seek drawn from the same numbers.
+            t.push_str(&format!(
+                "[[endpoint]]\nname = \"ep{k}\"\nkind = \"storage\"\n\
+                 media_read = \"{}MB/s\"\nmedia_write = \"{}MB/s\"\n\
+                 media_turnaround = \"{}ns\"\nmedia_seek = \"{}ns\"\n\
+                 [[workload]]\nname = \"w{k}\"\nkind = \"storage\"\nendpoint = \"ep{k}\"\n\
+                 read_percent = {}\nread_size = \"{}B\"\nwrite_size = \"{}B\"\n\
+                 outstanding = {outstanding}\nrandom = {}\n",
+                100 + size % 1900,
+                100 + (size * 7) % 1900,
+                size % 2000,
+                (size * 3) % 1000,
+                size % 101,
+                512 + size % 8192,
+                512 + (size * 5) % 8192,
+                outstanding % 2 == 0,
+            ));
+            continue;
+        }
         t.push_str(&format!(
             "[[endpoint]]\nname = \"ep{k}\"\nkind = \"dma\"\n\
              credits = {{ ph = {ph}, pd = {} }}\n",
             mps / 16 * ph
         ));
-        links.push_str(&link(&parent(p, switches.len()), &format!("ep{k}"), l));
         t.push_str(&format!(
             "[[workload]]\nname = \"w{k}\"\nkind = \"dma\"\nendpoint = \"ep{k}\"\n\
              direction = \"{}\"\ntransfer_size = \"{size}B\"\noutstanding = {outstanding}\n",
             DIRECTIONS[dir]
         ));
     }
-    if host_writes {
+    if let Some((p, frame, load, l)) = nic {
+        // A GE NIC bridged by the host CPU.
+        t.push_str(&format!(
+            "[[endpoint]]\nname = \"nic\"\nkind = \"nic\"\ninterrupt_interval = \"5us\"\n\
+             [cpu]\nframe_cost = \"{}ns\"\n\
+             [[workload]]\nname = \"bridge\"\nkind = \"bridge\"\nendpoint = \"nic\"\n\
+             frame_size = {frame}\nload = {}\n",
+            200 + frame,
+            load as f64 / 100.0
+        ));
+        links.push_str(&link(&parent(p, switches.len()), "nic", l));
+    }
+    if host_writes && endpoints[0].0 .1 < DIRECTIONS.len() {
         t.push_str(
             "[[workload]]\nname = \"host\"\nkind = \"dma\"\nendpoint = \"rc\"\n\
              target = \"ep0\"\ndirection = \"write\"\ntransfer_size = \"2KiB\"\n",
@@ -145,10 +180,12 @@ proptest! {
             ((0usize..4, any::<bool>(), any::<bool>(), 20u32..300, any::<bool>(), 1u32..=16),
              link_gen()), 0..=3),
         endpoints in prop::collection::vec(
-            ((0usize..4, 0usize..3, 64u32..=8192, 1u32..=8, 1u32..=8), link_gen()), 1..=4),
+            ((0usize..4, 0usize..=DIRECTIONS.len(), 64u32..=8192, 1u32..=8, 1u32..=8),
+             link_gen()), 1..=4),
+        nic in prop::option::of((0usize..4, 64u32..=1518, 10u32..=100, link_gen())),
         host_writes in any::<bool>(),
     ) {
-        let text = fabric(mps, mrrs, ber, ecrc, seed, root, &switches, &endpoints, host_writes);
+        let text = fabric(mps, mrrs, ber, ecrc, seed, root, &switches, &endpoints, nic, host_writes);
         let sys = load_str(&text, "<random fabric>")
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         let a = run(&sys).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;

@@ -958,7 +958,7 @@ impl<'a> Simulator<'a> {
     /// root complex with a shared outbound queue takes its own TLPs in issue order there.
     fn push(&mut self, c: u32, id: u32) {
         let t = self.tlps[id as usize];
-        if t.ingress == NONE && !self.draining {
+        if t.ingress == NONE {
             let tx = self.rx_node[(c ^ 1) as usize] as usize;
             if let Some(o) = &mut self.outbound[tx] {
                 let posted = t.class() == FcClass::Posted;
@@ -971,6 +971,13 @@ impl<'a> Simulator<'a> {
                 }
             }
         }
+        self.enqueue_tlp(c, id);
+    }
+
+    /// Puts TLP `id` into channel `c`'s egress queues (past any shared outbound queue) and
+    /// wakes the transmitter.
+    fn enqueue_tlp(&mut self, c: u32, id: u32) {
+        let t = self.tlps[id as usize];
         let input = if t.ingress != NONE {
             self.rx_port[t.ingress as usize] as usize
         } else if t.role == Role::NtbMsi {
@@ -1056,7 +1063,9 @@ impl<'a> Simulator<'a> {
                 _ => None,
             };
             let Some((_, ch, id)) = next else { break };
-            self.push(ch, id);
+            // A TLP created while this one is sent joins the shared queue behind the rest
+            // (this loop takes it in its turn).
+            self.enqueue_tlp(ch, id);
         }
         self.draining = false;
     }
