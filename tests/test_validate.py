@@ -63,7 +63,7 @@ def test_unknown_system_exit_2(cli):
 
 def test_t5220_rows_come_from_the_simulator(cli_json):
     rows = cli_json("validate", "--only", "t5220")
-    assert len(rows) == 28
+    assert len(rows) == 30
     assert {r["system"] for r in rows} == {"t5220"}
     assert set(rows[0]) == {"system", "table", "series", "column", "unit", "published", "simulated", "error", "role"}
     calibrate = [r for r in rows if r["role"] == "calibrate"]
