@@ -13,8 +13,9 @@ use tlpsim::sim::run;
 /// bus, port latency in ns, weighted arbitration, posted header credits per port.
 type SwitchGen = (usize, bool, bool, u32, bool, u32);
 /// The root complex: memory bandwidth in GB/s (0 unlimited), MPS-sized completions, a
-/// shared outbound queue with this many TLPs per root port (0: per-port queues).
-type RootGen = (u32, bool, u32);
+/// shared outbound queue with this many TLPs per root port (0: per-port queues), memory
+/// read latency fixed / uniform / exponential, a host bridge in front of memory.
+type RootGen = (u32, bool, u32, usize, bool);
 /// One endpoint: (parent index as for switches), direction (one past the last: a storage
 /// HBA), transfer size, outstanding, posted header credits.
 type EndpointGen = (usize, usize, u32, u32, u32);
@@ -47,7 +48,7 @@ fn fabric(
     ber: bool,
     ecrc: bool,
     seed: u64,
-    (memory, mps_completions, port_queue): RootGen,
+    (memory, mps_completions, port_queue, latency, bridge): RootGen,
     switches: &[(SwitchGen, LinkGen)],
     endpoints: &[(EndpointGen, LinkGen)],
     nic: Option<NicGen>,
@@ -56,9 +57,17 @@ fn fabric(
     let mut t = format!(
         "[simulation]\nduration = \"30us\"\nwarmup = \"3us\"\nseed = {seed}\n\
          [pcie]\nmps = {mps}\nmrrs = {mrrs}\necrc = {ecrc}\n{}\n\
-         [[root_complex]]\nname = \"rc\"\nmemory_read_latency = \"300ns\"\n",
-        if ber { "ber = 1e-7" } else { "" }
+         [[root_complex]]\nname = \"rc\"\nmemory_read_latency = {}\n",
+        if ber { "ber = 1e-7" } else { "" },
+        [
+            "\"300ns\"",
+            "{ distribution = \"uniform\", min = \"200ns\", max = \"900ns\" }",
+            "{ distribution = \"exponential\", min = \"100ns\", mean = \"400ns\" }",
+        ][latency]
     );
+    if bridge {
+        t.push_str("host_bridge = \"hb\"\n");
+    }
     if memory > 0 {
         t.push_str(&format!("memory_bandwidth = \"{memory}GB/s\"\n"));
     }
@@ -154,6 +163,9 @@ fn fabric(
              target = \"ep0\"\ndirection = \"write\"\ntransfer_size = \"2KiB\"\n",
         );
     }
+    if bridge {
+        t.push_str("[[host_bridge]]\nname = \"hb\"\nbandwidth = \"3GB/s\"\nlatency = \"120ns\"\n");
+    }
     t + &links
 }
 
@@ -182,7 +194,8 @@ proptest! {
         ber in any::<bool>(),
         ecrc in any::<bool>(),
         seed in 0u64..1000,
-        root in (prop::sample::select(vec![0u32, 1, 4]), any::<bool>(), 0u32..=4),
+        root in (prop::sample::select(vec![0u32, 1, 4]), any::<bool>(), 0u32..=4, 0usize..3,
+                 any::<bool>()),
         switches in prop::collection::vec(
             ((0usize..4, any::<bool>(), any::<bool>(), 20u32..300, any::<bool>(), 1u32..=16),
              link_gen()), 0..=3),
