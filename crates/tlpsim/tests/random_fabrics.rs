@@ -21,8 +21,8 @@ type RootGen = (u32, bool, u32, usize, bool);
 type EndpointGen = (usize, usize, u32, u32, u32);
 /// A GE NIC: (parent index as for switches, frame size, offered load in percent, link).
 type NicGen = (usize, u32, u32, LinkGen);
-/// One link: (generation, width index, propagation in ns, replay buffer in KiB or 0 for
-/// the default, SKP ordered sets).
+/// One link: (generation, width index, propagation in ns (flit mode, also below Gen6, when
+/// it is 1 modulo 3), replay buffer in KiB or 0 for the default, SKP ordered sets).
 type LinkGen = (u32, usize, u32, u32, bool);
 
 const WIDTHS: [u32; 5] = [1, 2, 4, 8, 16];
@@ -36,6 +36,10 @@ fn link(up: &str, down: &str, (gen, w, prop, replay, skp): LinkGen) -> String {
     );
     if replay > 0 {
         t.push_str(&format!("replay_buffer = \"{replay}KiB\"\n"));
+    }
+    if prop % 3 == 1 {
+        // Flit mode below Gen6 too (optional there).
+        t.push_str("flit = true\n");
     }
     t
 }
