@@ -1,24 +1,12 @@
-//! T5220 DMA read latency with the switches cut-through (as built) and store-and-forward.
-use tlpsim::validation::simulated::cell_scenario;
-
-fn latency(text: &str) -> f64 {
-    let sys = tlpsim::scenario::load_str(text, "<t5220>").expect("valid");
-    tlpsim::sim::run(&sys).expect("runs").flows[0]
-        .latency_ns
-        .mean
-}
+//! T5220 DMA read latency per slot with the switches cut-through (as built) and
+//! store-and-forward: the slots behind the validation's cut-through reduction rows.
+use tlpsim::validation::simulated::cell_cut_through_latencies;
 
 fn main() {
-    for r in [
-        "t5220.dma_read_latency.t5220_pcie2[3]",
-        "t5220.dma_read_latency.t5220_pcie5[3]",
-        "t5220.dma_read_latency.t5220_x4_slots[3]",
-    ] {
-        let text = cell_scenario(r).expect("cell exists");
-        let ct = latency(&text);
-        let saf = latency(&text.replace("cut-through", "store-and-forward"));
+    let cell = "t5220.dma_read_latency.cut_through_vs_store_and_forward_latency_reduction[0]";
+    for (slot, ct, saf) in cell_cut_through_latencies(cell).expect("cell exists") {
         println!(
-            "{r}: cut-through {ct:.1} ns, store-and-forward {saf:.1} ns, reduction {:.1} %",
+            "{slot}: cut-through {ct:.1} ns, store-and-forward {saf:.1} ns, reduction {:.1} %",
             100.0 * (saf - ct) / saf
         );
     }

@@ -549,7 +549,9 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
     if let SimQuantity::CutThroughReductionLow | SimQuantity::CutThroughReductionHigh =
         cell.quantity
     {
-        let reductions = cut_through_reductions(cell, catalog)?;
+        let reductions = cut_through_latencies(cell, catalog)?
+            .into_iter()
+            .map(|(_, ct, saf)| 1.0 - ct / saf);
         return Ok(match cell.quantity {
             SimQuantity::CutThroughReductionLow => reductions.fold(f64::INFINITY, f64::min),
             _ => reductions.fold(f64::NEG_INFINITY, f64::max),
@@ -609,13 +611,9 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
     })
 }
 
-/// For each `run` endpoint of the cell alone: how much lower its DMA read latency is with
-/// the topology's switches cut-through than with the same switches store-and-forward
-/// (`1 - ct / saf`).
-fn cut_through_reductions(
-    cell: &SimCell,
-    catalog: &toml::Table,
-) -> Result<impl Iterator<Item = f64>> {
+/// For each `run` endpoint of the cell alone: (endpoint, DMA read latency in ns with the
+/// topology's switches cut-through as built, with the same switches store-and-forward).
+fn cut_through_latencies(cell: &SimCell, catalog: &toml::Table) -> Result<Vec<(String, f64, f64)>> {
     let origin = format!("validation/{} for {}", cell.topology, cell.reference);
     let latency = |text: &str| -> Result<f64> {
         let system = load_str(text, &origin).map_err(|e| conflict(e.to_string()))?;
@@ -638,9 +636,16 @@ fn cut_through_reductions(
                 cell.reference, cell.topology
             )));
         }
-        out.push(1.0 - latency(&text)? / latency(&saf_text)?);
+        out.push((r.endpoint.clone(), latency(&text)?, latency(&saf_text)?));
     }
-    Ok(out.into_iter())
+    Ok(out)
+}
+
+/// A cut-through reduction cell's per-endpoint latencies: (endpoint, cut-through ns,
+/// store-and-forward ns).
+pub fn cell_cut_through_latencies(reference: &str) -> Result<Vec<(String, f64, f64)>> {
+    let (file, catalog) = load()?;
+    cut_through_latencies(find(&file, reference)?, &catalog)
 }
 
 /// The System Interconnect's virtual Ethernet framing: (header bytes per frame, bytes per
