@@ -184,8 +184,6 @@ pub struct Channel {
     pub stall_since: Option<SimTime>,
     /// What blocked it last.
     pub blocked: Blocked,
-    /// Latest arrival event time scheduled (arrivals stay in sequence order).
-    pub last_arrival: SimTime,
     /// The sequence number the receiver will expect once every TLP now on the wire is
     /// taken: a TLP is accepted if it arrives intact and carries it (the receiver's data
     /// link layer sees TLPs in the order they were sent, so this is known when one is sent).
@@ -266,7 +264,6 @@ impl Channel {
             credit_consumed: [0; 6],
             stall_since: None,
             blocked: Blocked::Empty,
-            last_arrival: SimTime::ZERO,
             rx_predicted: 1,
             forwarding: VecDeque::new(),
             last_forward: SimTime::ZERO,

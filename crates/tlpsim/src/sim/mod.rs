@@ -1174,9 +1174,11 @@ impl<'a> Simulator<'a> {
             ch.forwarding.push_back((e.tlp, start + prop));
             self.q.schedule(f, Ev::Forward(c));
         }
+        // The data link layer takes the TLP at its tail: tails follow the wire's order, so
+        // arrival events come in the order of `arriving`.
         let ch = &mut self.chans[c as usize];
-        let at = tail.max(ch.last_arrival);
-        ch.last_arrival = at;
+        debug_assert!(ch.arriving.back().is_none_or(|a| a.tail <= tail));
+        let at = tail;
         // Arriving just as the wire frees (no propagation delay, no SKP due): one event does
         // both.
         let frees_wire = !ch.tx_event && at == ch.wire.free_at();
