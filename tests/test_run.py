@@ -137,6 +137,53 @@ def test_cli_run_formats(cli, cli_json):
     assert proc.returncode == 0 and "audit passed" in proc.stdout and "sw2-ex" in proc.stdout
 
 
+MEMORY_BOUND = """
+[simulation]
+duration = "100us"
+warmup = "10us"
+[pcie]
+mps = 128
+[[root_complex]]
+name = "rc"
+memory_read_latency = "500ns"
+memory_bandwidth = "1GB/s"
+[[endpoint]]
+name = "ep"
+kind = "dma"
+[[link]]
+between = ["rc", "ep"]
+width = 8
+[[workload]]
+name = "reads"
+kind = "dma"
+endpoint = "ep"
+direction = "read"
+transfer_size = "4KiB"
+outstanding = 16
+"""
+
+
+def test_each_flow_names_its_bottleneck(tmp_path, cli, cli_json):
+    r = tlpsim.run(MEMORY_BOUND)
+    b = r.flows[0]["bottleneck"]
+    assert (b["kind"], b["resource"]) == ("memory", "rc memory") and b["busy"] > 0.99
+    assert "1.000 GB/s" in b["detail"]
+    resources = r.to_pandas("resources")
+    assert list(resources["name"]) == ["rc memory"] and resources["busy"][0] > 0.99
+    assert r.to_pandas()["bottleneck_kind"][0] == "memory"
+    # A link-bound run names the link direction that carries the completions.
+    b = tlpsim.run(EXAMPLE).flows[0]["bottleneck"]
+    assert (b["kind"], b["resource"]) == ("link", "rc-sw1 down")
+    path = tmp_path / "memory.toml"
+    path.write_text(MEMORY_BOUND)
+    proc = cli("run", str(path))
+    assert proc.returncode == 0 and "reads: limited by memory (rc memory)" in proc.stdout, proc.stdout
+    assert "other resources" in proc.stdout
+    assert cli_json("run", str(path))["flows"][0]["bottleneck"]["kind"] == "memory"
+    rows = cli("run", str(path), "--format", "csv").stdout.splitlines()
+    assert "bottleneck_kind" in rows[0] and rows[-1].startswith("resource,rc memory,")
+
+
 def test_schema_comes_from_the_core_types(cli):
     schema = tlpsim.schema()
     assert {"simulation", "pcie", "root_complex", "switch", "endpoint", "link", "workload"} <= schema["properties"].keys()

@@ -140,6 +140,8 @@ def _run_rows(result) -> list[dict]:
     rows = [{"kind": "flow", "name": f.pop("name"), "direction": "", **f} for f in result.flow_rows()]
     for link in result.links:
         rows.append({"kind": "link", **link})
+    for r in result.resources:
+        rows.append({"kind": "resource", "name": r["name"], "resource_kind": r["kind"], "busy": r["busy"]})
     keys: dict[str, None] = {}
     for r in rows:
         keys.update(dict.fromkeys(r))
@@ -167,11 +169,17 @@ def run_cmd(
         for f in result.flows:
             if f.get("address"):
                 console().print(f"{f['name']}: address {f['address']}")
+        for f in result.flows:
+            b = f["bottleneck"]
+            console().print(f"{f['name']}: limited by {b['kind'].replace('_', ' ')} ({b['resource'] or 'none'}): {b['detail']}")
         emit(result.links, format, [
             ("name", " link", ""), ("direction", " dir", ""), ("utilization", "utilization", "%"),
             ("payload_gbps", "payload Gb/s", ".3f"), ("tlps", "TLPs", ","), ("dllps", "DLLPs", ","),
             ("replays", "replays", ","), ("credit_stall_fraction", "credit stall", "%"),
         ], title="links")  # fmt: skip
+        if result.resources:
+            emit(result.resources, format, [("name", " resource", ""), ("kind", " kind", ""), ("busy", "busy", "%")],
+                 title="other resources")  # fmt: skip
         a = result.audit
         conserved = a["payload_created"] == a["payload_delivered"] + a["payload_in_flight"]
         console().print(

@@ -47,6 +47,9 @@ class RunResult:
     links: list[dict[str, Any]]
     audit: dict[str, Any] = field(default_factory=dict)
     ethernet: list[dict[str, Any]] = field(default_factory=list)
+    #: Memory, host bridges, shared switch buses, storage media and CPU cores:
+    #: ``{"name", "kind", "busy"}`` with ``busy`` the fraction of the window.
+    resources: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON-ready data."""
@@ -55,28 +58,37 @@ class RunResult:
             "wall_s": self.wall_s,
             "events": self.events,
             "tlp_hops": self.tlp_hops,
-            "flows": [dict(f, latency_ns=dict(f["latency_ns"])) for f in self.flows],
+            "flows": [dict(f, latency_ns=dict(f["latency_ns"]), bottleneck=dict(f["bottleneck"])) for f in self.flows],
             "links": [dict(link) for link in self.links],
+            "resources": [dict(r) for r in self.resources],
             "ethernet": [dict(e) for e in self.ethernet],
             "audit": dict(self.audit),
         }
 
     def flow_rows(self) -> list[dict[str, Any]]:
-        """The flows as flat rows: ``latency_ns`` becomes ``latency_ns_mean``, ``_p50`` ..."""
+        """The flows as flat rows: ``latency_ns`` becomes ``latency_ns_mean``, ``_p50`` ...,
+        ``bottleneck`` becomes ``bottleneck_kind``, ``bottleneck_resource`` ..."""
+        nested = ("latency_ns", "bottleneck")
         return [
-            {**{k: v for k, v in f.items() if k != "latency_ns"}, **{f"latency_ns_{k}": v for k, v in f["latency_ns"].items()}}
+            {
+                **{k: v for k, v in f.items() if k not in nested},
+                **{f"{n}_{k}": v for n in nested for k, v in f.get(n, {}).items()},
+            }
             for f in self.flows
         ]
 
-    def to_pandas(self, what: Literal["flows", "links"] = "flows"):
-        """A pandas DataFrame of the flows (latency as ``latency_ns_mean`` ...) or the links."""
+    def to_pandas(self, what: Literal["flows", "links", "resources"] = "flows"):
+        """A pandas DataFrame of the flows (latency as ``latency_ns_mean`` ...), the links or
+        the other resources."""
         import pandas as pd
 
         if what == "flows":
             return pd.DataFrame(self.flow_rows())
         if what == "links":
             return pd.DataFrame(self.links)
-        raise ValueError(f"what {what!r} is not allowed; allowed: flows, links")
+        if what == "resources":
+            return pd.DataFrame(self.resources, columns=["name", "kind", "busy"])
+        raise ValueError(f"what {what!r} is not allowed; allowed: flows, links, resources")
 
 
 def run(

@@ -128,6 +128,11 @@ pub struct ChannelCounters {
     pub bad_dllps: u64,
     /// Ticks the transmitter had TLPs but no credits for the next one.
     pub credit_stall_ticks: u64,
+    /// The same ticks by the credit type it waited for (PH, PD, NPH, NPD, CplH, CplD: the
+    /// type lacking when the stall began).
+    pub credit_stall_by_type: [u64; 6],
+    /// Ticks the transmitter had a TLP the credits allowed but no replay buffer room.
+    pub replay_stall_ticks: u64,
     /// Wire ticks busy (TLPs, DLLPs, SKP).
     pub busy_ticks: u64,
 }
@@ -182,6 +187,10 @@ pub struct Channel {
     pub credit_consumed: [u64; 6],
     /// Since when the transmitter has been stalled on credits.
     pub stall_since: Option<SimTime>,
+    /// The credit type it lacked when that stall began.
+    pub stall_type: usize,
+    /// Since when the transmitter has been waiting for replay buffer room.
+    pub replay_stall_since: Option<SimTime>,
     /// What blocked it last.
     pub blocked: Blocked,
     /// The sequence number the receiver will expect once every TLP now on the wire is
@@ -263,6 +272,8 @@ impl Channel {
             credit_limit: adv.map(|c| c.map_or(u64::MAX, u64::from)),
             credit_consumed: [0; 6],
             stall_since: None,
+            stall_type: 0,
+            replay_stall_since: None,
             blocked: Blocked::Empty,
             rx_predicted: 1,
             forwarding: VecDeque::new(),
@@ -412,10 +423,48 @@ impl Channel {
     pub fn end_stall(&mut self, now: SimTime) -> bool {
         match self.stall_since.take() {
             Some(s) => {
-                self.counters.credit_stall_ticks += now.saturating_sub(s).ticks();
+                let ticks = now.saturating_sub(s).ticks();
+                self.counters.credit_stall_ticks += ticks;
+                self.counters.credit_stall_by_type[self.stall_type] += ticks;
                 true
             }
             None => false,
+        }
+    }
+
+    /// Ends a wait for replay buffer room at `now`, adding its time to the counters; true
+    /// if one was running.
+    pub fn end_replay_stall(&mut self, now: SimTime) -> bool {
+        match self.replay_stall_since.take() {
+            Some(s) => {
+                self.counters.replay_stall_ticks += now.saturating_sub(s).ticks();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Notes why the arbiter found nothing to send at `now`, starting or ending the stall
+    /// timers: a credit stall runs while TLPs wait for credits, a replay stall while one
+    /// waits for replay buffer room.
+    pub fn note_blocked(&mut self, b: Blocked, now: SimTime) {
+        self.blocked = b;
+        match b {
+            Blocked::Credits(ty) => {
+                self.end_replay_stall(now);
+                if self.stall_since.is_none() {
+                    self.stall_since = Some(now);
+                    self.stall_type = ty;
+                }
+            }
+            Blocked::ReplayBuffer => {
+                self.end_stall(now);
+                self.replay_stall_since.get_or_insert(now);
+            }
+            Blocked::Empty => {
+                self.end_stall(now);
+                self.end_replay_stall(now);
+            }
         }
     }
 

@@ -8,6 +8,7 @@
 //! or store-and-forward, crossbar or shared bus) and DMA endpoints. Every run ends with a
 //! self-audit ([`result::Audit`]).
 
+pub mod bottleneck;
 pub mod channel;
 mod nic;
 pub mod result;
@@ -30,6 +31,7 @@ use crate::pcie::flit;
 use crate::pcie::phy;
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::{symbol_ticks, Wire};
+use bottleneck::BusyTicks;
 use channel::{Arrival, Blocked, Channel, ChannelCounters, Dllp, FcClass, ReplayEntry, CLASSES};
 use result::{Audit, FlowResult, LatencyRecorder, LinkResult, RunResult};
 
@@ -224,6 +226,8 @@ fn lost(rng: &mut Rng, byte_error: f64, bytes: u32) -> bool {
 struct Throttle {
     ticks_per_byte: f64,
     free_at: SimTime,
+    /// Ticks of service given so far (for the bottleneck report).
+    busy: u64,
 }
 
 impl Throttle {
@@ -231,14 +235,27 @@ impl Throttle {
         Throttle {
             ticks_per_byte: SimTime::TICKS_PER_PS as f64 * 1e12 / bytes_per_s,
             free_at: SimTime::ZERO,
+            busy: 0,
         }
+    }
+
+    /// Bytes per second it passes.
+    fn bytes_per_s(&self) -> f64 {
+        SimTime::TICKS_PER_PS as f64 * 1e12 / self.ticks_per_byte
+    }
+
+    /// Ticks of service given by time `t` (service booked beyond `t` not counted).
+    fn busy_by(&self, t: SimTime) -> u64 {
+        self.busy
+            .saturating_sub(self.free_at.saturating_sub(t).ticks())
     }
 
     /// Passes `bytes` arriving at `t`; returns when the first byte enters and the last is through.
     fn pass_span(&mut self, t: SimTime, bytes: u32) -> (SimTime, SimTime) {
         let start = t.max(self.free_at);
-        self.free_at =
-            start + SimTime::from_ticks((bytes as f64 * self.ticks_per_byte).round() as u64);
+        let service = (bytes as f64 * self.ticks_per_byte).round() as u64;
+        self.busy += service;
+        self.free_at = start + SimTime::from_ticks(service);
         (start, self.free_at)
     }
 
@@ -386,6 +403,10 @@ struct Flow {
     transfers_queued: u64,
     /// MSIs the target took within the measurement window.
     interrupts: u64,
+    /// Since when every read transfer slot (or every tag of the source) has been in use.
+    window_since: Option<SimTime>,
+    /// Ticks of the measurement window with every read transfer slot or tag in use.
+    window_ticks: u64,
 }
 
 impl Flow {
@@ -439,6 +460,8 @@ pub struct Simulator<'a> {
     outbound: Vec<Option<Outbound>>,
     /// The shared outbound queue is being drained (push must not queue behind itself).
     draining: bool,
+    /// Service the non-link resources had given when measuring started.
+    busy_at_warmup: BusyTicks,
 }
 
 /// A root complex's one outbound queue for all its root ports (a HyperTransport host
@@ -648,6 +671,8 @@ impl<'a> Simulator<'a> {
                 doorbell: w.doorbell,
                 transfers_queued: 0,
                 interrupts: 0,
+                window_since: None,
+                window_ticks: 0,
             })
             .collect();
         let watchdog =
@@ -693,6 +718,7 @@ impl<'a> Simulator<'a> {
                 })
                 .collect(),
             draining: false,
+            busy_at_warmup: Vec::new(),
         };
         sim.build_nics();
         sim
@@ -914,14 +940,22 @@ impl<'a> Simulator<'a> {
             if ch.end_stall(now) {
                 ch.stall_since = Some(now);
             }
+            if ch.end_replay_stall(now) {
+                ch.replay_stall_since = Some(now);
+            }
             ch.counters.busy_ticks = ch.wire.busy_ticks();
             self.snapshot[c] = ch.counters;
         }
         for f in &mut self.flows {
             f.bytes = 0;
             f.latency = LatencyRecorder::default();
+            f.window_ticks = 0;
+            if f.window_since.is_some() {
+                f.window_since = Some(now);
+            }
         }
         self.nics_start_window();
+        self.busy_at_warmup = self.busy_ticks(now);
         self.measuring = true;
     }
 
@@ -1084,6 +1118,7 @@ impl<'a> Simulator<'a> {
         match ch.pick() {
             Ok((q, class)) => {
                 ch.end_stall(now);
+                ch.end_replay_stall(now);
                 if !ch.consume(class, q.data_credits) {
                     self.audit.credit_violations += 1;
                 }
@@ -1121,14 +1156,7 @@ impl<'a> Simulator<'a> {
                     self.drain_outbound(c);
                 }
             }
-            Err(b) => {
-                ch.blocked = b;
-                if let Blocked::Credits(_) = b {
-                    ch.stall_since.get_or_insert(now);
-                } else {
-                    ch.end_stall(now);
-                }
-            }
+            Err(b) => ch.note_blocked(b, now),
         }
     }
 
@@ -1715,6 +1743,7 @@ impl<'a> Simulator<'a> {
 
     fn issue_reads(&mut self, f: u32) {
         let mrrs = self.sys.pcie.mrrs as u64;
+        let now = self.q.now();
         loop {
             let flow = &mut self.flows[f as usize];
             let (free_tags, media) = match &mut self.nodes[flow.source as usize] {
@@ -1723,9 +1752,13 @@ impl<'a> Simulator<'a> {
                 NodeState::Switch { .. } => return,
             };
             if *free_tags == 0 {
+                flow.window_since.get_or_insert(now);
                 return;
             }
             if flow.current.is_none() {
+                if flow.active >= flow.outstanding {
+                    flow.window_since.get_or_insert(now);
+                }
                 if flow.active >= flow.outstanding || flow.next_io_is_read() == Some(true) {
                     if flow.writes && flow.storage.is_some() {
                         self.fill_writes(f);
@@ -1735,7 +1768,7 @@ impl<'a> Simulator<'a> {
                 let size = flow.read_transfer();
                 flow.ios += 1;
                 if let Some(m) = media {
-                    m.begin_io(self.q.now(), false, flow.storage.is_some_and(|m| m.random));
+                    m.begin_io(now, false, flow.storage.is_some_and(|m| m.random));
                 }
                 let slot = match flow.free_transfers.pop() {
                     Some(s) => s,
@@ -1747,6 +1780,9 @@ impl<'a> Simulator<'a> {
                 flow.transfer_left[slot as usize] = size;
                 flow.active += 1;
                 flow.current = Some((slot, size));
+            }
+            if let Some(s) = flow.window_since.take() {
+                flow.window_ticks += now.saturating_sub(s).ticks();
             }
             let (slot, left) = flow.current.expect("set above");
             let len = left.min(mrrs);
@@ -1789,6 +1825,7 @@ impl<'a> Simulator<'a> {
         let mut hops = 0;
         for (c, ch) in self.chans.iter_mut().enumerate() {
             ch.end_stall(now);
+            ch.end_replay_stall(now);
             ch.counters.busy_ticks = ch.wire.busy_ticks();
             hops += ch.counters.tlps + ch.counters.replays;
             let a = ch.counters;
@@ -1809,11 +1846,14 @@ impl<'a> Simulator<'a> {
                 bad_dllps: a.bad_dllps - b.bad_dllps,
             });
         }
+        let at_warmup = std::mem::take(&mut self.busy_at_warmup);
+        let (resources, bottlenecks) = self.bottlenecks(now, &at_warmup, &links);
         let flows = self
             .flows
             .iter()
             .zip(&self.sys.workloads)
-            .map(|(f, w)| FlowResult {
+            .zip(bottlenecks)
+            .map(|((f, w), bottleneck)| FlowResult {
                 name: w.name.clone(),
                 bytes: f.bytes + f.media_bytes,
                 throughput_gbps: (f.bytes + f.media_bytes) as f64 * 8.0 / window / 1e9,
@@ -1825,6 +1865,7 @@ impl<'a> Simulator<'a> {
                     .address
                     .as_ref()
                     .map(|a| a.describe(&self.sys.nodes, w.target)),
+                bottleneck,
             })
             .collect();
         for t in self.tlps.iter().filter(|t| t.live) {
@@ -1840,6 +1881,7 @@ impl<'a> Simulator<'a> {
             tlp_hops: hops,
             flows,
             links,
+            resources,
             ethernet,
             audit: self.audit,
         }

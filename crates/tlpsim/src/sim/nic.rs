@@ -132,6 +132,10 @@ struct Core {
     nic: u32,
     queue: VecDeque<u32>,
     next_port: u32,
+    /// Since when it has been busy (out of `Phase::Idle`), if it is.
+    busy_since: Option<SimTime>,
+    /// Ticks busy within the measurement window, up to `busy_since`.
+    busy_ticks: u64,
 }
 
 /// The effect of one register write when the NIC absorbs it.
@@ -217,6 +221,8 @@ impl Simulator<'_> {
                 nic: 0,
                 queue: VecDeque::new(),
                 next_port: 0,
+                busy_since: None,
+                busy_ticks: 0,
             })
             .collect();
         for (f, w) in self.sys.workloads.iter().enumerate() {
@@ -255,7 +261,33 @@ impl Simulator<'_> {
     }
 
     /// The measurement window starts: snapshot the Ethernet counters.
+    /// Per core, the fraction of the measurement window (which ends at `end`) it was busy:
+    /// taking interrupts, reading registers, bridging frames, writing registers.
+    pub(super) fn cpu_busy(&self, end: SimTime) -> Vec<f64> {
+        let window = end.saturating_sub(self.sys.warmup).ticks().max(1) as f64;
+        self.nics
+            .cores
+            .iter()
+            .map(|c| {
+                let open = c.busy_since.map_or(0, |s| end.saturating_sub(s).ticks());
+                ((c.busy_ticks + open) as f64 / window).min(1.0)
+            })
+            .collect()
+    }
+
+    /// The core that serves the NIC at `node`, if the node is a NIC.
+    pub(super) fn nic_core(&self, node: usize) -> Option<u32> {
+        self.nics.at(node).map(|k| self.nics.nics[k as usize].core)
+    }
+
     pub(super) fn nics_start_window(&mut self) {
+        let now = self.now();
+        for c in &mut self.nics.cores {
+            c.busy_ticks = 0;
+            if c.busy_since.is_some() {
+                c.busy_since = Some(now);
+            }
+        }
         for nic in &mut self.nics.nics {
             for (w, p) in nic.windows.iter_mut().zip(&nic.ports) {
                 *w = Window {
@@ -443,10 +475,14 @@ impl Simulator<'_> {
         let c = &mut self.nics.cores[core as usize];
         let Some(k) = c.queue.pop_front() else {
             c.phase = Phase::Idle;
+            if let Some(s) = c.busy_since.take() {
+                c.busy_ticks += now.saturating_sub(s).ticks();
+            }
             return;
         };
         c.nic = k;
         c.phase = Phase::Interrupt;
+        c.busy_since.get_or_insert(now);
         self.nics.nics[k as usize].queued_on_core = false;
         self.q.schedule(now + cost, Ev::Cpu(core));
     }

@@ -4,6 +4,8 @@
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use super::bottleneck::{Bottleneck, ResourceResult};
+
 /// Latency summary in nanoseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct LatencySummary {
@@ -39,6 +41,8 @@ pub struct FlowResult {
     /// "0x80001000 -> nt1 -> 0x20001000 -> nt2 -> 0x1000 (ep2)".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
+    /// What limits its throughput, and why.
+    pub bottleneck: Bottleneck,
 }
 
 /// One link direction's results over the measured window.
@@ -145,6 +149,8 @@ pub struct RunResult {
     pub flows: Vec<FlowResult>,
     /// Per link and direction.
     pub links: Vec<LinkResult>,
+    /// Memory, host bridges, shared switch buses, storage media and CPU cores: how busy.
+    pub resources: Vec<ResourceResult>,
     /// Per Ethernet bridging workload.
     pub ethernet: Vec<EthernetResult>,
     /// The self-audit.

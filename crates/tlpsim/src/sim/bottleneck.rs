@@ -1,0 +1,475 @@
+//! What limits each flow, and why.
+//!
+//! A flow's path is the link directions its requests and their answers cross, the nodes on
+//! the way (a switch's shared bus, a root complex's memory and host bridge, a storage
+//! endpoint's media) and, for Ethernet bridging, the CPU core that serves the NIC. The
+//! verdict, in this order:
+//!
+//! 1. the busiest resource on the path, if it is busy at least [`SATURATED`] of the
+//!    measured window: the flow cannot go faster than it does;
+//! 2. else a transmitter on the path that waits for credits (or replay buffer room) at least
+//!    [`STALLED`] of the window: the receiver's buffer does not cover the credit round trip;
+//! 3. else the requester's read slots or tags, if all are in use at least [`WINDOW_FULL`] of
+//!    the window: throughput is outstanding bytes over latency;
+//! 4. else the workload's own offered rate.
+//!
+//! Back-pressure makes a saturated resource's upstream neighbours wait for credits too, so
+//! a saturated resource outranks any stall.
+
+use serde::Serialize;
+
+use super::{NodeState, Simulator, NONE};
+use crate::engine::SimTime;
+use crate::fabric::CREDIT_TYPES;
+use crate::sim::result::LinkResult;
+
+/// Busy fraction at or above which a resource counts as saturated.
+pub const SATURATED: f64 = 0.9;
+/// Share of the window a transmitter must wait (for credits or replay buffer room) to count
+/// as held up.
+pub const STALLED: f64 = 0.05;
+/// Share of the window a requester must have every read slot or tag in use to count as
+/// limited by them.
+pub const WINDOW_FULL: f64 = 0.5;
+
+/// A resource other than a link: memory, host bridge, switch bus, storage media, CPU core.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResourceResult {
+    /// Its name, e.g. "rc memory", "sw shared bus", "cpu core 0".
+    pub name: String,
+    /// "memory", "host_bridge", "switch_bus", "media", "cpu".
+    pub kind: &'static str,
+    /// Fraction of the measured window it was busy.
+    pub busy: f64,
+}
+
+/// What limits a flow.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bottleneck {
+    /// "link", "memory", "host_bridge", "switch_bus", "media", "cpu", "credits",
+    /// "replay_buffer", "requests" or "offered_load".
+    pub kind: &'static str,
+    /// The resource, e.g. "rc-sw down", "rc memory", "sw -> a NPH credits".
+    pub resource: String,
+    /// Fraction of the measured window it was busy (waiting, for a stall; full, for
+    /// requests; for offered load, the busiest resource's share).
+    pub busy: f64,
+    /// One sentence on why.
+    pub detail: String,
+}
+
+/// How a candidate may limit a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// A resource with a throughput of its own (a wire, memory, a bus, a core).
+    Saturable,
+    /// A transmitter that waits for credits or replay buffer room.
+    Stall,
+    /// The requester's read slots or tags.
+    Window,
+}
+
+/// Something on a flow's path that may limit it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// How it limits.
+    pub limit: Limit,
+    /// The verdict's kind if it is the one.
+    pub kind: &'static str,
+    /// Its name.
+    pub resource: String,
+    /// Fraction of the window busy, stalled or full.
+    pub busy: f64,
+    /// The verdict's sentence if it is the one.
+    pub detail: String,
+}
+
+/// The candidate of `limit` with the largest share, the first on the path among equals.
+fn largest(cands: &[Candidate], limit: Limit) -> Option<&Candidate> {
+    cands
+        .iter()
+        .filter(|c| c.limit == limit)
+        .fold(None, |best: Option<&Candidate>, c| match best {
+            Some(b) if b.busy >= c.busy => Some(b),
+            _ => Some(c),
+        })
+}
+
+/// The verdict over one flow's candidates (see the module's order).
+pub fn verdict(cands: &[Candidate]) -> Bottleneck {
+    let pick = |c: &Candidate| Bottleneck {
+        kind: c.kind,
+        resource: c.resource.clone(),
+        busy: c.busy,
+        detail: c.detail.clone(),
+    };
+    let busiest = largest(cands, Limit::Saturable);
+    if let Some(c) = busiest.filter(|c| c.busy >= SATURATED) {
+        return pick(c);
+    }
+    if let Some(c) = largest(cands, Limit::Stall).filter(|c| c.busy >= STALLED) {
+        return pick(c);
+    }
+    if let Some(c) = largest(cands, Limit::Window).filter(|c| c.busy >= WINDOW_FULL) {
+        return pick(c);
+    }
+    let (resource, busy, detail) = match busiest {
+        Some(c) => (
+            c.resource.clone(),
+            c.busy,
+            format!(
+                "nothing on its path is saturated (the busiest, {}, is {:.0} % busy): the \
+                 workload's own rate limits it",
+                c.resource,
+                c.busy * 100.0
+            ),
+        ),
+        None => (
+            String::new(),
+            0.0,
+            "the workload's own rate limits it".to_string(),
+        ),
+    };
+    Bottleneck {
+        kind: "offered_load",
+        resource,
+        busy,
+        detail,
+    }
+}
+
+/// Ticks of service each non-link resource gave by `t` (the order of [`Simulator::resources`]).
+pub(super) type BusyTicks = Vec<u64>;
+
+/// A non-link resource: the node it belongs to (NONE for a host bridge), its kind, its name,
+/// and the service it gave by some time.
+struct Resource {
+    node: usize,
+    bridge: usize,
+    kind: &'static str,
+    name: String,
+    busy: u64,
+    /// Bytes per second, where it has a rate.
+    rate: Option<f64>,
+}
+
+impl Simulator<'_> {
+    /// The non-link resources with the service each gave by `t`: per node its memory, shared
+    /// bus or media (read and write apart when they run at once), then the host bridges.
+    fn resources(&self, t: SimTime) -> Vec<Resource> {
+        let mut out = Vec::new();
+        let mut add = |node, bridge, kind, name: String, busy, rate| {
+            out.push(Resource {
+                node,
+                bridge,
+                kind,
+                name,
+                busy,
+                rate,
+            })
+        };
+        for (n, state) in self.nodes.iter().enumerate() {
+            let name = &self.sys.nodes[n].name;
+            match state {
+                NodeState::Root {
+                    memory: Some(m), ..
+                } => add(
+                    n,
+                    NONE as usize,
+                    "memory",
+                    format!("{name} memory"),
+                    m.busy_by(t),
+                    Some(m.bytes_per_s()),
+                ),
+                NodeState::Switch { bus: Some(b), .. } => add(
+                    n,
+                    NONE as usize,
+                    "switch_bus",
+                    format!("{name} shared bus"),
+                    b.busy_by(t),
+                    Some(b.bytes_per_s()),
+                ),
+                NodeState::Endpoint { media: Some(m), .. } if m.duplex => {
+                    for (what, th) in [("read", &m.read), ("write", &m.write)] {
+                        add(
+                            n,
+                            NONE as usize,
+                            "media",
+                            format!("{name} media ({what})"),
+                            th.busy_by(t),
+                            Some(th.bytes_per_s()),
+                        );
+                    }
+                }
+                NodeState::Endpoint { media: Some(m), .. } => add(
+                    n,
+                    NONE as usize,
+                    "media",
+                    format!("{name} media"),
+                    m.read.busy_by(t) + m.write.busy_by(t),
+                    None,
+                ),
+                _ => {}
+            }
+        }
+        for (b, (th, _)) in self.bridges.iter().enumerate() {
+            add(
+                NONE as usize,
+                b,
+                "host_bridge",
+                format!("{} host bridge", self.sys.host_bridges[b].name),
+                th.busy_by(t),
+                Some(th.bytes_per_s()),
+            );
+        }
+        out
+    }
+
+    /// Service each non-link resource gave by `t` (taken when measuring starts).
+    pub(super) fn busy_ticks(&self, t: SimTime) -> BusyTicks {
+        self.resources(t).iter().map(|r| r.busy).collect()
+    }
+
+    /// The channels from `from` toward `to`, in path order.
+    fn path(&self, from: usize, to: usize) -> Vec<usize> {
+        let n = self.sys.nodes.len();
+        let mut out = Vec::new();
+        let mut node = from;
+        while node != to && out.len() < self.chans.len() {
+            let c = self.route[node * n + to];
+            if c == NONE {
+                break;
+            }
+            out.push(c as usize);
+            node = self.rx_node[c as usize] as usize;
+        }
+        out
+    }
+
+    /// The non-link resources' use over the window ending at `end` (`at_warmup` from
+    /// [`Simulator::busy_ticks`]), and each flow's bottleneck given the link results.
+    pub(super) fn bottlenecks(
+        &self,
+        end: SimTime,
+        at_warmup: &BusyTicks,
+        links: &[LinkResult],
+    ) -> (Vec<ResourceResult>, Vec<Bottleneck>) {
+        let window = end.saturating_sub(self.sys.warmup).ticks().max(1) as f64;
+        let resources = self.resources(end);
+        let share = |r: &Resource, i: usize| {
+            (r.busy
+                .saturating_sub(at_warmup.get(i).copied().unwrap_or(0)) as f64
+                / window)
+                .min(1.0)
+        };
+        // Cores only where the scenario has a CPU.
+        let cpu = if self.sys.cpu.is_some() {
+            self.cpu_busy(end)
+        } else {
+            Vec::new()
+        };
+        let mut results: Vec<ResourceResult> = resources
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ResourceResult {
+                name: r.name.clone(),
+                kind: r.kind,
+                busy: share(r, i),
+            })
+            .collect();
+        results.extend(cpu.iter().enumerate().map(|(k, &busy)| ResourceResult {
+            name: format!("cpu core {k}"),
+            kind: "cpu",
+            busy,
+        }));
+        let verdicts = self
+            .flows
+            .iter()
+            .zip(&self.sys.workloads)
+            .map(|(f, w)| {
+                let (src, dst) = (f.source as usize, f.target as usize);
+                let mut chans = self.path(src, dst);
+                chans.extend(self.path(dst, src));
+                let mut nodes = vec![src];
+                nodes.extend(chans.iter().map(|&c| self.rx_node[c] as usize));
+                let mut cands = Vec::new();
+                for &c in &chans {
+                    cands.extend(self.link_candidates(c, &links[c], window));
+                }
+                let bridges: Vec<usize> = nodes
+                    .iter()
+                    .filter_map(|&n| match self.nodes[n] {
+                        NodeState::Root {
+                            bridge: Some(b), ..
+                        } => Some(b),
+                        _ => None,
+                    })
+                    .collect();
+                for (i, r) in resources.iter().enumerate() {
+                    let on_path = if r.node == NONE as usize {
+                        bridges.contains(&r.bridge)
+                    } else {
+                        nodes.contains(&r.node)
+                    };
+                    if !on_path || cands.iter().any(|c: &Candidate| c.resource == r.name) {
+                        continue;
+                    }
+                    let busy = share(r, i);
+                    let rate = r
+                        .rate
+                        .map(|b| format!(" of {:.3} GB/s", b / 1e9))
+                        .unwrap_or_default();
+                    cands.push(Candidate {
+                        limit: Limit::Saturable,
+                        kind: r.kind,
+                        resource: r.name.clone(),
+                        busy,
+                        detail: format!("{} is busy {:.0} %{rate}", r.name, busy * 100.0),
+                    });
+                }
+                if let Some(&busy) = self.nic_core(src).and_then(|k| cpu.get(k as usize)) {
+                    let core = self.nic_core(src).unwrap_or(0);
+                    cands.push(Candidate {
+                        limit: Limit::Saturable,
+                        kind: "cpu",
+                        resource: format!("cpu core {core}"),
+                        busy,
+                        detail: format!(
+                            "cpu core {core} (interrupts, register reads, bridging, register \
+                             writes) is busy {:.0} %",
+                            busy * 100.0
+                        ),
+                    });
+                }
+                if f.reads {
+                    let open = f.window_since.map_or(0, |s| end.saturating_sub(s).ticks());
+                    let busy = ((f.window_ticks + open) as f64 / window).min(1.0);
+                    cands.push(Candidate {
+                        limit: Limit::Window,
+                        kind: "requests",
+                        resource: format!("{} read requests", w.name),
+                        busy,
+                        detail: format!(
+                            "all {} read transfers of {} B (or all of {}'s tags) are in flight \
+                             {:.0} % of the time: throughput is bytes in flight over latency",
+                            f.outstanding,
+                            f.read_transfer(),
+                            self.sys.nodes[src].name,
+                            busy * 100.0
+                        ),
+                    });
+                }
+                verdict(&cands)
+            })
+            .collect();
+        (results, verdicts)
+    }
+
+    /// Channel `c` as a wire that may saturate, a transmitter that may wait for credits and
+    /// one that may wait for replay buffer room.
+    fn link_candidates(&self, c: usize, link: &LinkResult, window: f64) -> Vec<Candidate> {
+        let spec = &self.sys.links[c / 2];
+        let (tx, rx) = if c % 2 == 0 {
+            (spec.up, spec.down)
+        } else {
+            (spec.down, spec.up)
+        };
+        let (tx, rx) = (&self.sys.nodes[tx].name, &self.sys.nodes[rx].name);
+        let ch = &self.chans[c];
+        let (now, then) = (ch.counters, self.snapshot[c]);
+        let name = format!("{} {}", link.name, link.direction);
+        let mut out = vec![Candidate {
+            limit: Limit::Saturable,
+            kind: "link",
+            resource: name.clone(),
+            busy: link.utilization,
+            detail: format!(
+                "the wire {tx} -> {rx} is busy {:.0} % of the time ({:.3} Gb/s of TLP payload)",
+                link.utilization * 100.0,
+                link.payload_gbps
+            ),
+        }];
+        let by_type: Vec<u64> = (0..6)
+            .map(|ty| now.credit_stall_by_type[ty] - then.credit_stall_by_type[ty])
+            .collect();
+        if let Some(ty) = (0..6).rev().max_by_key(|&ty| by_type[ty]) {
+            let busy = (by_type[ty] as f64 / window).min(1.0);
+            let adv = ch.rx_advertised[ty].map_or("infinite".to_string(), |a| a.to_string());
+            let credit = CREDIT_TYPES[ty].name();
+            out.push(Candidate {
+                limit: Limit::Stall,
+                kind: "credits",
+                resource: format!("{tx} -> {rx} {credit} credits"),
+                busy,
+                detail: format!(
+                    "{tx} waits for {credit} credits toward {rx} {:.0} % of the time ({rx} \
+                     advertises {adv}): the receive buffer does not cover the credit round trip",
+                    busy * 100.0
+                ),
+            });
+        }
+        let replay = ((now.replay_stall_ticks - then.replay_stall_ticks) as f64 / window).min(1.0);
+        out.push(Candidate {
+            limit: Limit::Stall,
+            kind: "replay_buffer",
+            resource: format!("{tx} -> {rx} replay buffer"),
+            busy: replay,
+            detail: format!(
+                "{tx} waits for replay buffer room toward {rx} {:.0} % of the time ({} B): \
+                 it does not cover the Ack round trip",
+                replay * 100.0,
+                ch.replay_capacity
+            ),
+        });
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cand(limit: Limit, kind: &'static str, busy: f64) -> Candidate {
+        Candidate {
+            limit,
+            kind,
+            resource: kind.to_string(),
+            busy,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_saturated_resource_outranks_the_stalls_it_causes() {
+        let v = verdict(&[
+            cand(Limit::Stall, "credits", 0.6),
+            cand(Limit::Saturable, "link", 0.99),
+            cand(Limit::Saturable, "memory", 0.5),
+        ]);
+        assert_eq!(v.kind, "link");
+    }
+
+    #[test]
+    fn without_saturation_a_stall_then_full_windows_then_offered_load() {
+        let stall = cand(Limit::Stall, "credits", 0.3);
+        let window = cand(Limit::Window, "requests", 0.8);
+        let link = cand(Limit::Saturable, "link", 0.4);
+        let all = [link.clone(), stall.clone(), window.clone()];
+        assert_eq!(verdict(&all).kind, "credits");
+        assert_eq!(verdict(&[link.clone(), window]).kind, "requests");
+        let v = verdict(&[link, cand(Limit::Stall, "credits", 0.01)]);
+        assert_eq!(
+            (v.kind, v.resource.as_str(), v.busy),
+            ("offered_load", "link", 0.4)
+        );
+    }
+
+    #[test]
+    fn among_equals_the_first_on_the_path_wins() {
+        let mut a = cand(Limit::Saturable, "link", 1.0);
+        a.resource = "first".into();
+        let mut b = cand(Limit::Saturable, "link", 1.0);
+        b.resource = "second".into();
+        assert_eq!(verdict(&[a, b]).resource, "first");
+    }
+}

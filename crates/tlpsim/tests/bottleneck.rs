@@ -1,0 +1,159 @@
+//! Each flow's bottleneck: the resource the run names is the one the scenario was built to
+//! saturate, and busy fractions agree with the bytes that crossed.
+
+use tlpsim::scenario::load_str;
+use tlpsim::sim::{result::RunResult, run};
+
+fn simulate(text: &str) -> RunResult {
+    let sys = load_str(text, "<test>").unwrap();
+    let r = run(&sys).unwrap();
+    assert!(r.audit.passed, "audit failed: {:?}", r.audit);
+    r
+}
+
+/// A root complex (`rc` keys) and one DMA endpoint on an x8 Gen1 link (`link` keys) with
+/// one workload (`workload` keys).
+fn one_link(rc: &str, link: &str, workload: &str) -> String {
+    format!(
+        "[simulation]\nduration = \"200us\"\nwarmup = \"10us\"\n[pcie]\nmps = 128\n\
+         [[root_complex]]\nname = \"rc\"\nmemory_read_latency = \"600ns\"\n{rc}\n\
+         [[endpoint]]\nname = \"ep\"\nkind = \"dma\"\n\
+         [[link]]\nbetween = [\"rc\", \"ep\"]\nwidth = 8\n{link}\n\
+         [[workload]]\nname = \"w\"\nkind = \"dma\"\nendpoint = \"ep\"\n{workload}"
+    )
+}
+
+const READS: &str = "direction = \"read\"\ntransfer_size = \"4KiB\"\noutstanding = 16\n";
+const WRITES: &str = "direction = \"write\"\ntransfer_size = \"4KiB\"\n";
+
+#[test]
+fn reads_with_enough_requests_saturate_the_completion_direction() {
+    let r = simulate(&one_link("", "", READS));
+    let b = &r.flows[0].bottleneck;
+    assert_eq!(
+        (b.kind, b.resource.as_str()),
+        ("link", "rc-ep down"),
+        "{b:?}"
+    );
+    assert!(b.busy > 0.99, "{b:?}");
+}
+
+#[test]
+fn one_request_at_a_time_is_limited_by_the_requests_in_flight() {
+    let reads = READS.replace("outstanding = 16", "outstanding = 1");
+    let r = simulate(&one_link("", "", &reads));
+    let b = &r.flows[0].bottleneck;
+    assert_eq!(b.kind, "requests", "{b:?}");
+    assert!(b.busy > 0.99, "{b:?}");
+}
+
+#[test]
+fn a_slow_memory_is_named_and_its_busy_share_matches_the_bytes() {
+    let r = simulate(&one_link("memory_bandwidth = \"1GB/s\"", "", READS));
+    let b = &r.flows[0].bottleneck;
+    assert_eq!(
+        (b.kind, b.resource.as_str()),
+        ("memory", "rc memory"),
+        "{b:?}"
+    );
+    // Half the reads: the memory's share is the bytes it served over its rate.
+    let reads = READS.replace("outstanding = 16", "outstanding = 1");
+    let r = simulate(&one_link("memory_bandwidth = \"1GB/s\"", "", &reads));
+    let mem = r.resources.iter().find(|m| m.name == "rc memory").unwrap();
+    let expected = r.flows[0].throughput_gbps / 8.0;
+    assert!((mem.busy - expected).abs() < 0.01, "{mem:?} vs {expected}");
+    assert_eq!(r.flows[0].bottleneck.kind, "requests");
+}
+
+#[test]
+fn a_credit_supply_short_of_the_round_trip_is_named_with_its_type() {
+    let r = simulate(&one_link(
+        "credits = { ph = 2, pd = 64 }",
+        "propagation = \"200ns\"",
+        WRITES,
+    ));
+    let b = &r.flows[0].bottleneck;
+    assert_eq!(
+        (b.kind, b.resource.as_str()),
+        ("credits", "ep -> rc PH credits"),
+        "{b:?}"
+    );
+    assert!(b.detail.contains("rc advertises 2"), "{b:?}");
+    let up = r.links.iter().find(|l| l.direction == "up").unwrap();
+    assert!(
+        (b.busy - up.credit_stall_fraction).abs() < 1e-9,
+        "{b:?} {up:?}"
+    );
+}
+
+#[test]
+fn a_replay_buffer_short_of_the_ack_round_trip_is_named() {
+    let r = simulate(&one_link(
+        "",
+        "propagation = \"500ns\"\nreplay_buffer = \"1KiB\"",
+        WRITES,
+    ));
+    let b = &r.flows[0].bottleneck;
+    assert_eq!(
+        (b.kind, b.resource.as_str()),
+        ("replay_buffer", "ep -> rc replay buffer"),
+        "{b:?}"
+    );
+}
+
+#[test]
+fn storage_slower_than_its_link_is_named_by_its_media() {
+    let text = "[simulation]\nduration = \"20ms\"\nwarmup = \"5ms\"\n[pcie]\nmps = 128\n\
+        [[root_complex]]\nname = \"rc\"\n\
+        [[endpoint]]\nname = \"hba\"\nkind = \"storage\"\nmedia_read = \"300MB/s\"\n\
+        media_write = \"400MB/s\"\n\
+        [[link]]\nbetween = [\"rc\", \"hba\"]\nwidth = 4\n\
+        [[workload]]\nname = \"io\"\nkind = \"storage\"\nendpoint = \"hba\"\n\
+        read_percent = 100\nread_size = \"256KB\"\noutstanding = 2\n";
+    let r = simulate(text);
+    let b = &r.flows[0].bottleneck;
+    assert_eq!(
+        (b.kind, b.resource.as_str()),
+        ("media", "hba media"),
+        "{b:?}"
+    );
+}
+
+/// A root complex, one dual-port NIC at x4 and a CPU bridging frames at `load`.
+fn bridge(load: f64, frame_cost: &str) -> String {
+    format!(
+        "[simulation]\nduration = \"3ms\"\nwarmup = \"500us\"\n[pcie]\nmps = 128\n\
+         [[root_complex]]\nname = \"rc\"\n\
+         [[endpoint]]\nname = \"nic\"\nkind = \"nic\"\ninterrupt_interval = \"50us\"\n\
+         [[link]]\nbetween = [\"rc\", \"nic\"]\nwidth = 4\n\
+         [cpu]\nframe_cost = \"{frame_cost}\"\n\
+         [[workload]]\nname = \"bridge\"\nkind = \"bridge\"\nendpoint = \"nic\"\n\
+         frame_size = 64\nload = {load}\n"
+    )
+}
+
+#[test]
+fn a_host_that_cannot_keep_up_is_limited_by_its_cpu_and_a_light_load_by_itself() {
+    let r = simulate(&bridge(0.5, "5us"));
+    let b = &r.flows[0].bottleneck;
+    assert_eq!(
+        (b.kind, b.resource.as_str()),
+        ("cpu", "cpu core 0"),
+        "{b:?}"
+    );
+    let r = simulate(&bridge(0.05, "1us"));
+    let b = &r.flows[0].bottleneck;
+    assert_eq!(b.kind, "offered_load", "{b:?}");
+    let core = r.resources.iter().find(|c| c.kind == "cpu").unwrap();
+    assert!(core.busy < 0.9, "{core:?}");
+}
+
+#[test]
+fn a_scenario_without_a_cpu_lists_no_cores() {
+    let r = simulate(&one_link("", "", READS));
+    assert!(
+        r.resources.iter().all(|c| c.kind != "cpu"),
+        "{:?}",
+        r.resources
+    );
+}
