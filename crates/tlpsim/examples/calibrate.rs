@@ -2,6 +2,7 @@
 //! docs/calibration.md), or prints a cell's simulated value.
 //!
 //!     cargo run --release --example calibrate -- CELL [K=V ...]             # simulated value
+//!     cargo run --release --example calibrate -- CELL --scenario            # its scenario TOML
 //!     cargo run --release --example calibrate -- CELL KEY LO HI UNIT [K=V ...]
 //!
 //! KEY is `section.key` in validation/catalog.toml; LO and HI bound the value, UNIT is
@@ -19,6 +20,12 @@ fn main() {
         eprintln!("usage: calibrate CELL [KEY LO HI UNIT [K=V ...]]");
         std::process::exit(2);
     };
+    if args.get(1).map(String::as_str) == Some("--scenario") {
+        let text =
+            tlpsim::validation::simulated::cell_scenario(cell).unwrap_or_else(|e| panic!("{e}"));
+        print!("{text}");
+        return;
+    }
     if args.len() == 1 || args[1].contains('=') {
         let o: Vec<(&str, &str)> = args[1..]
             .iter()
