@@ -4,7 +4,7 @@ import pytest
 
 import tlpsim
 
-FIELDS = ["system", "table", "series", "column", "unit", "published", "simulated", "error", "role"]
+FIELDS = ["system", "table", "series", "column", "unit", "published", "simulated", "error", "role", "limit"]
 
 
 def test_rows_have_design_fields_and_consistent_error():
@@ -39,6 +39,8 @@ def test_json_and_report(cli_json, tmp_path, cli):
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "out" / "report.md").read_text()
     assert "| pes24t6 | link_efficiency |" in text
+    # RFC 2544 cells name what saturates at full load (the Windows host's one core).
+    assert "| predict | cpu cpu core 0 (100 %) |" in text
     # One chart per table, linked from the report.
     assert "## Per table (predicted cells)" in text and "| pes24t6.ge_windows | 7 |" in text
     assert "## Switch effects" in text and "| pes24t6.fc | with_switch vs without_switch |" in text
@@ -65,7 +67,13 @@ def test_t5220_rows_come_from_the_simulator(cli_json):
     rows = cli_json("validate", "--only", "t5220")
     assert len(rows) == 30
     assert {r["system"] for r in rows} == {"t5220"}
-    assert set(rows[0]) == {"system", "table", "series", "column", "unit", "published", "simulated", "error", "role"}
+    assert set(rows[0]) == set(FIELDS)
+    # Throughput cells say what limited the simulation; latency cells do not.
+    limit = {(r["series"], r["column"]): r["limit"] for r in rows}
+    assert limit[("t5220_x8_slot", "simultaneous read and write")] == "memory t2 memory (100 %)"
+    assert limit[("t5220_x8_slot", "DMA read only")].startswith("link sw0-pcie2 down")
+    assert limit[("t2000_three_slots_dual_leaf", "DMA write only")].startswith("host bridge jbus host bridge")
+    assert all(r["limit"] is None for r in rows if r["table"] == "dma_read_latency")
     calibrate = [r for r in rows if r["role"] == "calibrate"]
     assert {r["series"] for r in calibrate} == {"t5220_x8_slot", "t5220_pcie2"} and len(calibrate) == 4
     for r in rows:

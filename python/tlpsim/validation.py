@@ -14,7 +14,8 @@ ROW_FIELDS = ("system", "table", "series", "column", "unit", "published", "simul
 
 
 class ValidationReport(list):
-    """The validation rows (dicts with :data:`ROW_FIELDS`), plus the tables not modelled yet."""
+    """The validation rows (dicts with :data:`ROW_FIELDS` and ``limit``), plus the tables not
+    modelled yet."""
 
     def __init__(self, rows: list[dict], unmodelled_tables: list[str]):
         super().__init__(rows)
@@ -126,7 +127,9 @@ def summarize(system: str, rows: list[dict]) -> SystemSummary:
 
 
 def validate(only: str | None = None, progress: Callable[[int, int], None] | None = None) -> ValidationReport:
-    """Every modelled published number: rows with :data:`ROW_FIELDS`.
+    """Every modelled published number: rows with :data:`ROW_FIELDS`, plus ``limit``: what
+    limited the simulation behind a throughput cell (each flow's bottleneck; for an RFC 2544
+    cell, at full load), or None.
 
     ``only`` restricts the run to one system (``pes24n3a``, ``pes24t6``, ``ntb``,
     ``t5220``, ``ixp12xx``); an unknown name raises :class:`tlpsim.ConfigError`.
@@ -198,11 +201,14 @@ def write_report(report: ValidationReport, directory: Path) -> Path:
             )
     lines += ["", "## Charts", ""]
     lines += [f"![{p.stem}]({p.name})" for p in charts]
-    lines += ["", "## Cells", "", "| " + " | ".join(ROW_FIELDS) + " |", "|" + "---|" * len(ROW_FIELDS)]
+    fields = (*ROW_FIELDS, "limit")
+    lines += ["", "## Cells", "", "What limited the simulation is given for throughput cells: each flow's bottleneck "
+              "(for an RFC 2544 cell, at full load).", "", "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
     for r in report:
         cells = [
             r["system"], r["table"], r["series"], r["column"], r["unit"],
             f"{r['published']:.6g}", f"{r['simulated']:.6g}", f"{100 * r['error']:+.2f} %", r["role"],
+            r.get("limit") or "",
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     if report.unmodelled_tables:

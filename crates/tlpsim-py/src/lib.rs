@@ -300,6 +300,7 @@ fn validate<'py>(
             d.set_item("simulated", r.simulated)?;
             d.set_item("error", r.error)?;
             d.set_item("role", r.role.as_str())?;
+            d.set_item("limit", r.limit.as_deref())?;
             Ok(d)
         })
         .collect::<PyResult<Vec<_>>>()?;

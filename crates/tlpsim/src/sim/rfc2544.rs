@@ -40,6 +40,9 @@ pub struct Rfc2544Result {
     pub trials: Vec<Trial>,
     /// The run at the zero-loss load (None if even the lowest probe lost frames).
     pub run: Option<RunResult>,
+    /// The trial at full load, where it lost frames (its bottlenecks say what stops the
+    /// bridge going faster); None when full load passed.
+    pub full_load: Option<RunResult>,
 }
 
 /// The system with every bridge workload at `load` and a trial's length.
@@ -99,6 +102,7 @@ pub fn rfc2544(sys: &System, resolution: f64) -> Result<Rfc2544Result, RunError>
             combined_mbps: mbps,
             trials,
             run: Some(full),
+            full_load: None,
         });
     }
     // What the host forwarded while overloaded brackets its zero-loss rate.
@@ -143,5 +147,6 @@ pub fn rfc2544(sys: &System, resolution: f64) -> Result<Rfc2544Result, RunError>
         combined_mbps: lo * mbps,
         trials,
         run: best,
+        full_load: Some(full),
     })
 }

@@ -60,6 +60,10 @@ pub struct ValidationRow {
     pub error: f64,
     /// Calibrate or predict.
     pub role: Role,
+    /// What limited the simulation behind a throughput cell, e.g. "link rc-sw down
+    /// (100 %)" or "cpu cpu core 0 (97 %)" (the flows' bottlenecks; for an RFC 2544 cell,
+    /// those of its full-load trial); None where it does not apply.
+    pub limit: Option<String>,
 }
 
 /// The rows of a validation run plus the published tables not modelled yet.
@@ -338,6 +342,7 @@ pub(crate) fn row_for(
         simulated,
         error: (simulated - published) / published,
         role: cell.role,
+        limit: None,
     })
 }
 
@@ -501,6 +506,8 @@ mod tests {
             .find(|r| r.column.starts_with("simultaneous"))
             .unwrap();
         assert!(both.error.abs() < 0.01, "{both:?}");
+        // The simultaneous cell is the calibrated memory bandwidth, and says so.
+        assert_eq!(both.limit.as_deref(), Some("memory t2 memory (100 %)"));
         // Store-and-forward switches only ever add latency: each slot's reduction lies in
         // (0, 1), the smallest no larger than the largest.
         let reduction: Vec<f64> = rows

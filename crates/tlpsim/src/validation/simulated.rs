@@ -525,6 +525,37 @@ fn compute_router(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
 }
 
 fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
+    compute_limited(cell, catalog).map(|(value, _)| value)
+}
+
+/// What limited a run's flows: each distinct bottleneck as "kind resource (busy %)", joined
+/// by "; " (None for a run without flows).
+fn limit_of(result: &sim::result::RunResult) -> Option<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for f in &result.flows {
+        let b = &f.bottleneck;
+        let text = if b.resource.is_empty() {
+            b.kind.replace('_', " ")
+        } else {
+            format!(
+                "{} {} ({:.0} %)",
+                b.kind.replace('_', " "),
+                b.resource,
+                b.busy * 100.0
+            )
+        };
+        if !seen.contains(&text) {
+            seen.push(text);
+        }
+    }
+    (!seen.is_empty()).then(|| seen.join("; "))
+}
+
+/// A simulated value and what limited the simulation behind it (throughput cells).
+type Computed = (f64, Option<String>);
+
+/// A cell's simulated value and, for throughput cells, what limited the simulation.
+fn compute_limited(cell: &SimCell, catalog: &toml::Table) -> Result<Computed> {
     if matches!(
         cell.quantity,
         SimQuantity::AtmTxPercent
@@ -533,7 +564,7 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
             | SimQuantity::DropShareEthTxQueue
             | SimQuantity::DropShareIpRouter
     ) {
-        return compute_router(cell, catalog);
+        return Ok((compute_router(cell, catalog)?, None));
     }
     if let SimQuantity::Netperf = cell.quantity {
         let spec = cell
@@ -542,8 +573,8 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
             .ok_or_else(|| conflict(format!("cell {}: needs a netperf table", cell.reference)))?;
         let value = netperf_gbps(cell, catalog, spec)?;
         return match &cell.over {
-            Some(over) => Ok(value / netperf_gbps(cell, catalog, over)?),
-            None => Ok(value),
+            Some(over) => Ok((value / netperf_gbps(cell, catalog, over)?, None)),
+            None => Ok((value, None)),
         };
     }
     if let SimQuantity::CutThroughReductionLow | SimQuantity::CutThroughReductionHigh =
@@ -552,10 +583,11 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
         let reductions = cut_through_latencies(cell, catalog)?
             .into_iter()
             .map(|(_, ct, saf)| 1.0 - ct / saf);
-        return Ok(match cell.quantity {
+        let value = match cell.quantity {
             SimQuantity::CutThroughReductionLow => reductions.fold(f64::INFINITY, f64::min),
             _ => reductions.fold(f64::NEG_INFINITY, f64::max),
-        });
+        };
+        return Ok((value, None));
     }
     let text = scenario_text(cell, catalog)?;
     let origin = format!("validation/{} for {}", cell.topology, cell.reference);
@@ -566,10 +598,20 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
         if let Some(run) = &r.run {
             check_audit(run, &origin)?;
         }
-        return Ok(r.combined_mbps);
+        // What stops it going faster: the line rate, or what saturates at full load.
+        let limit = if r.load >= 1.0 {
+            Some("line rate (zero loss at full load)".to_string())
+        } else {
+            r.full_load.as_ref().and_then(limit_of)
+        };
+        return Ok((r.combined_mbps, limit));
     }
     let result = run_audited(&system, &origin)?;
-    Ok(match cell.quantity {
+    let limit = match cell.quantity {
+        SimQuantity::ThroughputGbytes | SimQuantity::ThroughputMbytes => limit_of(&result),
+        _ => None,
+    };
+    let value = match cell.quantity {
         SimQuantity::ThroughputGbytes => {
             result.flows.iter().map(|f| f.throughput_gbps).sum::<f64>() / 8.0
         }
@@ -608,7 +650,8 @@ fn compute(cell: &SimCell, catalog: &toml::Table) -> Result<f64> {
             let pcie_s = bytes as f64 * 8.0 / (slowest * 1e9);
             ppf / (render.as_secs_f64() + pcie_s)
         }
-    })
+    };
+    Ok((value, limit))
 }
 
 /// For each `run` endpoint of the cell alone: (endpoint, DMA read latency in ns with the
@@ -717,8 +760,13 @@ pub fn rows(
                     unit: cell.unit.as_deref(),
                     role: cell.role,
                 };
-                let value = std::mem::replace(&mut values[k], Ok(0.0));
-                Some(row_for(root, &key, move || value)?)
+                let (value, limit) = match std::mem::replace(&mut values[k], Ok((0.0, None))) {
+                    Ok((v, l)) => (Ok(v), l),
+                    Err(e) => (Err(e), None),
+                };
+                let mut row = row_for(root, &key, move || value)?;
+                row.limit = limit;
+                Some(row)
             }
             Err(_) => None,
         };
@@ -735,7 +783,7 @@ fn compute_all(
     catalog: &toml::Table,
     selected: &[usize],
     progress: &(dyn Fn(usize, usize) -> bool + Sync),
-) -> Vec<Result<f64>> {
+) -> Vec<Result<Computed>> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Mutex;
     let total = selected.len();
@@ -747,7 +795,8 @@ fn compute_all(
     order.sort_by_key(|&k| std::cmp::Reverse(file.cell[selected[k]].cost()));
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<f64>>>> = Mutex::new((0..total).map(|_| None).collect());
+    let results: Mutex<Vec<Option<Result<Computed>>>> =
+        Mutex::new((0..total).map(|_| None).collect());
     let stop = AtomicBool::new(!progress(0, total));
     std::thread::scope(|scope| {
         for _ in 0..threads {
@@ -757,7 +806,7 @@ fn compute_all(
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&k) = order.get(i) else { break };
-                let value = compute(&file.cell[selected[k]], catalog);
+                let value = compute_limited(&file.cell[selected[k]], catalog);
                 if let Ok(mut r) = results.lock() {
                     r[k] = Some(value);
                 }
