@@ -293,3 +293,29 @@ def test_ntb_windows_translate_an_address_into_another_hosts_memory(tmp_path, cl
     proc = cli("run", str(path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "own memory" in proc.stderr and "0xc0000000..0xd0000000" in proc.stderr
+
+
+def test_a_run_can_be_traced_for_perfetto(tmp_path, cli):
+    path = tmp_path / "trace.json"
+    plain = tlpsim.run(EXAMPLE).to_dict()
+    traced = tlpsim.run(EXAMPLE, trace=path, trace_limit=500).to_dict()
+    plain.pop("wall_s"), traced.pop("wall_s")
+    assert plain == traced  # tracing changes no result
+    doc = json.loads(path.read_text())
+    slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    tracks = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M"}
+    assert len(slices) == 500 and doc["dropped"] > 0 and doc["displayTimeUnit"] == "ns"
+    assert tracks[1] == "rc-sw1 down" and len(tracks) == 6
+    assert {e["cat"] for e in slices} <= {"tlp", "dllp", "replay"}
+    assert any(e["name"] == "MRd 512 B" and e["args"]["flow"] == "reads" for e in slices)
+    out = tmp_path / "cli.json"
+    proc = cli("run", str(EXAMPLE), "--trace", str(out), "--trace-limit", "50")
+    assert proc.returncode == 0 and f"wrote {out}" in proc.stderr, proc.stderr
+    assert len([e for e in json.loads(out.read_text())["traceEvents"] if e["ph"] == "X"]) == 50
+    proc = cli("run", str(EXAMPLE), "--trace", str(out), "--trace-limit", "0")
+    assert proc.returncode == 2 and "trace-limit" in proc.stderr and "Traceback" not in proc.stderr
+    proc = cli("run", str(EXAMPLE), "--trace", str(tmp_path / "no" / "such.json"))
+    assert proc.returncode == 2 and "folder" in proc.stderr and "does not exist" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""  # refused before the run
+    with pytest.raises(tlpsim.ConfigError, match="trace_limit"):
+        tlpsim.run(EXAMPLE, trace=path, trace_limit=0)

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from tlpsim import ConfigError, link_bandwidth, message_bandwidth, validate
-from tlpsim.simulate import RunResult, Scenario, SimulationError, load_scenario, schema
+from tlpsim.simulate import TRACE_LIMIT, RunResult, Scenario, SimulationError, load_scenario, schema
 from tlpsim.simulate import run as run_scenario
 from tlpsim.output import Format, console, emit, emit_json
 from tlpsim.validation import write_report
@@ -106,7 +106,7 @@ def _interrupted(bar, progress: str) -> NoReturn:
     raise typer.Exit(130) from None
 
 
-def _simulate(loaded: Scenario, name: str) -> RunResult:
+def _simulate(loaded: Scenario, name: str, trace: Path | None = None, trace_limit: int = TRACE_LIMIT) -> RunResult:
     """Runs a loaded scenario with a progress bar on stderr when it is a terminal; Ctrl-C
     stops it with one line saying how far it got (exit code 130)."""
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
@@ -130,7 +130,7 @@ def _simulate(loaded: Scenario, name: str) -> RunResult:
             bar.update(task, completed=fraction)
 
         try:
-            return run_scenario(loaded, progress=progress)
+            return run_scenario(loaded, progress=progress, trace=trace, trace_limit=trace_limit)
         except KeyboardInterrupt:
             _interrupted(bar, f"{done[0] * total_us:.0f} of {total_us:.0f} us simulated")
 
@@ -152,10 +152,17 @@ def _run_rows(result) -> list[dict]:
 def run_cmd(
     scenario: Annotated[Path, typer.Argument(help="Scenario TOML file (see `tlpsim schema`).")],
     format: FormatOpt = Format.table,
+    trace: Annotated[
+        Path | None,
+        typer.Option(help="Write the packets on every wire (TLPs, replays, DLLPs) to this file as Chrome trace JSON, for Perfetto or chrome://tracing."),
+    ] = None,
+    trace_limit: Annotated[int, typer.Option(help="Packets the trace keeps (the first ones).", min=1)] = TRACE_LIMIT,
 ) -> None:
     """Simulate a scenario at the TLP level: throughput and latency per flow, per link direction."""
     loaded = load_scenario(scenario)
-    result = _simulate(loaded, scenario.name)
+    result = _simulate(loaded, scenario.name, trace, trace_limit)
+    if trace is not None:
+        Console(stderr=True).print(f"wrote {trace}")
     if format is Format.json:
         emit_json(result.to_dict())
     elif format is Format.csv:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tlpsim import _core
-from tlpsim._core import Scenario, ScenarioError, SimulationError
+from tlpsim._core import ConfigError, Scenario, ScenarioError, SimulationError
 
 __all__ = ["Scenario", "ScenarioError", "SimulationError", "RunResult", "load_scenario", "run", "schema"]
 
@@ -91,9 +91,15 @@ class RunResult:
         raise ValueError(f"what {what!r} is not allowed; allowed: flows, links, resources")
 
 
+#: Packets a trace keeps unless told otherwise.
+TRACE_LIMIT = 200_000
+
+
 def run(
     scenario: Scenario | str | os.PathLike[str],
     progress: Callable[[float], None] | None = None,
+    trace: str | os.PathLike[str] | None = None,
+    trace_limit: int = TRACE_LIMIT,
 ) -> RunResult:
     """Simulates a scenario (or a path / TOML text, loaded first) and returns its results.
 
@@ -101,11 +107,29 @@ def run(
     time done (0 to 1, ending at 1); an exception it raises stops the run and propagates.
     Ctrl-C stops a run within a fraction of a second (KeyboardInterrupt). Raises
     :class:`SimulationError` if the run deadlocks on credits.
+
+    ``trace``, if given, is a file to write the first ``trace_limit`` packets put on any
+    wire to (TLPs, replays, DLLPs), as Chrome trace event JSON: open it in Perfetto
+    (ui.perfetto.dev) or chrome://tracing, one track per link direction. Tracing changes no
+    result.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    data = json.loads(_core.run_scenario(scenario, progress))
-    return RunResult(**data)
+    if trace is not None:
+        if not isinstance(trace_limit, int) or trace_limit < 1:
+            raise ConfigError(f"trace_limit {trace_limit!r} is not allowed; allowed: a whole number of packets, 1 or more")
+        # Checked before the run, so that a long run is not lost to a typo in the path.
+        path = Path(trace)
+        if path.is_dir() or not path.parent.is_dir():
+            why = "it is a folder" if path.is_dir() else f"folder {path.parent} does not exist"
+            raise ConfigError(f"{path}: cannot write the trace: {why}")
+    text, chrome = _core.run_scenario(scenario, progress, trace_limit if trace is not None else None)
+    if trace is not None and chrome is not None:
+        try:
+            path.write_text(chrome, encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot write the trace: {e.strerror or e}") from None
+    return RunResult(**json.loads(text))
 
 
 def schema() -> dict[str, Any]:

@@ -95,23 +95,25 @@ fn load_scenario(text: &str, origin: &str) -> PyResult<Scenario> {
     })
 }
 
-/// Runs a scenario (the GIL is released) and returns the result as JSON text.
+/// Runs a scenario (the GIL is released) and returns the result as JSON text, with the
+/// Chrome trace JSON of its first `trace_limit` packets when that is given.
 ///
 /// Every `tlpsim::sim::PROGRESS_EVERY` events the run takes the GIL back briefly: a pending
 /// Ctrl-C stops it (KeyboardInterrupt), and `progress(fraction)`, if given, is called with
 /// the share of the simulated time done; an exception it raises stops the run and is
 /// raised again here.
 #[pyfunction]
-#[pyo3(signature = (scenario, progress=None))]
+#[pyo3(signature = (scenario, progress=None, trace_limit=None))]
 fn run_scenario(
     py: Python<'_>,
     scenario: &Scenario,
     progress: Option<Py<PyAny>>,
-) -> PyResult<String> {
+    trace_limit: Option<usize>,
+) -> PyResult<(String, Option<String>)> {
     let system = &scenario.system;
     let mut stopped: Option<PyErr> = None;
     let result = py.detach(|| {
-        tlpsim::sim::run_with_progress(system, &mut |fraction| {
+        let mut report = |fraction| {
             Python::attach(|py| {
                 let outcome = py.check_signals().and_then(|()| match &progress {
                     Some(cb) => cb.call1(py, (fraction,)).map(|_| ()),
@@ -125,11 +127,18 @@ fn run_scenario(
                     }
                 }
             })
-        })
+        };
+        match trace_limit {
+            Some(limit) => tlpsim::sim::run_traced(system, limit, &mut report)
+                .map(|(r, t)| (r.to_json(), Some(t.to_chrome_json(system)))),
+            None => {
+                tlpsim::sim::run_with_progress(system, &mut report).map(|r| (r.to_json(), None))
+            }
+        }
     });
     match (result, stopped) {
         (_, Some(e)) => Err(e),
-        (Ok(r), None) => Ok(r.to_json()),
+        (Ok(r), None) => Ok(r),
         (Err(e), None) => Err(SimulationError::new_err(e.to_string())),
     }
 }

@@ -13,6 +13,7 @@ pub mod channel;
 mod nic;
 pub mod result;
 pub mod rfc2544;
+pub mod trace;
 
 pub use rfc2544::rfc2544;
 
@@ -34,6 +35,7 @@ use crate::pcie::wire::{symbol_ticks, Wire};
 use bottleneck::BusyTicks;
 use channel::{Arrival, Blocked, Channel, ChannelCounters, Dllp, FcClass, ReplayEntry, CLASSES};
 use result::{Audit, FlowResult, LatencyRecorder, LinkResult, RunResult};
+use trace::{Packet, Trace, WireEvent};
 
 const NONE: u32 = u32::MAX;
 /// TLPs a write source keeps queued ahead of its link.
@@ -213,6 +215,18 @@ enum Ev {
     Interrupt(u32),
     /// Core `core` finished its current piece of work.
     Cpu(u32),
+}
+
+/// Notes DLLP `d` on channel `c`'s wire from `span.0` to `span.1` in `tr` (out of line).
+#[cold]
+#[inline(never)]
+fn trace_dllp(tr: &mut Trace, c: u32, d: Dllp, span: (SimTime, SimTime)) {
+    tr.record(WireEvent {
+        chan: c,
+        start: span.0,
+        end: span.1,
+        packet: Packet::Dllp(d),
+    });
 }
 
 /// Whether `bytes` bytes crossing a wire with per-byte error rate `byte_error` (as
@@ -462,6 +476,8 @@ pub struct Simulator<'a> {
     draining: bool,
     /// Service the non-link resources had given when measuring started.
     busy_at_warmup: BusyTicks,
+    /// The packets on every wire, when the run is traced.
+    trace: Option<Trace>,
 }
 
 /// A root complex's one outbound queue for all its root ports (a HyperTransport host
@@ -496,6 +512,19 @@ pub fn run_with_progress(
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<RunResult, RunError> {
     Simulator::new(system).run_reporting(progress)
+}
+
+/// Runs `system` like [`run_with_progress`] and also records the first `limit` packets put
+/// on any wire (see [`trace`]). Tracing changes no result.
+pub fn run_traced(
+    system: &System,
+    limit: usize,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<(RunResult, Trace), RunError> {
+    let mut sim = Simulator::new(system);
+    sim.trace = Some(Trace::new(limit));
+    let (result, trace) = sim.run_inner(progress)?;
+    Ok((result, trace.unwrap_or_else(|| Trace::new(0))))
 }
 
 impl<'a> Simulator<'a> {
@@ -719,6 +748,7 @@ impl<'a> Simulator<'a> {
                 .collect(),
             draining: false,
             busy_at_warmup: Vec::new(),
+            trace: None,
         };
         sim.build_nics();
         sim
@@ -731,9 +761,17 @@ impl<'a> Simulator<'a> {
 
     /// Runs to the end, calling `progress` as [`run_with_progress`] describes.
     pub fn run_reporting(
-        mut self,
+        self,
         progress: &mut dyn FnMut(f64) -> bool,
     ) -> Result<RunResult, RunError> {
+        self.run_inner(progress).map(|(r, _)| r)
+    }
+
+    /// Runs to the end; returns the results and the trace, if one was recorded.
+    fn run_inner(
+        mut self,
+        progress: &mut dyn FnMut(f64) -> bool,
+    ) -> Result<(RunResult, Option<Trace>), RunError> {
         let wall = Instant::now();
         for f in 0..self.flows.len() {
             self.q.schedule(SimTime::ZERO, Ev::Start(f as u32));
@@ -777,7 +815,8 @@ impl<'a> Simulator<'a> {
             return Err(self.deadlock());
         }
         progress(1.0);
-        Ok(self.finish(wall.elapsed().as_secs_f64()))
+        let trace = self.trace.take();
+        Ok((self.finish(wall.elapsed().as_secs_f64()), trace))
     }
 
     fn now(&self) -> SimTime {
@@ -1059,7 +1098,10 @@ impl<'a> Simulator<'a> {
         // arrival: the earlier ones are at most a few DLLP times early).
         while let Some(d) = self.chans[c as usize].dllp_out.pop_front() {
             let ch = &mut self.chans[c as usize];
-            let (_, end) = ch.wire.send(now, DLLP_BYTES);
+            let (start, end) = ch.wire.send(now, DLLP_BYTES);
+            if let Some(tr) = &mut self.trace {
+                trace_dllp(tr, c, d, (start, end));
+            }
             ch.counters.dllps += 1;
             let bad = lost(&mut self.rng, ch.byte_error, DLLP_BYTES);
             let last = ch.dllp_out.is_empty();
@@ -1112,7 +1154,7 @@ impl<'a> Simulator<'a> {
             let e = ch.replay[i];
             ch.replay_next = (i + 1 < ch.replay.len()).then_some(i + 1);
             ch.counters.replays += 1;
-            self.transmit(c, e);
+            self.transmit(c, e, true);
             return;
         }
         match ch.pick() {
@@ -1133,7 +1175,7 @@ impl<'a> Simulator<'a> {
                 let t = self.tlps[q.tlp as usize];
                 ch.counters.tlps += 1;
                 ch.counters.payload_bytes += t.payload as u64;
-                let start = self.transmit(c, e);
+                let start = self.transmit(c, e, false);
                 if t.ingress != NONE {
                     // Leaves a switch: its ingress buffer space is free again.
                     self.rx_release(t.ingress, class, 1, q.data_credits);
@@ -1161,10 +1203,14 @@ impl<'a> Simulator<'a> {
     }
 
     /// Puts one TLP (new or replayed) on the wire of `c`; returns when its first byte left.
-    fn transmit(&mut self, c: u32, e: ReplayEntry) -> SimTime {
+    fn transmit(&mut self, c: u32, e: ReplayEntry, replay: bool) -> SimTime {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
         let (start, end) = ch.wire.send(now, e.bytes);
+        if self.trace.is_some() {
+            self.trace_tlp(c, e, (start, end), replay);
+        }
+        let ch = &mut self.chans[c as usize];
         let p = ch.byte_error;
         let prop = ch.prop;
         if ch.replay_deadline.is_none() {
@@ -1222,6 +1268,38 @@ impl<'a> Simulator<'a> {
         });
         self.q.schedule(at, Ev::TlpArrive(c));
         start
+    }
+
+    /// Notes TLP `e` on channel `c`'s wire from `span.0` to `span.1` in the trace (kept out
+    /// of line: most runs are not traced).
+    #[cold]
+    #[inline(never)]
+    fn trace_tlp(&mut self, c: u32, e: ReplayEntry, span: (SimTime, SimTime), replay: bool) {
+        // A replay of a TLP the receiver already took: its slab entry may hold another TLP
+        // by now, so only its size is known.
+        let packet = if replay && e.seq < self.chans[c as usize].rx_expected {
+            Packet::Duplicate {
+                seq: e.seq,
+                wire_bytes: e.bytes,
+            }
+        } else {
+            let t = &self.tlps[e.tlp as usize];
+            Packet::Tlp {
+                kind: t.kind,
+                bytes: t.payload.max(t.length),
+                seq: e.seq,
+                replay,
+                flow: (t.role == Role::Flow).then_some(t.flow),
+            }
+        };
+        if let Some(tr) = &mut self.trace {
+            tr.record(WireEvent {
+                chan: c,
+                start: span.0,
+                end: span.1,
+                packet,
+            });
+        }
     }
 
     /// Sends a DLLP about channel `c`'s TLPs (it travels on the other direction's wire).

@@ -1,0 +1,114 @@
+//! The wire trace: it changes no result, holds what the counters count, keeps each wire's
+//! packets in order without overlap, marks replays, and stops at its limit.
+
+use tlpsim::engine::SimTime;
+use tlpsim::scenario::load_str;
+use tlpsim::sim::trace::{Packet, Trace};
+use tlpsim::sim::{result::RunResult, run, run_traced};
+
+/// A root complex and an endpoint writing to each other on one x4 Gen1 link; `pcie` adds
+/// keys to `[pcie]`. No warmup: the counters start at time 0, just after the first packets
+/// (the workloads start before the measurement does), the trace with them.
+fn writes_both_ways(pcie: &str) -> String {
+    format!(
+        "[simulation]\nduration = \"100us\"\nwarmup = \"0ns\"\nseed = 5\n[pcie]\nmps = 128\n{pcie}\n\
+         [[root_complex]]\nname = \"rc\"\n\
+         [[endpoint]]\nname = \"ep\"\nkind = \"dma\"\n\
+         [[link]]\nbetween = [\"rc\", \"ep\"]\nwidth = 4\n\
+         [[workload]]\nname = \"up\"\nkind = \"dma\"\nendpoint = \"ep\"\ndirection = \"write\"\n\
+         transfer_size = \"4KiB\"\n\
+         [[workload]]\nname = \"down\"\nkind = \"dma\"\nendpoint = \"rc\"\ntarget = \"ep\"\n\
+         direction = \"write\"\ntransfer_size = \"4KiB\"\n"
+    )
+}
+
+fn traced(text: &str, limit: usize) -> (RunResult, Trace) {
+    let sys = load_str(text, "<test>").unwrap();
+    run_traced(&sys, limit, &mut |_| true).unwrap()
+}
+
+fn without_wall(mut r: RunResult) -> RunResult {
+    r.wall_s = 0.0;
+    r
+}
+
+#[test]
+fn tracing_changes_no_result() {
+    let text = writes_both_ways("ber = 1e-5");
+    let plain = run(&load_str(&text, "<test>").unwrap()).unwrap();
+    let (with, _) = traced(&text, 1000);
+    assert_eq!(without_wall(plain), without_wall(with));
+}
+
+#[test]
+fn the_trace_holds_what_the_counters_count_in_wire_order() {
+    let (r, trace) = traced(&writes_both_ways("ber = 1e-5"), usize::MAX);
+    assert_eq!(trace.dropped, 0);
+    assert!(
+        r.links.iter().any(|l| l.replays > 0),
+        "1e-5 should cause replays"
+    );
+    for (c, link) in r.links.iter().enumerate() {
+        let mine: Vec<_> = trace
+            .events()
+            .iter()
+            .filter(|e| e.chan as usize == c && e.start > SimTime::ZERO)
+            .collect();
+        let tlps = mine
+            .iter()
+            .filter(|e| matches!(e.packet, Packet::Tlp { replay: false, .. }))
+            .count() as u64;
+        let replays = mine
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.packet,
+                    Packet::Tlp { replay: true, .. } | Packet::Duplicate { .. }
+                )
+            })
+            .count() as u64;
+        let dllps = mine
+            .iter()
+            .filter(|e| matches!(e.packet, Packet::Dllp(_)))
+            .count() as u64;
+        assert_eq!(
+            (tlps, replays, dllps),
+            (link.tlps, link.replays, link.dllps),
+            "{link:?}"
+        );
+        // One wire: each packet starts after the one before it ended.
+        for pair in mine.windows(2) {
+            assert!(pair[1].start >= pair[0].end, "{pair:?}");
+        }
+    }
+}
+
+#[test]
+fn a_trace_stops_at_its_limit_and_counts_the_rest() {
+    let (r, trace) = traced(&writes_both_ways(""), 100);
+    assert_eq!(trace.events().len(), 100);
+    // Every packet is either kept or counted (the counters leave out the first TLP on each
+    // wire, sent at time 0 before measuring starts).
+    let sent: u64 = r.links.iter().map(|l| l.tlps + l.replays + l.dllps).sum();
+    assert_eq!(trace.dropped + 100, sent + 2);
+    // Chrome trace JSON: a named track per link direction, a slice per packet.
+    let sys = load_str(&writes_both_ways(""), "<test>").unwrap();
+    let json: serde_json::Value = serde_json::from_str(&trace.to_chrome_json(&sys)).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["rc-ep down", "rc-ep up"]);
+    assert_eq!(events.iter().filter(|e| e["ph"] == "X").count(), 100);
+    assert_eq!(json["dropped"].as_u64(), Some(trace.dropped));
+    let first = events.iter().find(|e| e["cat"] == "tlp").unwrap();
+    assert_eq!(first["name"], "MWr 128 B");
+    // 128 B of payload + 16 B header (64-bit addressing) + 8 B framing = 152 B, at 1 B/ns
+    // on x4 Gen1 (4 lanes x 2 Gb/s after 8b/10b).
+    assert!(
+        (first["dur"].as_f64().unwrap() - 0.152).abs() < 1e-9,
+        "{first}"
+    );
+}
