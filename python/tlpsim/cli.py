@@ -183,6 +183,7 @@ def run_cmd(
             ("name", " link", ""), ("direction", " dir", ""), ("utilization", "utilization", "%"),
             ("payload_gbps", "payload Gb/s", ".3f"), ("tlps", "TLPs", ","), ("dllps", "DLLPs", ","),
             ("replays", "replays", ","), ("credit_stall_fraction", "credit stall", "%"),
+            ("queue_mean_tlps", "queued TLPs mean", ".1f"), ("queue_max_tlps", "max", ","),
         ], title="links")  # fmt: skip
         if result.resources:
             emit(result.resources, format, [("name", " resource", ""), ("kind", " kind", ""), ("busy", "busy", "%")],

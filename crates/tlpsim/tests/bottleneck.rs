@@ -157,3 +157,44 @@ fn a_scenario_without_a_cpu_lists_no_cores() {
         r.resources
     );
 }
+
+/// Two endpoints writing through a switch whose x4 upstream link is the bottleneck; the
+/// switch advertises 8 posted headers per ingress port.
+const FAN_IN: &str = "[simulation]\nduration = \"100us\"\nwarmup = \"10us\"\n[pcie]\nmps = 128\n\
+    [[root_complex]]\nname = \"rc\"\n\
+    [[switch]]\nname = \"sw\"\ncredits = { ph = 8, pd = 64 }\n\
+    [[endpoint]]\nname = \"a\"\nkind = \"dma\"\n\
+    [[endpoint]]\nname = \"b\"\nkind = \"dma\"\n\
+    [[link]]\nbetween = [\"rc\", \"sw\"]\nwidth = 4\n\
+    [[link]]\nbetween = [\"sw\", \"a\"]\nwidth = 4\n\
+    [[link]]\nbetween = [\"sw\", \"b\"]\nwidth = 4\n\
+    [[workload]]\nname = \"a\"\nkind = \"dma\"\nendpoint = \"a\"\ndirection = \"write\"\n\
+    transfer_size = \"4KiB\"\n\
+    [[workload]]\nname = \"b\"\nkind = \"dma\"\nendpoint = \"b\"\ndirection = \"write\"\n\
+    transfer_size = \"4KiB\"\n";
+
+#[test]
+fn egress_queues_build_where_the_bottleneck_is_and_stay_within_the_credits() {
+    let r = simulate(FAN_IN);
+    let link = |name: &str, dir: &str| {
+        r.links
+            .iter()
+            .find(|l| l.name == name && l.direction == dir)
+            .unwrap()
+            .clone()
+    };
+    let up = link("rc-sw", "up");
+    assert_eq!(r.flows[0].bottleneck.resource, "rc-sw up");
+    // Two x4 inputs into one x4 output: the switch's egress queue is rarely short, and it
+    // can never hold more posted TLPs than its two ingress ports advertise headers for.
+    assert!(up.queue_mean_tlps > 4.0, "{up:?}");
+    assert!(up.queue_max_tlps <= 16, "{up:?}");
+    assert!(up.queue_mean_tlps <= up.queue_max_tlps as f64, "{up:?}");
+    // Nothing flows down but DLLPs: no TLP ever waits there.
+    let down = link("rc-sw", "down");
+    assert_eq!(
+        (down.queue_mean_tlps, down.queue_max_tlps),
+        (0.0, 0),
+        "{down:?}"
+    );
+}

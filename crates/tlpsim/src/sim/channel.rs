@@ -133,6 +133,8 @@ pub struct ChannelCounters {
     pub credit_stall_by_type: [u64; 6],
     /// Ticks the transmitter had a TLP the credits allowed but no replay buffer room.
     pub replay_stall_ticks: u64,
+    /// TLPs waiting in the egress queues, integrated over time (TLP-ticks).
+    pub queue_area: u128,
     /// Wire ticks busy (TLPs, DLLPs, SKP).
     pub busy_ticks: u64,
 }
@@ -162,6 +164,10 @@ pub struct Channel {
     next_stamp: u64,
     /// TLPs waiting in every input.
     pub queued: usize,
+    /// When `queued` last changed (up to then it is in `counters.queue_area`).
+    pub queue_since: SimTime,
+    /// Most TLPs waiting at once since measuring started.
+    pub queue_max: usize,
     /// DLLPs waiting to go (non-flit).
     pub dllp_out: VecDeque<Dllp>,
     /// A TxFree event, or an arrival that frees the wire (`Arrival::frees_wire`), is pending.
@@ -260,6 +266,8 @@ impl Channel {
             left,
             next_stamp: 0,
             queued: 0,
+            queue_since: SimTime::ZERO,
+            queue_max: 0,
             dllp_out: VecDeque::new(),
             tx_event: false,
             next_seq: 1,
@@ -292,15 +300,24 @@ impl Channel {
         }
     }
 
-    /// Queues a TLP from `input` in `class`.
+    /// Adds the time since the queue last changed to the occupancy integral (at `now`).
+    pub fn account_queue(&mut self, now: SimTime) {
+        let dt = now.saturating_sub(self.queue_since).ticks();
+        self.counters.queue_area += self.queued as u128 * dt as u128;
+        self.queue_since = now;
+    }
+
+    /// Queues a TLP from `input` in `class` at `now`.
     pub fn enqueue(
         &mut self,
+        now: SimTime,
         input: usize,
         class: FcClass,
         tlp: u32,
         data_credits: u32,
         bytes: u32,
     ) {
+        self.account_queue(now);
         let stamp = self.next_stamp;
         self.next_stamp += 1;
         self.inputs[input].queues[class as usize].push_back(Queued {
@@ -310,6 +327,7 @@ impl Channel {
             stamp,
         });
         self.queued += 1;
+        self.queue_max = self.queue_max.max(self.queued);
     }
 
     /// Ok if a TLP of `class` needing `data` data credits may be sent now, else the type
@@ -331,7 +349,7 @@ impl Channel {
     /// the oldest TLP the ordering rules let go: nothing passes an older posted request,
     /// posted requests pass blocked non-posted requests and completions). Takes it out of
     /// its queue and returns it with its class, or says why nothing can go.
-    pub fn pick(&mut self) -> Result<(Queued, FcClass), Blocked> {
+    pub fn pick(&mut self, now: SimTime) -> Result<(Queued, FcClass), Blocked> {
         if self.queued == 0 {
             return Err(Blocked::Empty);
         }
@@ -347,6 +365,7 @@ impl Channel {
             }
             if let Some(c) = self.choose(idx, &mut blocked) {
                 let entry = self.inputs[idx].queues[c].pop_front().expect("head exists");
+                self.account_queue(now);
                 self.queued -= 1;
                 if idx != self.current {
                     self.current = idx;

@@ -982,6 +982,8 @@ impl<'a> Simulator<'a> {
             if ch.end_replay_stall(now) {
                 ch.replay_stall_since = Some(now);
             }
+            ch.account_queue(now);
+            ch.queue_max = ch.queued;
             ch.counters.busy_ticks = ch.wire.busy_ticks();
             self.snapshot[c] = ch.counters;
         }
@@ -1065,7 +1067,7 @@ impl<'a> Simulator<'a> {
             t.payload,
             self.sys.pcie.ecrc,
         ) + ch.framing;
-        ch.enqueue(input, t.class(), id, t.data_credits(), bytes);
+        ch.enqueue(self.q.now(), input, t.class(), id, t.data_credits(), bytes);
         self.try_send(c);
     }
 
@@ -1157,7 +1159,7 @@ impl<'a> Simulator<'a> {
             self.transmit(c, e, true);
             return;
         }
-        match ch.pick() {
+        match ch.pick(now) {
             Ok((q, class)) => {
                 ch.end_stall(now);
                 ch.end_replay_stall(now);
@@ -1904,6 +1906,7 @@ impl<'a> Simulator<'a> {
         for (c, ch) in self.chans.iter_mut().enumerate() {
             ch.end_stall(now);
             ch.end_replay_stall(now);
+            ch.account_queue(now);
             ch.counters.busy_ticks = ch.wire.busy_ticks();
             hops += ch.counters.tlps + ch.counters.replays;
             let a = ch.counters;
@@ -1922,6 +1925,8 @@ impl<'a> Simulator<'a> {
                     .min(1.0),
                 bad_tlps: a.bad_tlps - b.bad_tlps,
                 bad_dllps: a.bad_dllps - b.bad_dllps,
+                queue_mean_tlps: (a.queue_area - b.queue_area) as f64 / window_ticks,
+                queue_max_tlps: ch.queue_max as u64,
             });
         }
         let at_warmup = std::mem::take(&mut self.busy_at_warmup);
