@@ -48,6 +48,10 @@ def test_json_and_report(cli_json, tmp_path, cli):
         png = tmp_path / "out" / f"pes24t6.{table}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"({png.name})" in text
+    # The same report as one self-contained HTML page: tables rendered, charts embedded.
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<table>" in page and "<td>pes24t6</td>" in page
+    assert page.count('src="data:image/png;base64,') == 5 and ".png\"" not in page
 
 
 def test_ctrl_c_stops_validate_with_one_line(interrupt):

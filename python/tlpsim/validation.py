@@ -178,7 +178,8 @@ def write_charts(report: ValidationReport, directory: Path) -> list[Path]:
 
 def write_report(report: ValidationReport, directory: Path) -> Path:
     """Writes ``directory/report.md`` (summaries, a chart per table, every row, what is not
-    modelled yet) and the charts next to it."""
+    modelled yet), the charts next to it, and ``directory/report.html``: the same as one
+    self-contained page."""
     directory.mkdir(parents=True, exist_ok=True)
     out = directory / "report.md"
     charts = write_charts(report, directory)
@@ -214,5 +215,37 @@ def write_report(report: ValidationReport, directory: Path) -> Path:
     if report.unmodelled_tables:
         lines += ["", "## Published tables not modelled yet", ""]
         lines += [f"- {t}" for t in report.unmodelled_tables]
-    out.write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    out.write_text(text)
+    write_html(text, directory / "report.html", directory)
+    return out
+
+
+def write_html(markdown: str, out: Path, images: Path) -> Path:
+    """Writes ``markdown`` as one self-contained HTML page: tables rendered, every chart
+    (a PNG in ``images``) embedded, so that the page can be mailed or archived alone."""
+    import base64
+    import html
+    import re
+
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark").enable("table").render(markdown)
+
+    def embed(m: re.Match) -> str:
+        path = images / html.unescape(m.group(1))
+        if not path.is_file():
+            return m.group(0)
+        return f'src="data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()}"'
+
+    body = re.sub(r'src="([^"]+\.png)"', embed, body)
+    style = (
+        "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px}"
+        "img{max-width:100%}"
+    )
+    out.write_text(
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>tlpsim validation report</title>'
+        f"<style>{style}</style></head><body>\n{body}</body></html>\n"
+    )
     return out
