@@ -6,6 +6,7 @@ Public API (names fixed by DESIGN.md):
 - :func:`message_bandwidth` - payload rate of messages segmented into TLPs.
 - :func:`load_scenario`, :func:`run` - the TLP-level simulator on a scenario file.
 - :func:`validate` - every modelled seed-report number, published vs computed.
+- :func:`sweep` - one scenario at every combination of some of its values, in parallel.
 """
 
 from tlpsim._core import ConfigError
@@ -18,6 +19,7 @@ from tlpsim.simulate import (
     run,
     schema,
 )
+from tlpsim.sweep import SweepResult, sweep
 from tlpsim.link import LinkBandwidth, MessageBandwidth, link_bandwidth, message_bandwidth
 from tlpsim.validation import ValidationReport, validate
 
@@ -29,12 +31,14 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "SimulationError",
+    "SweepResult",
     "ValidationReport",
     "link_bandwidth",
     "load_scenario",
     "message_bandwidth",
     "run",
     "schema",
+    "sweep",
     "validate",
 ]
 __version__ = "0.1.0"

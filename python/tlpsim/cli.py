@@ -202,6 +202,75 @@ def run_cmd(
         raise typer.Exit(1)
 
 
+def _dask_client(address: str):
+    """A Dask client for ``--scheduler``; one clear line when dask.distributed is missing."""
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise ConfigError("--scheduler needs dask.distributed: pip install 'tlpsim[dask]'") from None
+    try:
+        return Client(address)
+    except OSError as e:
+        raise ConfigError(f"--scheduler {address}: cannot reach the Dask scheduler: {e}") from None
+
+
+@app.command(name="sweep")
+def sweep_cmd(
+    scenario: Annotated[Path, typer.Argument(help="Scenario TOML file (see `tlpsim schema`).")],
+    set_: Annotated[
+        list[str],
+        typer.Option(
+            "--set",
+            help="KEY=V1,V2,... to try, e.g. pcie.mps=128,256, link.rc-sw1.width=4,8, "
+            "workload.reads.outstanding=1,4,16, endpoint.ex.tags=8,32. Repeat for more keys: "
+            "every combination runs.",
+        ),
+    ],
+    jobs: Annotated[int | None, typer.Option(help="Local processes (default: one per core).", min=1)] = None,
+    scheduler: Annotated[str | None, typer.Option(help="Run on this Dask scheduler (tcp://host:8786) instead.")] = None,
+    format: FormatOpt = Format.table,
+) -> None:
+    """Run one scenario at every combination of some of its values: throughput, latency and
+    bottleneck per point and workload."""
+    # Imported here: process pools register exit handlers every other command can do without.
+    from tlpsim.sweep import split_values
+    from tlpsim.sweep import sweep as run_sweep
+
+    values: dict[str, list[str]] = {}
+    for item in set_:
+        key, sep, rest = item.partition("=")
+        if not sep or not key.strip() or not split_values(rest):
+            raise ConfigError(f"--set {item!r} is not allowed; allowed: KEY=V1,V2,... such as pcie.mps=128,256")
+        values[key.strip()] = split_values(rest)
+    client = _dask_client(scheduler) if scheduler else None
+    err = Console(stderr=True)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    count = [0, 0]
+    with Progress(
+        TextColumn(f"sweeping {scenario.name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=True, disable=not err.is_terminal,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("points", total=None)
+
+        def step(done: int, total: int) -> None:
+            count[:] = [done, total]
+            bar.update(task, completed=done, total=total)
+
+        try:
+            result = run_sweep(scenario, values, jobs=jobs, client=client, progress=step)
+        except KeyboardInterrupt:
+            _interrupted(bar, f"{count[0]} of {count[1]} points")
+    columns = [(k, f" {k}", "") for k in result.keys] + [
+        ("flow", " flow", ""), ("throughput_gbps", "Gb/s", ".3f"), ("latency_ns_mean", "latency mean ns", ".1f"),
+        ("latency_ns_p99", "p99 ns", ".0f"), ("bottleneck", " bottleneck", ""), ("bottleneck_busy", "busy", "%"),
+    ]  # fmt: skip
+    emit(result.rows, format, columns, title=f"{scenario.name}: sweep")
+    if not all(r["audit_passed"] for r in result.rows):
+        Console(stderr=True).print("tlpsim: audit FAILED in some points (column audit_passed)")
+        raise typer.Exit(1)
+
+
 @app.command(name="schema")
 def schema_cmd() -> None:
     """Print the JSON Schema of the scenario file format."""

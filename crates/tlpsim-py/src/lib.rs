@@ -84,6 +84,13 @@ impl Scenario {
     }
 }
 
+/// Scenario TOML text with `key` set to `value` (see `tlpsim::scenario::set_value`), checked.
+#[pyfunction]
+fn set_scenario_value(text: &str, origin: &str, key: &str, value: &str) -> PyResult<String> {
+    tlpsim::scenario::set_value(text, origin, key, value)
+        .map_err(|e| ScenarioError::new_err(e.to_string()))
+}
+
 /// Parses and checks scenario TOML text; `origin` names it in error messages.
 #[pyfunction]
 fn load_scenario(text: &str, origin: &str) -> PyResult<Scenario> {
@@ -330,6 +337,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add_class::<Scenario>()?;
     m.add_function(wrap_pyfunction!(load_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(set_scenario_value, m)?)?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;
     m.add_function(wrap_pyfunction!(link_bandwidth, m)?)?;

@@ -5,6 +5,10 @@
 //! TOML types reject unknown keys. Defaults for values the file leaves out are the
 //! `DEFAULT_*` constants below.
 
+mod set;
+
+pub use set::set_value;
+
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 

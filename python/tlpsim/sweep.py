@@ -1,0 +1,177 @@
+"""Parameter sweeps: one scenario run at every combination of some of its values, in
+parallel (local processes by default, a Dask cluster when given a client)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tlpsim import _core
+from tlpsim._core import ConfigError, ScenarioError, SimulationError
+
+__all__ = ["SweepResult", "sweep", "split_values"]
+
+
+def _scenario_text(source: str | os.PathLike[str]) -> tuple[str, str]:
+    """(TOML text, origin) of a path or of TOML text, as :func:`tlpsim.load_scenario` reads them."""
+    if isinstance(source, os.PathLike) or ("\n" not in source and source.strip().endswith(".toml")):
+        path = Path(source)
+        try:
+            return path.read_text(encoding="utf-8"), str(path)
+        except OSError as e:
+            raise ScenarioError(f"{path}: cannot read the file: {e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise ScenarioError(f"{path}: the file is not UTF-8 text") from None
+    return source, "<text>"
+
+
+def _value_text(v: Any) -> str:
+    """A Python value as the text :func:`set_scenario_value` takes (TOML, or a bare string)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return str(v)
+
+
+def split_values(text: str) -> list[str]:
+    """``"128,256"`` -> ``["128", "256"]``; commas inside ``{}``, ``[]`` or quotes do not split
+    (``"{ ph = 1, pd = 8 },{ ph = 4, pd = 32 }"`` is two values)."""
+    out, depth, quote, cur = [], 0, "", ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    out.append(cur.strip())
+    return [v for v in out if v]
+
+
+def _run_point(text: str, origin: str) -> dict[str, Any]:
+    """Runs one point of a sweep (in a worker process): the run's result as a dict, or
+    ``{"error": message}`` (the core's exceptions do not cross process boundaries)."""
+    try:
+        scenario = _core.load_scenario(text, origin)
+        result, _ = _core.run_scenario(scenario, None, None)
+    except (ConfigError, SimulationError) as e:
+        return {"error": str(e)}
+    return json.loads(result)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A sweep's points, each with its run: ``rows`` has one row per point and workload."""
+
+    keys: list[str]
+    points: list[dict[str, Any]]
+    runs: list[dict[str, Any]]
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """Per point and workload: the swept values, then throughput, latency, bottleneck."""
+        out = []
+        for point, run in zip(self.points, self.runs):
+            for f in run["flows"]:
+                b = f["bottleneck"]
+                out.append({
+                    **point,
+                    "flow": f["name"],
+                    "throughput_gbps": f["throughput_gbps"],
+                    "latency_ns_mean": f["latency_ns"]["mean"],
+                    "latency_ns_p99": f["latency_ns"]["p99"],
+                    "bottleneck": f"{b['kind'].replace('_', ' ')} {b['resource']}".strip(),
+                    "bottleneck_busy": b["busy"],
+                    "audit_passed": run["audit"]["passed"],
+                })  # fmt: skip
+        return out
+
+    def to_pandas(self):
+        """The rows as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
+
+def sweep(
+    scenario: str | os.PathLike[str],
+    values: Mapping[str, Sequence[Any]],
+    jobs: int | None = None,
+    client: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SweepResult:
+    """Runs ``scenario`` (a path or TOML text) at every combination of ``values``: keys as
+    ``pcie.mps``, ``link.rc-sw1.width``, ``workload.reads.outstanding`` (see
+    ``tlpsim.scenario.set_value`` in the core), each with the values to try.
+
+    Every point is built and checked before any runs: a bad key or value raises
+    :class:`ScenarioError` naming it. Points run on ``jobs`` local processes (default: one
+    per core), or on a Dask cluster when ``client`` (a ``dask.distributed.Client``) is given.
+    ``progress(done, total)`` is called as points finish. The result keeps the order of the
+    points, whatever order they finish in.
+    """
+    text, origin = _scenario_text(scenario)
+    keys = list(values)
+    for k in keys:
+        if isinstance(values[k], (str, bytes)) or not isinstance(values[k], Sequence) or not values[k]:
+            raise ConfigError(f"sweep values of {k} must be a non-empty list, not {values[k]!r}")
+    points = [dict(zip(keys, combo)) for combo in itertools.product(*(values[k] for k in keys))]
+    texts = []
+    for point in points:
+        t = text
+        for k, v in point.items():
+            t = _core.set_scenario_value(t, origin, k, _value_text(v))
+        texts.append(t)
+    total = len(texts)
+    runs: list[dict[str, Any] | None] = [None] * total
+    if progress:
+        progress(0, total)
+    if client is not None:
+        futures = client.map(_run_point, texts, [origin] * total, pure=False)
+        runs = list(client.gather(futures))
+        if progress:
+            progress(total, total)
+    elif total == 1 or jobs == 1:
+        for i, t in enumerate(texts):
+            runs[i] = _run_point(t, origin)
+            if progress:
+                progress(i + 1, total)
+    else:
+        # Imported here: a process pool registers exit handlers the rest of tlpsim does without.
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        workers = min(jobs or os.cpu_count() or 1, total)
+        import multiprocessing
+
+        pool = ProcessPoolExecutor(max_workers=workers)
+        futures = {pool.submit(_run_point, t, origin): i for i, t in enumerate(texts)}
+        try:
+            for done, fut in enumerate(as_completed(futures), 1):
+                runs[futures[fut]] = fut.result()
+                if progress:
+                    progress(done, total)
+        except BaseException:
+            # Ctrl-C or an error: drop what has not started and stop what has.
+            pool.shutdown(wait=False, cancel_futures=True)
+            for child in multiprocessing.active_children():
+                child.terminate()
+            raise
+        pool.shutdown()
+    for point, run in zip(points, runs):
+        if run is not None and "error" in run:
+            where = ", ".join(f"{k}={v}" for k, v in point.items())
+            raise SimulationError(f"sweep point {where}: {run['error']}")
+    return SweepResult(keys, points, [r for r in runs if r is not None])

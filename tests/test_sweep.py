@@ -1,0 +1,81 @@
+"""tlpsim sweep: every combination of some scenario values, run in parallel, in order."""
+
+from pathlib import Path
+
+import pytest
+
+import tlpsim
+from tlpsim.sweep import split_values
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "scenarios" / "t5220-two-switches.toml"
+
+
+def test_a_sweep_over_tags_shows_where_reads_stop_being_latency_bound():
+    r = tlpsim.sweep(EXAMPLE, {"endpoint.ex.tags": [1, 2, 4, 8, 32]}, jobs=2)
+    rows = r.rows
+    assert [row["endpoint.ex.tags"] for row in rows] == [1, 2, 4, 8, 32]  # the points' order
+    gbps = [row["throughput_gbps"] for row in rows]
+    assert gbps == sorted(gbps) and gbps[1] == pytest.approx(2 * gbps[0], rel=0.01)
+    assert rows[0]["bottleneck"].startswith("requests") and rows[-1]["bottleneck"].startswith("link")
+    assert all(row["audit_passed"] for row in rows)
+    # Local processes or one at a time: the same numbers.
+    serial = tlpsim.sweep(EXAMPLE, {"endpoint.ex.tags": [1, 2, 4, 8, 32]}, jobs=1)
+    assert serial.rows == rows
+    frame = r.to_pandas()
+    assert list(frame.columns[:2]) == ["endpoint.ex.tags", "flow"] and len(frame) == 5
+
+
+def test_every_combination_runs_and_a_dask_client_gets_the_same_work():
+    class SerialClient:
+        """What tlpsim uses of a dask.distributed.Client, run in this process."""
+
+        def map(self, fn, *iterables, pure=True):
+            return [fn(*args) for args in zip(*iterables)]
+
+        def gather(self, futures):
+            return futures
+
+    values = {"pcie.mps": [128, 256], "link.sw2-ex.width": [4, 8]}
+    local = tlpsim.sweep(EXAMPLE, values)
+    remote = tlpsim.sweep(EXAMPLE, values, client=SerialClient())
+    assert [(p["pcie.mps"], p["link.sw2-ex.width"]) for p in local.points] == [(128, 4), (128, 8), (256, 4), (256, 8)]
+    assert local.rows == remote.rows
+    # An x4 last link halves what the x8 one carries.
+    x4, x8 = local.rows[0]["throughput_gbps"], local.rows[1]["throughput_gbps"]
+    assert x4 == pytest.approx(x8 / 2, rel=0.02)
+
+
+def test_bad_keys_and_values_are_refused_before_anything_runs():
+    with pytest.raises(tlpsim.ScenarioError, match=r'no \[\[link\]\] named "rc-sw9"'):
+        tlpsim.sweep(EXAMPLE, {"pcie.mps": [128], "link.rc-sw9.width": [4]})
+    with pytest.raises(tlpsim.ScenarioError, match="mps 100 is not allowed"):
+        tlpsim.sweep(EXAMPLE, {"pcie.mps": [128, 100]})
+    with pytest.raises(tlpsim.ConfigError, match="non-empty list"):
+        tlpsim.sweep(EXAMPLE, {"pcie.mps": "128"})
+
+
+def test_values_split_on_commas_outside_braces_and_quotes():
+    assert split_values("128, 256") == ["128", "256"]
+    assert split_values("{ ph = 1, pd = 8 },{ ph = 4, pd = 32 }") == ["{ ph = 1, pd = 8 }", "{ ph = 4, pd = 32 }"]
+    assert split_values('"a,b",c') == ['"a,b"', "c"]
+
+
+def test_cli_sweep(cli):
+    proc = cli("sweep", str(EXAMPLE), "--set", "endpoint.ex.tags=1,16", "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("endpoint.ex.tags,flow,throughput_gbps") and len(lines) == 3
+    proc = cli("sweep", str(EXAMPLE), "--set", "endpoint.ex.tags=1,16")
+    assert proc.returncode == 0 and "requests reads read requests" in proc.stdout
+    for bad in (["--set", "pcie.mps"], ["--set", "link.x-y.width=4"], ["--set", "pcie.mps=128", "--scheduler", "tcp://localhost:1"]):
+        proc = cli("sweep", str(EXAMPLE), *bad)
+        assert proc.returncode == 2 and proc.stderr.startswith("tlpsim: error:") and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_ctrl_c_stops_a_sweep_with_one_line(tmp_path, interrupt):
+    path = tmp_path / "long.toml"
+    path.write_text(EXAMPLE.read_text().replace('duration = "200us"', 'duration = "2s"'))
+    proc, took = interrupt("sweep", str(path), "--set", "endpoint.ex.tags=1,2,4,8")
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr == "tlpsim: interrupted after 0 of 4 points\n" and proc.stdout == ""
+    assert took < 15
