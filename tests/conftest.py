@@ -1,6 +1,7 @@
 """Shared helpers for the Python test suite."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -20,9 +21,9 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def interrupt_cli(*args: str, after: float = 3.0, twice: bool = False) -> tuple[subprocess.CompletedProcess, float]:
-    """Starts the CLI as a user would, sends it SIGINT (Ctrl-C) `after` seconds (and, with
-    `twice`, again 0.15 s later, as an impatient user does), and returns what it did with the
-    seconds it took from start to exit."""
+    """Starts the CLI as a user would, sends SIGINT (Ctrl-C) to its whole process group, as a
+    terminal does, `after` seconds (and, with `twice`, again 0.15 s later, as an impatient
+    user does), and returns what it did with the seconds it took from start to exit."""
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tlpsim.cli", *args],
@@ -31,13 +32,15 @@ def interrupt_cli(*args: str, after: float = 3.0, twice: bool = False) -> tuple[
         text=True,
         # A child of a non-interactive shell may inherit SIGINT ignored.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        # Its own process group, with any workers it starts: Ctrl-C goes to all of them.
+        start_new_session=True,
     )
     time.sleep(after)  # past interpreter start and import, well inside the work
-    proc.send_signal(signal.SIGINT)
+    os.killpg(proc.pid, signal.SIGINT)
     if twice:
         time.sleep(0.15)
         if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
+            os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), time.monotonic() - started
 

@@ -52,6 +52,8 @@ def test_bad_keys_and_values_are_refused_before_anything_runs():
         tlpsim.sweep(EXAMPLE, {"pcie.mps": [128, 100]})
     with pytest.raises(tlpsim.ConfigError, match="non-empty list"):
         tlpsim.sweep(EXAMPLE, {"pcie.mps": "128"})
+    with pytest.raises(tlpsim.ConfigError, match="jobs -1 is not allowed"):
+        tlpsim.sweep(EXAMPLE, {"pcie.mps": [128]}, jobs=-1)
 
 
 def test_values_split_on_commas_outside_braces_and_quotes():
@@ -76,6 +78,7 @@ def test_ctrl_c_stops_a_sweep_with_one_line(tmp_path, interrupt):
     path = tmp_path / "long.toml"
     path.write_text(EXAMPLE.read_text().replace('duration = "200us"', 'duration = "2s"'))
     proc, took = interrupt("sweep", str(path), "--set", "endpoint.ex.tags=1,2,4,8")
+    # One line from the parent; the workers (which got the Ctrl-C too) print nothing.
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr == "tlpsim: interrupted after 0 of 4 points\n" and proc.stdout == ""
     assert took < 15

@@ -91,8 +91,8 @@ class RunResult:
         raise ValueError(f"what {what!r} is not allowed; allowed: flows, links, resources")
 
 
-#: Packets a trace keeps unless told otherwise.
-TRACE_LIMIT = 200_000
+#: Packets a trace keeps unless told otherwise (the core's default).
+TRACE_LIMIT: int = _core.TRACE_LIMIT
 
 
 def run(
@@ -120,8 +120,15 @@ def run(
             raise ConfigError(f"trace_limit {trace_limit!r} is not allowed; allowed: a whole number of packets, 1 or more")
         # Checked before the run, so that a long run is not lost to a typo in the path.
         path = Path(trace)
-        if path.is_dir() or not path.parent.is_dir():
-            why = "it is a folder" if path.is_dir() else f"folder {path.parent} does not exist"
+        parent = path.parent
+        why = (
+            "it is a folder" if path.is_dir()
+            else f"folder {parent} does not exist" if not parent.is_dir()
+            else f"folder {parent} is not writable" if not os.access(parent, os.W_OK)
+            else f"{path.name} is not writable" if path.exists() and not os.access(path, os.W_OK)
+            else None
+        )  # fmt: skip
+        if why:
             raise ConfigError(f"{path}: cannot write the trace: {why}")
     text, chrome = _core.run_scenario(scenario, progress, trace_limit if trace is not None else None)
     if trace is not None and chrome is not None:

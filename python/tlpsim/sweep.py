@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,17 @@ def split_values(text: str) -> list[str]:
         cur += ch
     out.append(cur.strip())
     return [v for v in out if v]
+
+
+def _ignore_ctrl_c() -> None:
+    """Pool worker start: leave Ctrl-C to the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_indexed(job: tuple[int, str, str]) -> tuple[int, dict[str, Any]]:
+    """(index, text, origin) -> (index, its run): one point in a pool worker."""
+    i, text, origin = job
+    return i, _run_point(text, origin)
 
 
 def _run_point(text: str, origin: str) -> dict[str, Any]:
@@ -120,9 +132,12 @@ def sweep(
     Every point is built and checked before any runs: a bad key or value raises
     :class:`ScenarioError` naming it. Points run on ``jobs`` local processes (default: one
     per core), or on a Dask cluster when ``client`` (a ``dask.distributed.Client``) is given.
-    ``progress(done, total)`` is called as points finish. The result keeps the order of the
-    points, whatever order they finish in.
+    ``progress(done, total)`` is called as points finish (on a Dask cluster: at the start and
+    once all are back). The result keeps the order of the points, whatever order they finish
+    in. Ctrl-C stops the local workers.
     """
+    if jobs is not None and (not isinstance(jobs, int) or jobs < 1):
+        raise ConfigError(f"jobs {jobs!r} is not allowed; allowed: a whole number of processes, 1 or more")
     text, origin = _scenario_text(scenario)
     keys = list(values)
     for k in keys:
@@ -151,25 +166,16 @@ def sweep(
                 progress(i + 1, total)
     else:
         # Imported here: a process pool registers exit handlers the rest of tlpsim does without.
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        workers = min(jobs or os.cpu_count() or 1, total)
         import multiprocessing
 
-        pool = ProcessPoolExecutor(max_workers=workers)
-        futures = {pool.submit(_run_point, t, origin): i for i, t in enumerate(texts)}
-        try:
-            for done, fut in enumerate(as_completed(futures), 1):
-                runs[futures[fut]] = fut.result()
+        workers = min(jobs or os.cpu_count() or 1, total)
+        # Workers ignore Ctrl-C (a terminal sends it to the whole process group): the parent
+        # alone handles it, by terminating this pool's workers.
+        with multiprocessing.Pool(workers, initializer=_ignore_ctrl_c) as pool:
+            for done, (i, run) in enumerate(pool.imap_unordered(_run_indexed, [(i, t, origin) for i, t in enumerate(texts)]), 1):
+                runs[i] = run
                 if progress:
                     progress(done, total)
-        except BaseException:
-            # Ctrl-C or an error: drop what has not started and stop what has.
-            pool.shutdown(wait=False, cancel_futures=True)
-            for child in multiprocessing.active_children():
-                child.terminate()
-            raise
-        pool.shutdown()
     for point, run in zip(points, runs):
         if run is not None and "error" in run:
             where = ", ".join(f"{k}={v}" for k, v in point.items())

@@ -198,3 +198,47 @@ fn egress_queues_build_where_the_bottleneck_is_and_stay_within_the_credits() {
         "{down:?}"
     );
 }
+
+#[test]
+fn a_flow_is_judged_on_the_ways_its_own_packets_go() {
+    // Writes short of posted credits share the endpoint's link with reads that fill the
+    // other direction with completions: the writes' limit is their credits, not that wire.
+    let text = one_link(
+        "credits = { ph = 2, pd = 64 }",
+        "propagation = \"200ns\"",
+        WRITES,
+    ) + "[[workload]]\nname = \"r\"\nkind = \"dma\"\nendpoint = \"ep\"\n"
+        + READS;
+    let r = simulate(&text);
+    let (w, rd) = (&r.flows[0].bottleneck, &r.flows[1].bottleneck);
+    assert_eq!(
+        (w.kind, w.resource.as_str()),
+        ("credits", "ep -> rc PH credits"),
+        "{w:?}"
+    );
+    assert_eq!(
+        (rd.kind, rd.resource.as_str()),
+        ("link", "rc-ep down"),
+        "{rd:?}"
+    );
+}
+
+#[test]
+fn seeking_drives_count_as_busy() {
+    // Random 4 KB reads with 100 us of seek each: the drives, not the workload, set the rate.
+    let text = "[simulation]\nduration = \"20ms\"\nwarmup = \"2ms\"\n[pcie]\nmps = 128\n\
+        [[root_complex]]\nname = \"rc\"\n\
+        [[endpoint]]\nname = \"hba\"\nkind = \"storage\"\nmedia_read = \"300MB/s\"\n\
+        media_write = \"300MB/s\"\nmedia_seek = \"100us\"\n\
+        [[link]]\nbetween = [\"rc\", \"hba\"]\nwidth = 4\n\
+        [[workload]]\nname = \"io\"\nkind = \"storage\"\nendpoint = \"hba\"\n\
+        read_percent = 100\nread_size = \"4KB\"\noutstanding = 32\nrandom = true\n";
+    let r = simulate(text);
+    let b = &r.flows[0].bottleneck;
+    assert_eq!(
+        (b.kind, b.resource.as_str()),
+        ("media", "hba media"),
+        "{b:?}"
+    );
+    assert!(b.busy > 0.95, "{b:?}");
+}

@@ -84,7 +84,9 @@ pub struct Candidate {
     pub detail: String,
 }
 
-/// The candidate of `limit` with the largest share, the first on the path among equals.
+/// The candidate of `limit` with the largest share, the first listed among equals
+/// (candidates list the links out and back in path order, then the node resources in node
+/// order, then the CPU core).
 fn largest(cands: &[Candidate], limit: Limit) -> Option<&Candidate> {
     cands
         .iter()
@@ -146,6 +148,9 @@ pub(super) type BusyTicks = Vec<u64>;
 struct Resource {
     node: usize,
     bridge: usize,
+    /// For one side of a duplex storage media: Some(true) its read side (the flow's DMA
+    /// writes), Some(false) its write side (the flow's DMA reads).
+    media_read: Option<bool>,
     kind: &'static str,
     name: String,
     busy: u64,
@@ -158,10 +163,11 @@ impl Simulator<'_> {
     /// bus or media (read and write apart when they run at once), then the host bridges.
     fn resources(&self, t: SimTime) -> Vec<Resource> {
         let mut out = Vec::new();
-        let mut add = |node, bridge, kind, name: String, busy, rate| {
+        let mut add = |node, bridge, media_read, kind, name: String, busy, rate| {
             out.push(Resource {
                 node,
                 bridge,
+                media_read,
                 kind,
                 name,
                 busy,
@@ -176,6 +182,7 @@ impl Simulator<'_> {
                 } => add(
                     n,
                     NONE as usize,
+                    None,
                     "memory",
                     format!("{name} memory"),
                     m.busy_by(t),
@@ -184,16 +191,18 @@ impl Simulator<'_> {
                 NodeState::Switch { bus: Some(b), .. } => add(
                     n,
                     NONE as usize,
+                    None,
                     "switch_bus",
                     format!("{name} shared bus"),
                     b.busy_by(t),
                     Some(b.bytes_per_s()),
                 ),
                 NodeState::Endpoint { media: Some(m), .. } if m.duplex => {
-                    for (what, th) in [("read", &m.read), ("write", &m.write)] {
+                    for (read, what, th) in [(true, "read", &m.read), (false, "write", &m.write)] {
                         add(
                             n,
                             NONE as usize,
+                            Some(read),
                             "media",
                             format!("{name} media ({what})"),
                             th.busy_by(t),
@@ -204,6 +213,7 @@ impl Simulator<'_> {
                 NodeState::Endpoint { media: Some(m), .. } => add(
                     n,
                     NONE as usize,
+                    None,
                     "media",
                     format!("{name} media"),
                     m.read.busy_by(t) + m.write.busy_by(t),
@@ -216,6 +226,7 @@ impl Simulator<'_> {
             add(
                 NONE as usize,
                 b,
+                None,
                 "host_bridge",
                 format!("{} host bridge", self.sys.host_bridges[b].name),
                 th.busy_by(t),
@@ -288,8 +299,12 @@ impl Simulator<'_> {
             .zip(&self.sys.workloads)
             .map(|(f, w)| {
                 let (src, dst) = (f.source as usize, f.target as usize);
+                // The way its requests or data go; the way back only where answers come
+                // back (reads' completions; a NIC's descriptor and frame reads).
                 let mut chans = self.path(src, dst);
-                chans.extend(self.path(dst, src));
+                if f.reads || w.bridge.is_some() {
+                    chans.extend(self.path(dst, src));
+                }
                 let mut nodes = vec![src];
                 nodes.extend(chans.iter().map(|&c| self.rx_node[c] as usize));
                 let mut cands = Vec::new();
@@ -311,7 +326,16 @@ impl Simulator<'_> {
                     } else {
                         nodes.contains(&r.node)
                     };
-                    if !on_path || cands.iter().any(|c: &Candidate| c.resource == r.name) {
+                    // A duplex media's side this flow does not use cannot limit it.
+                    let side_used = match r.media_read {
+                        Some(true) => f.writes,
+                        Some(false) => f.reads,
+                        None => true,
+                    };
+                    if !on_path
+                        || !side_used
+                        || cands.iter().any(|c: &Candidate| c.resource == r.name)
+                    {
                         continue;
                     }
                     let busy = share(r, i);

@@ -258,7 +258,9 @@ impl Throttle {
         SimTime::TICKS_PER_PS as f64 * 1e12 / self.ticks_per_byte
     }
 
-    /// Ticks of service given by time `t` (service booked beyond `t` not counted).
+    /// Ticks of service given by time `t`: everything booked, less the span from `t` to when
+    /// the resource frees (service booked to start later, such as memory reads booked at
+    /// their latency, makes this short by at most that lead at each end of a window).
     fn busy_by(&self, t: SimTime) -> u64 {
         self.busy
             .saturating_sub(self.free_at.saturating_sub(t).ticks())
@@ -341,6 +343,7 @@ impl Media {
                 &mut self.write
             };
             th.free_at = t.max(th.free_at) + seek;
+            th.busy += seek.ticks();
             return;
         }
         let mut penalty = seek;
@@ -349,6 +352,12 @@ impl Media {
         }
         self.last_read = Some(read);
         self.free_at = t.max(self.free_at) + penalty;
+        // The drives are busy seeking and turning around too (counted on the I/O's side).
+        if read {
+            self.read.busy += penalty.ticks();
+        } else {
+            self.write.busy += penalty.ticks();
+        }
     }
 
     /// The media reads (`read`) or writes `bytes` from `t` on; returns when it is done.
@@ -773,6 +782,10 @@ impl<'a> Simulator<'a> {
         progress: &mut dyn FnMut(f64) -> bool,
     ) -> Result<(RunResult, Option<Trace>), RunError> {
         let wall = Instant::now();
+        if self.sys.warmup == SimTime::ZERO {
+            // No warmup: measure from before the first packet.
+            self.start_measuring();
+        }
         for f in 0..self.flows.len() {
             self.q.schedule(SimTime::ZERO, Ev::Start(f as u32));
         }
@@ -789,9 +802,8 @@ impl<'a> Simulator<'a> {
                     .schedule(SimTime::from_ns(30_000), Ev::FcRefresh(c as u32));
             }
         }
-        self.q.schedule(self.sys.warmup, Ev::Warmup);
-        if self.sys.warmup == SimTime::ZERO {
-            self.measuring = true;
+        if self.sys.warmup > SimTime::ZERO {
+            self.q.schedule(self.sys.warmup, Ev::Warmup);
         }
         self.q.schedule(self.watchdog, Ev::Watchdog);
         let end = self.sys.duration;
@@ -1838,6 +1850,9 @@ impl<'a> Simulator<'a> {
             if flow.current.is_none() {
                 if flow.active >= flow.outstanding {
                     flow.window_since.get_or_insert(now);
+                } else if let Some(s) = flow.window_since.take() {
+                    // A slot and a tag are free (even if the mix's next I/O is no read).
+                    flow.window_ticks += now.saturating_sub(s).ticks();
                 }
                 if flow.active >= flow.outstanding || flow.next_io_is_read() == Some(true) {
                     if flow.writes && flow.storage.is_some() {

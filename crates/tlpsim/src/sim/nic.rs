@@ -260,7 +260,6 @@ impl Simulator<'_> {
         }
     }
 
-    /// The measurement window starts: snapshot the Ethernet counters.
     /// Per core, the fraction of the measurement window (which ends at `end`) it was busy:
     /// taking interrupts, reading registers, bridging frames, writing registers.
     pub(super) fn cpu_busy(&self, end: SimTime) -> Vec<f64> {
@@ -280,6 +279,8 @@ impl Simulator<'_> {
         self.nics.at(node).map(|k| self.nics.nics[k as usize].core)
     }
 
+    /// The measurement window starts: snapshot the Ethernet counters, restart the cores'
+    /// busy time.
     pub(super) fn nics_start_window(&mut self) {
         let now = self.now();
         for c in &mut self.nics.cores {
