@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-
 import tlpsim
 from tlpsim.sweep import split_values
 
@@ -69,9 +68,15 @@ def test_cli_sweep(cli):
     assert lines[0].startswith("endpoint.ex.tags,flow,throughput_gbps") and len(lines) == 3
     proc = cli("sweep", str(EXAMPLE), "--set", "endpoint.ex.tags=1,16")
     assert proc.returncode == 0 and "requests reads read requests" in proc.stdout
-    for bad in (["--set", "pcie.mps"], ["--set", "link.x-y.width=4"], ["--set", "pcie.mps=128", "--scheduler", "tcp://localhost:1"]):
+    for bad in (
+        ["--set", "pcie.mps"],
+        ["--set", "link.x-y.width=4"],
+        ["--set", "pcie.mps=128", "--scheduler", "tcp://localhost:1"],
+    ):
         proc = cli("sweep", str(EXAMPLE), *bad)
-        assert proc.returncode == 2 and proc.stderr.startswith("tlpsim: error:") and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.returncode == 2 and proc.stderr.startswith("tlpsim: error:") and "Traceback" not in proc.stderr, (
+            proc.stderr
+        )
 
 
 def test_ctrl_c_stops_a_sweep_with_one_line(tmp_path, interrupt):

@@ -51,7 +51,7 @@ def test_json_and_report(cli_json, tmp_path, cli):
     # The same report as one self-contained HTML page: tables rendered, charts embedded.
     page = (tmp_path / "out" / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and "<table>" in page and "<td>pes24t6</td>" in page
-    assert page.count('src="data:image/png;base64,') == 5 and ".png\"" not in page
+    assert page.count('src="data:image/png;base64,') == 5 and '.png"' not in page
 
 
 def test_ctrl_c_stops_validate_with_one_line(interrupt):

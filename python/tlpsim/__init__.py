@@ -10,6 +10,7 @@ Public API (names fixed by DESIGN.md):
 """
 
 from tlpsim._core import ConfigError
+from tlpsim.link import LinkBandwidth, MessageBandwidth, link_bandwidth, message_bandwidth
 from tlpsim.simulate import (
     RunResult,
     Scenario,
@@ -20,7 +21,6 @@ from tlpsim.simulate import (
     schema,
 )
 from tlpsim.sweep import SweepResult, sweep
-from tlpsim.link import LinkBandwidth, MessageBandwidth, link_bandwidth, message_bandwidth
 from tlpsim.validation import ValidationReport, validate
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any
 from tlpsim import _core
 from tlpsim._core import ConfigError, ScenarioError, SimulationError
 
-__all__ = ["SweepResult", "sweep", "split_values"]
+__all__ = ["SweepResult", "split_values", "sweep"]
 
 
 def _scenario_text(source: str | os.PathLike[str]) -> tuple[str, str]:
@@ -172,7 +172,9 @@ def sweep(
         # Workers ignore Ctrl-C (a terminal sends it to the whole process group): the parent
         # alone handles it, by terminating this pool's workers.
         with multiprocessing.Pool(workers, initializer=_ignore_ctrl_c) as pool:
-            for done, (i, run) in enumerate(pool.imap_unordered(_run_indexed, [(i, t, origin) for i, t in enumerate(texts)]), 1):
+            for done, (i, run) in enumerate(
+                pool.imap_unordered(_run_indexed, [(i, t, origin) for i, t in enumerate(texts)]), 1
+            ):
                 runs[i] = run
                 if progress:
                     progress(done, total)

@@ -203,8 +203,8 @@ def write_report(report: ValidationReport, directory: Path) -> Path:
     lines += ["", "## Charts", ""]
     lines += [f"![{p.stem}]({p.name})" for p in charts]
     fields = (*ROW_FIELDS, "limit")
-    lines += ["", "## Cells", "", "What limited the simulation is given for throughput cells: each flow's bottleneck "
-              "(for an RFC 2544 cell, at full load).", "", "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
+    note = "What limited the simulation is given for throughput cells: each flow's bottleneck (for an RFC 2544 cell, at full load)."
+    lines += ["", "## Cells", "", note, "", "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
     for r in report:
         cells = [
             r["system"], r["table"], r["series"], r["column"], r["unit"],
