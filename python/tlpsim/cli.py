@@ -1,11 +1,12 @@
-"""The ``tlpsim`` command line: ``link``, ``run``, ``schema``, ``validate``."""
+"""The ``tlpsim`` command line: ``link``, ``run``, ``sweep``, ``schema``, ``validate``."""
 
 from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, TypeVar
 
 import click
 import typer
@@ -16,6 +17,8 @@ from tlpsim.simulate import TRACE_LIMIT, RunResult, Scenario, SimulationError, l
 from tlpsim.simulate import run as run_scenario
 from tlpsim.output import Format, console, emit, emit_json
 from tlpsim.validation import write_report
+
+T = TypeVar("T")
 
 app = typer.Typer(
     name="tlpsim",
@@ -243,24 +246,10 @@ def sweep_cmd(
             raise ConfigError(f"--set {item!r} is not allowed; allowed: KEY=V1,V2,... such as pcie.mps=128,256")
         values[key.strip()] = split_values(rest)
     client = _dask_client(scheduler) if scheduler else None
-    err = Console(stderr=True)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    count = [0, 0]
-    with Progress(
-        TextColumn(f"sweeping {scenario.name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err, transient=True, disable=not err.is_terminal,
-    ) as bar:  # fmt: skip
-        task = bar.add_task("points", total=None)
-
-        def step(done: int, total: int) -> None:
-            count[:] = [done, total]
-            bar.update(task, completed=done, total=total)
-
-        try:
-            result = run_sweep(scenario, values, jobs=jobs, client=client, progress=step)
-        except KeyboardInterrupt:
-            _interrupted(bar, f"{count[0]} of {count[1]} points")
+    result = _with_count_bar(
+        f"sweeping {scenario.name}", "points",
+        lambda step: run_sweep(scenario, values, jobs=jobs, client=client, progress=step),
+    )  # fmt: skip
     columns = [(k, f" {k}", "") for k in result.keys] + [
         ("flow", " flow", ""), ("throughput_gbps", "Gb/s", ".3f"), ("latency_ns_mean", "latency mean ns", ".1f"),
         ("latency_ns_p99", "p99 ns", ".0f"), ("bottleneck", " bottleneck", ""), ("bottleneck_busy", "busy", "%"),
@@ -277,27 +266,33 @@ def schema_cmd() -> None:
     emit_json(schema())
 
 
-def _validate_with_bar(only: str | None):
-    """Runs the validation with a progress bar on stderr when it is a terminal; Ctrl-C stops
-    it as the next cell finishes, with one line saying how far it got (exit code 130)."""
+def _with_count_bar(label: str, unit: str, work: Callable[[Callable[[int, int], None]], T]) -> T:
+    """Runs ``work(step)`` with a done-of-total progress bar on stderr when it is a terminal
+    (``step(done, total)`` moves it); Ctrl-C stops the work with one line saying how many
+    ``unit`` were done (exit code 130)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     err = Console(stderr=True)
     count = [0, 0]
     with Progress(
-        TextColumn("simulating cells"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=err, transient=True, disable=not err.is_terminal,
     ) as bar:  # fmt: skip
-        task = bar.add_task("cells", total=None)
+        task = bar.add_task(unit, total=None)
 
         def step(done: int, total: int) -> None:
             count[:] = [done, total]
             bar.update(task, completed=done, total=total)
 
         try:
-            return validate(only, step)
+            return work(step)
         except KeyboardInterrupt:
-            _interrupted(bar, f"{count[0]} of {count[1]} simulated cells")
+            _interrupted(bar, f"{count[0]} of {count[1]} {unit}")
+
+
+def _validate_with_bar(only: str | None):
+    """Runs the validation with a progress bar; Ctrl-C stops it as the next cell finishes."""
+    return _with_count_bar("simulating cells", "simulated cells", lambda step: validate(only, step))
 
 
 @app.command(name="validate")
