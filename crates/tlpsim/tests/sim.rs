@@ -930,3 +930,53 @@ fn writes_created_while_the_shared_queue_drains_keep_their_order() {
     assert!(r.audit.passed);
     assert!(r.flows.iter().find(|f| f.name == "host").unwrap().bytes > 0);
 }
+
+/// The example's read tree with bit errors on its top link only and both switches set to
+/// `forwarding` with `latency`.
+fn errors_on_top_link(forwarding: &str, latency: &str) -> RunResult {
+    let text = EXAMPLE
+        .replace("seed = 7", "seed = 11")
+        .replace("duration = \"200us\"", "duration = \"2ms\"")
+        .replace(
+            "forwarding = \"cut-through\"",
+            &format!("forwarding = \"{forwarding}\""),
+        )
+        .replace("latency = \"150ns\"", &format!("latency = \"{latency}\""))
+        .replace(
+            "between = [\"rc\", \"sw1\"]\ngen = 1",
+            "between = [\"rc\", \"sw1\"]\nber = 1e-6\ngen = 1",
+        );
+    simulate(&text)
+}
+
+#[test]
+fn a_cut_through_switch_nullifies_what_it_began_before_the_bad_lcrc_arrived() {
+    let link = |r: &RunResult, name: &str| {
+        r.links
+            .iter()
+            .find(|l| l.name == name && l.direction == "down")
+            .unwrap()
+            .clone()
+    };
+    // 20 ns of switch latency: a 64 B completion (84 B, 42 ns at x8 Gen1) is on its way out
+    // before its LCRC is in.
+    let ct = errors_on_top_link("cut-through", "20ns");
+    let (top, mid) = (link(&ct, "rc-sw1"), link(&ct, "sw1-sw2"));
+    assert!(top.bad_tlps > 20 && top.replays > 0, "{top:?}");
+    assert!(
+        mid.nullified > 0 && mid.nullified <= top.bad_tlps,
+        "{mid:?} {top:?}"
+    );
+    // The next link has no errors: its receiver drops the nullified copies without a Nak,
+    // so nothing is replayed there.
+    assert_eq!((mid.bad_tlps, mid.replays), (0, 0), "{mid:?}");
+    // Store-and-forward never starts a TLP before its LCRC is checked, and a cut-through
+    // switch slower than the TLP's wire time knows by the time it would start.
+    for r in [
+        errors_on_top_link("store-and-forward", "20ns"),
+        errors_on_top_link("cut-through", "150ns"),
+    ] {
+        assert!(link(&r, "rc-sw1").bad_tlps > 20);
+        assert!(r.links.iter().all(|l| l.nullified == 0), "{:?}", r.links);
+    }
+}

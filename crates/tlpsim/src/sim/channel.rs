@@ -84,6 +84,9 @@ pub struct Arrival {
     pub tlp: u32,
     /// Corrupted on the wire.
     pub bad: bool,
+    /// A cut-through switch's nullified copy of a corrupted TLP (EDB, inverted LCRC): the
+    /// receiver drops it silently.
+    pub nullified: bool,
     /// Its arrival is also the moment the transmitter's wire frees (the arrival event then
     /// wakes the transmitter: no TxFree of its own).
     pub frees_wire: bool,
@@ -133,6 +136,9 @@ pub struct ChannelCounters {
     pub credit_stall_by_type: [u64; 6],
     /// Ticks the transmitter had a TLP the credits allowed but no replay buffer room.
     pub replay_stall_ticks: u64,
+    /// TLPs a cut-through switch sent nullified (it had begun them before their bad LCRC
+    /// arrived).
+    pub nullified: u64,
     /// TLPs waiting in the egress queues, integrated over time (TLP-ticks).
     pub queue_area: u128,
     /// Wire ticks busy (TLPs, DLLPs, SKP).

@@ -33,7 +33,9 @@ use crate::pcie::phy;
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::{symbol_ticks, Wire};
 use bottleneck::BusyTicks;
-use channel::{Arrival, Blocked, Channel, ChannelCounters, Dllp, FcClass, ReplayEntry, CLASSES};
+use channel::{
+    Arrival, Blocked, Channel, ChannelCounters, Dllp, FcClass, Queued, ReplayEntry, CLASSES,
+};
 use result::{Audit, FlowResult, LatencyRecorder, LinkResult, RunResult};
 use trace::{Packet, Trace, WireEvent};
 
@@ -115,6 +117,11 @@ enum Role {
     /// `req` = the channel the doorbell came in on: it queues behind the data that came
     /// that way).
     NtbMsi,
+    /// A cut-through switch's copy of a TLP whose LCRC turned out bad after the switch had
+    /// begun sending it on: it ends with EDB and an inverted LCRC and the receiver drops it
+    /// (`born` = when the bad original's last byte reached the switch). Never counted by the
+    /// audit: the original is replayed and forwarded again.
+    Nullified,
 }
 
 impl Tlp {
@@ -487,6 +494,8 @@ pub struct Simulator<'a> {
     busy_at_warmup: BusyTicks,
     /// The packets on every wire, when the run is traced.
     trace: Option<Trace>,
+    /// Some link has a bit error rate (only then can a switch hold nullified copies).
+    errors: bool,
 }
 
 /// A root complex's one outbound queue for all its root ports (a HyperTransport host
@@ -758,7 +767,9 @@ impl<'a> Simulator<'a> {
             draining: false,
             busy_at_warmup: Vec::new(),
             trace: None,
+            errors: false,
         };
+        sim.errors = sim.chans.iter().any(|c| c.byte_error > 0.0);
         sim.build_nics();
         sim
     }
@@ -854,7 +865,16 @@ impl<'a> Simulator<'a> {
             }
             Ev::Forward(c) => {
                 if let Some((id, head)) = self.chans[c as usize].forwarding.pop_front() {
-                    self.tlp_receive(c, id, head);
+                    if self.errors && self.tlps[id as usize].role == Role::Nullified {
+                        // Never in the switch's buffer: straight to its egress queue.
+                        let n = self.rx_node[c as usize] as usize;
+                        let dst = self.tlps[id as usize].dst as usize;
+                        let out = self.route[n * self.sys.nodes.len() + dst];
+                        self.tlps[id as usize].ingress = c;
+                        self.enqueue_tlp(out, id);
+                    } else {
+                        self.tlp_receive(c, id, head);
+                    }
                 }
             }
             Ev::DllpArrive(c) => {
@@ -1017,6 +1037,12 @@ impl<'a> Simulator<'a> {
     fn new_tlp(&mut self, t: Tlp) -> u32 {
         self.audit.tlps_created += 1;
         self.audit.payload_created += t.payload as u64;
+        self.slot_for(t)
+    }
+
+    /// Puts `t` in a free slab entry (a nullified copy goes here directly: the audit does
+    /// not count it).
+    fn slot_for(&mut self, t: Tlp) -> u32 {
         if let Some(i) = self.free_tlps.pop() {
             self.tlps[i as usize] = t;
             i
@@ -1171,7 +1197,22 @@ impl<'a> Simulator<'a> {
             self.transmit(c, e, true);
             return;
         }
-        match ch.pick(now) {
+        let mut picked = ch.pick(now);
+        // A nullified copy the switch already knows is bad is dropped: pick again.
+        while let (Ok((q, _)), true) = (picked, self.errors) {
+            if self.tlps[q.tlp as usize].role != Role::Nullified {
+                break;
+            }
+            if self.send_nullified(c, q) {
+                let ch = &mut self.chans[c as usize];
+                ch.end_stall(now);
+                ch.end_replay_stall(now);
+                return;
+            }
+            picked = self.chans[c as usize].pick(now);
+        }
+        let ch = &mut self.chans[c as usize];
+        match picked {
             Ok((q, class)) => {
                 ch.end_stall(now);
                 ch.end_replay_stall(now);
@@ -1231,36 +1272,32 @@ impl<'a> Simulator<'a> {
             self.restart_replay_timer(c);
         }
         let bad = lost(&mut self.rng, p, e.bytes);
-        let rx = self.rx_node[c as usize] as usize;
         let tail = end + prop;
-        // When the switch at the receiving end starts the TLP on its egress, if it forwards it.
-        let mut forward_at = None;
-        if let NodeState::Switch { ports, table, .. } = &self.nodes[rx] {
-            let dst = self.tlps[e.tlp as usize].dst as usize;
-            let out = self
-                .route
-                .get(rx * self.nodes.len() + dst)
-                .copied()
-                .unwrap_or(NONE);
-            if out != NONE {
-                let (ct, lat) = table[self.rx_port[c as usize] as usize * ports
-                    + self.tx_port[out as usize] as usize];
-                forward_at = Some(if ct { start } else { end } + prop + lat);
-            }
-        }
+        let dst = self.tlps[e.tlp as usize].dst as usize;
+        let forward_at = self.switch_forward_at(c, dst, start, end);
         let ch = &mut self.chans[c as usize];
         // The receiver's data link layer takes TLPs in the order they were sent: whether it
         // will accept this one is known now.
-        let accepted = !bad && e.seq == ch.rx_predicted;
+        let expected = e.seq == ch.rx_predicted;
+        let accepted = !bad && expected;
         if accepted {
             ch.rx_predicted += 1;
         }
         let forwarded = forward_at.is_some();
         if let (Some(f), true) = (forward_at, accepted) {
-            let f = f.max(ch.last_forward);
-            ch.last_forward = f;
-            ch.forwarding.push_back((e.tlp, start + prop));
-            self.q.schedule(f, Ev::Forward(c));
+            self.schedule_forward(c, e.tlp, start + prop, f);
+        } else if let Some(f) = forward_at.filter(|&f| bad && expected && f < tail) {
+            // Cut-through: the switch begins sending the TLP on before its bad LCRC arrives,
+            // and can only nullify what it sent (spec: a switch must not truncate a TLP).
+            let ghost = Tlp {
+                role: Role::Nullified,
+                live: false,
+                born: tail,
+                next: NONE,
+                ..self.tlps[e.tlp as usize]
+            };
+            let id = self.slot_for(ghost);
+            self.schedule_forward(c, id, start + prop, f);
         }
         // The data link layer takes the TLP at its tail: tails follow the wire's order, so
         // arrival events come in the order of `arriving`.
@@ -1275,6 +1312,7 @@ impl<'a> Simulator<'a> {
             seq: e.seq,
             tlp: e.tlp,
             bad,
+            nullified: false,
             frees_wire,
             head: start + prop,
             tail,
@@ -1282,6 +1320,100 @@ impl<'a> Simulator<'a> {
         });
         self.q.schedule(at, Ev::TlpArrive(c));
         start
+    }
+
+    /// When the switch at the receiving end of channel `c` starts a TLP for `dst` that went
+    /// on the wire from `start` to `end` on its egress (from its first byte when cut-through,
+    /// its last when store-and-forward, plus propagation and the port-to-port latency); None
+    /// where no switch forwards it.
+    #[inline(always)]
+    fn switch_forward_at(
+        &self,
+        c: u32,
+        dst: usize,
+        start: SimTime,
+        end: SimTime,
+    ) -> Option<SimTime> {
+        let rx = self.rx_node[c as usize] as usize;
+        let NodeState::Switch { ports, table, .. } = &self.nodes[rx] else {
+            return None;
+        };
+        let out = self
+            .route
+            .get(rx * self.nodes.len() + dst)
+            .copied()
+            .unwrap_or(NONE);
+        if out == NONE {
+            return None;
+        }
+        let prop = self.chans[c as usize].prop;
+        let (ct, lat) =
+            table[self.rx_port[c as usize] as usize * ports + self.tx_port[out as usize] as usize];
+        Some(if ct { start } else { end } + prop + lat)
+    }
+
+    /// The switch at the receiving end of `c` forwards TLP `id` (first byte in at `head`) at
+    /// `at`, in the order of the TLPs it forwards before it.
+    #[inline]
+    fn schedule_forward(&mut self, c: u32, id: u32, head: SimTime, at: SimTime) {
+        let ch = &mut self.chans[c as usize];
+        let at = at.max(ch.last_forward);
+        ch.last_forward = at;
+        ch.forwarding.push_back((id, head));
+        self.q.schedule(at, Ev::Forward(c));
+    }
+
+    /// A switch's egress `c` has picked nullified copy `q`: sends it (EDB, inverted LCRC; on
+    /// again through a cut-through switch beyond) and returns true, or drops it and returns
+    /// false if the switch already knows the original was bad when the wire frees.
+    #[cold]
+    #[inline(never)]
+    fn send_nullified(&mut self, c: u32, q: Queued) -> bool {
+        let now = self.now();
+        let id = q.tlp;
+        if now >= self.tlps[id as usize].born {
+            self.free_tlps.push(id);
+            return false;
+        }
+        let ch = &mut self.chans[c as usize];
+        let (start, end) = ch.wire.send(now, q.bytes);
+        ch.counters.nullified += 1;
+        let tail = end + ch.prop;
+        if let Some(tr) = &mut self.trace {
+            let t = &self.tlps[id as usize];
+            tr.record(WireEvent {
+                chan: c,
+                start,
+                end,
+                packet: Packet::Nullified {
+                    kind: t.kind,
+                    bytes: t.payload.max(t.length),
+                },
+            });
+        }
+        let dst = self.tlps[id as usize].dst as usize;
+        let onward = self
+            .switch_forward_at(c, dst, start, end)
+            .filter(|&f| f < tail);
+        if let Some(f) = onward {
+            self.tlps[id as usize].born = tail;
+            self.schedule_forward(c, id, start + self.chans[c as usize].prop, f);
+        }
+        let ch = &mut self.chans[c as usize];
+        let frees_wire = !ch.tx_event && tail == ch.wire.free_at();
+        ch.tx_event |= frees_wire;
+        ch.arriving.push_back(Arrival {
+            seq: 0,
+            tlp: id,
+            bad: true,
+            nullified: true,
+            frees_wire,
+            head: start + ch.prop,
+            tail,
+            forwarded: onward.is_some(),
+        });
+        self.q.schedule(tail, Ev::TlpArrive(c));
+        true
     }
 
     /// Notes TLP `e` on channel `c`'s wire from `span.0` to `span.1` in the trace (kept out
@@ -1431,6 +1563,14 @@ impl<'a> Simulator<'a> {
     }
 
     fn on_tlp(&mut self, c: u32, a: Arrival) {
+        if a.nullified {
+            // Dropped by the data link layer without a Nak or a sequence number; gone unless
+            // a cut-through switch here sends it on (still nullified).
+            if !a.forwarded {
+                self.free_tlps.push(a.tlp);
+            }
+            return;
+        }
         if self.dll_receive(c, &a) && !a.forwarded {
             self.tlp_receive(c, a.tlp, a.head);
         }
@@ -1940,6 +2080,7 @@ impl<'a> Simulator<'a> {
                     .min(1.0),
                 bad_tlps: a.bad_tlps - b.bad_tlps,
                 bad_dllps: a.bad_dllps - b.bad_dllps,
+                nullified: a.nullified - b.nullified,
                 queue_mean_tlps: (a.queue_area - b.queue_area) as f64 / window_ticks,
                 queue_max_tlps: ch.queue_max as u64,
             });

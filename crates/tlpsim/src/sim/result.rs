@@ -68,6 +68,8 @@ pub struct LinkResult {
     pub bad_tlps: u64,
     /// DLLPs that arrived corrupted.
     pub bad_dllps: u64,
+    /// TLPs sent nullified by a cut-through switch (begun before their bad LCRC arrived).
+    pub nullified: u64,
     /// TLPs waiting in the transmitter's egress queues, averaged over the window.
     pub queue_mean_tlps: f64,
     /// Most TLPs waiting there at once within the window.

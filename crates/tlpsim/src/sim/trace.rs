@@ -37,6 +37,13 @@ pub enum Packet {
         /// Bytes on the wire, framing included.
         wire_bytes: u32,
     },
+    /// A cut-through switch's nullified copy of a corrupted TLP (EDB, inverted LCRC).
+    Nullified {
+        /// TLP type.
+        kind: TlpKind,
+        /// Payload bytes (MWr, CplD) or bytes requested (MRd).
+        bytes: u32,
+    },
     /// A DLLP.
     Dllp(Dllp),
 }
@@ -172,6 +179,12 @@ impl Trace {
                     format!("replay (duplicate) {wire_bytes} B on the wire"),
                     "replay",
                     Some(seq),
+                    None,
+                ),
+                Packet::Nullified { kind, bytes } => (
+                    format!("nullified {kind:?} {bytes} B"),
+                    "nullified",
+                    None,
                     None,
                 ),
                 Packet::Dllp(d) => (dllp_name(d), "dllp", None, None),
