@@ -139,7 +139,8 @@ pub struct ChannelCounters {
     /// TLPs a cut-through switch sent nullified (it had begun them before their bad LCRC
     /// arrived).
     pub nullified: u64,
-    /// TLPs waiting in the egress queues, integrated over time (TLP-ticks).
+    /// TLPs waiting in the egress queues, integrated over time (TLP-ticks; brought up to
+    /// date by [`Channel::account_queue`]).
     pub queue_area: u128,
     /// Wire ticks busy (TLPs, DLLPs, SKP).
     pub busy_ticks: u64,
@@ -170,8 +171,10 @@ pub struct Channel {
     next_stamp: u64,
     /// TLPs waiting in every input.
     pub queued: usize,
-    /// When `queued` last changed (up to then it is in `counters.queue_area`).
-    pub queue_since: SimTime,
+    /// Sum of the times (ticks) TLPs joined the egress queues, and of the times they left:
+    /// the queue's time integral up to `t` is `left + queued × t - joined`.
+    queue_joined: u128,
+    queue_left: u128,
     /// Most TLPs waiting at once since measuring started.
     pub queue_max: usize,
     /// DLLPs waiting to go (non-flit).
@@ -272,7 +275,8 @@ impl Channel {
             left,
             next_stamp: 0,
             queued: 0,
-            queue_since: SimTime::ZERO,
+            queue_joined: 0,
+            queue_left: 0,
             queue_max: 0,
             dllp_out: VecDeque::new(),
             tx_event: false,
@@ -306,11 +310,11 @@ impl Channel {
         }
     }
 
-    /// Adds the time since the queue last changed to the occupancy integral (at `now`).
+    /// Brings `counters.queue_area` up to `now`: each TLP counts from when it joined to when
+    /// it left (or `now`, if it still waits).
     pub fn account_queue(&mut self, now: SimTime) {
-        let dt = now.saturating_sub(self.queue_since).ticks();
-        self.counters.queue_area += self.queued as u128 * dt as u128;
-        self.queue_since = now;
+        self.counters.queue_area =
+            self.queue_left + self.queued as u128 * now.ticks() as u128 - self.queue_joined;
     }
 
     /// Queues a TLP from `input` in `class` at `now`.
@@ -323,7 +327,7 @@ impl Channel {
         data_credits: u32,
         bytes: u32,
     ) {
-        self.account_queue(now);
+        self.queue_joined += now.ticks() as u128;
         let stamp = self.next_stamp;
         self.next_stamp += 1;
         self.inputs[input].queues[class as usize].push_back(Queued {
@@ -371,7 +375,7 @@ impl Channel {
             }
             if let Some(c) = self.choose(idx, &mut blocked) {
                 let entry = self.inputs[idx].queues[c].pop_front().expect("head exists");
-                self.account_queue(now);
+                self.queue_left += now.ticks() as u128;
                 self.queued -= 1;
                 if idx != self.current {
                     self.current = idx;
