@@ -87,3 +87,43 @@ def test_ctrl_c_stops_a_sweep_with_one_line(tmp_path, interrupt):
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr == "tlpsim: interrupted after 0 of 4 points\n" and proc.stdout == ""
     assert took < 15
+
+
+BRIDGE = """
+[simulation]
+duration = "3ms"
+warmup = "500us"
+[pcie]
+mps = 128
+[[root_complex]]
+name = "rc"
+[[endpoint]]
+name = "nic"
+kind = "nic"
+interrupt_interval = "50us"
+[[link]]
+between = ["rc", "nic"]
+width = 4
+[cpu]
+frame_cost = "2us"
+[[workload]]
+name = "bridge"
+kind = "bridge"
+endpoint = "nic"
+frame_size = 64
+load = 0.5
+"""
+
+
+def test_bridging_points_report_what_they_forwarded(tmp_path, cli):
+    rows = tlpsim.sweep(BRIDGE, {"workload.bridge.load": [0.05, 0.5]}).rows
+    light, heavy = rows
+    assert light["frames_dropped"] == 0 and light["bottleneck"].startswith("offered load")
+    assert heavy["frames_dropped"] > 0 and heavy["bottleneck"] == "cpu cpu core 0"
+    # 2 us a frame on one core: at most 500 k frames/s of 84 B on the wire.
+    assert heavy["forwarded_mbps"] == pytest.approx(500e3 * 84 * 8 / 1e6, rel=0.02)
+    assert tlpsim.sweep(EXAMPLE, {"pcie.mps": [128]}).rows[0]["forwarded_mbps"] is None
+    path = tmp_path / "bridge.toml"
+    path.write_text(BRIDGE)
+    proc = cli("sweep", str(path), "--set", "workload.bridge.load=0.05,0.5")
+    assert proc.returncode == 0 and "forwarded Mb/s" in proc.stdout, proc.stderr

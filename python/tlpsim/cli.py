@@ -254,6 +254,8 @@ def sweep_cmd(
         ("flow", " flow", ""), ("throughput_gbps", "Gb/s", ".3f"), ("latency_ns_mean", "latency mean ns", ".1f"),
         ("latency_ns_p99", "p99 ns", ".0f"), ("bottleneck", " bottleneck", ""), ("bottleneck_busy", "busy", "%"),
     ]  # fmt: skip
+    if any(r["forwarded_mbps"] is not None for r in result.rows):
+        columns += [("forwarded_mbps", "forwarded Mb/s", ".1f"), ("frames_dropped", "dropped", "")]
     emit(result.rows, format, columns, title=f"{scenario.name}: sweep")
     if not all(r["audit_passed"] for r in result.rows):
         Console(stderr=True).print("tlpsim: audit FAILED in some points (column audit_passed)")

@@ -94,11 +94,15 @@ class SweepResult:
 
     @property
     def rows(self) -> list[dict[str, Any]]:
-        """Per point and workload: the swept values, then throughput, latency, bottleneck."""
+        """Per point and workload: the swept values, then throughput, latency, bottleneck, and
+        for an Ethernet bridging workload the Mb/s it forwarded and the frames it lost (None
+        for the others)."""
         out = []
         for point, run in zip(self.points, self.runs):
+            ethernet = {e["name"]: e for e in run.get("ethernet", [])}
             for f in run["flows"]:
                 b = f["bottleneck"]
+                e = ethernet.get(f["name"], {})
                 out.append({
                     **point,
                     "flow": f["name"],
@@ -107,6 +111,8 @@ class SweepResult:
                     "latency_ns_p99": f["latency_ns"]["p99"],
                     "bottleneck": f"{b['kind'].replace('_', ' ')} {b['resource']}".strip(),
                     "bottleneck_busy": b["busy"],
+                    "forwarded_mbps": e.get("forwarded_mbps"),
+                    "frames_dropped": e.get("dropped"),
                     "audit_passed": run["audit"]["passed"],
                 })  # fmt: skip
         return out
