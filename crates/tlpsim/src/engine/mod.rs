@@ -8,4 +8,4 @@ pub mod rng;
 pub mod time;
 
 pub use queue::EventQueue;
-pub use time::SimTime;
+pub use time::{OpenSpan, SimTime};

@@ -55,6 +55,40 @@ impl SimTime {
     }
 }
 
+/// A span of simulated time that may be open (a stall, a busy period, every request slot in
+/// use): opened at one instant, closed at a later one, which gives its length.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenSpan(Option<SimTime>);
+
+impl OpenSpan {
+    /// Opens the span at `now`, unless it is open already.
+    pub fn open(&mut self, now: SimTime) {
+        self.0.get_or_insert(now);
+    }
+
+    /// Closes the span at `now`: its length in ticks, or None if it was not open.
+    pub fn close(&mut self, now: SimTime) -> Option<u64> {
+        self.0.take().map(|s| now.saturating_sub(s).ticks())
+    }
+
+    /// Whether it is open.
+    pub fn is_open(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Its length so far at `now`, in ticks (zero when closed), leaving it open.
+    pub fn elapsed(&self, now: SimTime) -> u64 {
+        self.0.map_or(0, |s| now.saturating_sub(s).ticks())
+    }
+
+    /// If open, starts it again at `now` (the time before no longer counts).
+    pub fn restart(&mut self, now: SimTime) {
+        if self.is_open() {
+            self.0 = Some(now);
+        }
+    }
+}
+
 impl Add for SimTime {
     type Output = SimTime;
     fn add(self, rhs: SimTime) -> SimTime {
@@ -103,5 +137,20 @@ mod tests {
         assert_eq!(t.to_string(), "3.500 ns");
         assert_eq!(SimTime::ZERO.saturating_sub(t), SimTime::ZERO);
         assert!((SimTime::from_ns(1_000_000_000).as_secs_f64() - 1.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn an_open_span_keeps_its_first_start_and_gives_its_length_once() {
+        let ns = SimTime::from_ns;
+        let mut span = OpenSpan::default();
+        assert_eq!((span.close(ns(5)), span.elapsed(ns(5))), (None, 0));
+        span.open(ns(10));
+        span.open(ns(20)); // already open: still from 10 ns
+        assert_eq!(span.elapsed(ns(30)), ns(20).ticks());
+        span.restart(ns(25));
+        assert_eq!(span.close(ns(30)), Some(ns(5).ticks()));
+        assert!(!span.is_open());
+        span.restart(ns(40)); // closed: stays closed
+        assert_eq!(span.close(ns(50)), None);
     }
 }

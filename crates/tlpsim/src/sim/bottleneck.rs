@@ -366,8 +366,8 @@ impl Simulator<'_> {
                     });
                 }
                 if f.reads {
-                    let open = f.window_since.map_or(0, |s| end.saturating_sub(s).ticks());
-                    let busy = ((f.window_ticks + open) as f64 / window).min(1.0);
+                    let full = f.window_ticks + f.window_full.elapsed(end);
+                    let busy = (full as f64 / window).min(1.0);
                     cands.push(Candidate {
                         limit: Limit::Window,
                         kind: "requests",

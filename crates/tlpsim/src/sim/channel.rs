@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::SimTime;
+use crate::engine::{OpenSpan, SimTime};
 use crate::fabric::Credits;
 use crate::pcie::wire::Wire;
 
@@ -200,12 +200,12 @@ pub struct Channel {
     pub credit_limit: [u64; 6],
     /// Credits consumed per type (cumulative).
     pub credit_consumed: [u64; 6],
-    /// Since when the transmitter has been stalled on credits.
-    pub stall_since: Option<SimTime>,
+    /// The transmitter's stall on credits, while it lasts.
+    pub stall: OpenSpan,
     /// The credit type it lacked when that stall began.
     pub stall_type: usize,
-    /// Since when the transmitter has been waiting for replay buffer room.
-    pub replay_stall_since: Option<SimTime>,
+    /// The transmitter's wait for replay buffer room, while it lasts.
+    pub replay_stall: OpenSpan,
     /// What blocked it last.
     pub blocked: Blocked,
     /// The sequence number the receiver will expect once every TLP now on the wire is
@@ -289,9 +289,9 @@ impl Channel {
             replay_event: false,
             credit_limit: adv.map(|c| c.map_or(u64::MAX, u64::from)),
             credit_consumed: [0; 6],
-            stall_since: None,
+            stall: OpenSpan::default(),
             stall_type: 0,
-            replay_stall_since: None,
+            replay_stall: OpenSpan::default(),
             blocked: Blocked::Empty,
             rx_predicted: 1,
             forwarding: VecDeque::new(),
@@ -450,9 +450,8 @@ impl Channel {
 
     /// Ends a credit stall at `now`, adding its time to the counters; true if one was running.
     pub fn end_stall(&mut self, now: SimTime) -> bool {
-        match self.stall_since.take() {
-            Some(s) => {
-                let ticks = now.saturating_sub(s).ticks();
+        match self.stall.close(now) {
+            Some(ticks) => {
                 self.counters.credit_stall_ticks += ticks;
                 self.counters.credit_stall_by_type[self.stall_type] += ticks;
                 true
@@ -464,9 +463,9 @@ impl Channel {
     /// Ends a wait for replay buffer room at `now`, adding its time to the counters; true
     /// if one was running.
     pub fn end_replay_stall(&mut self, now: SimTime) -> bool {
-        match self.replay_stall_since.take() {
-            Some(s) => {
-                self.counters.replay_stall_ticks += now.saturating_sub(s).ticks();
+        match self.replay_stall.close(now) {
+            Some(ticks) => {
+                self.counters.replay_stall_ticks += ticks;
                 true
             }
             None => false,
@@ -481,14 +480,14 @@ impl Channel {
         match b {
             Blocked::Credits(ty) => {
                 self.end_replay_stall(now);
-                if self.stall_since.is_none() {
-                    self.stall_since = Some(now);
+                if !self.stall.is_open() {
+                    self.stall.open(now);
                     self.stall_type = ty;
                 }
             }
             Blocked::ReplayBuffer => {
                 self.end_stall(now);
-                self.replay_stall_since.get_or_insert(now);
+                self.replay_stall.open(now);
             }
             Blocked::Empty => {
                 self.end_stall(now);

@@ -22,7 +22,7 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::engine::rng::{Latency, Rng};
-use crate::engine::{EventQueue, SimTime};
+use crate::engine::{EventQueue, OpenSpan, SimTime};
 use crate::fabric::{
     Arbitration, CompletionRule, Core, DmaDirection, Doorbell, Forwarding, NodeKind, StorageMix,
     System, CREDIT_TYPES,
@@ -433,8 +433,8 @@ struct Flow {
     transfers_queued: u64,
     /// MSIs the target took within the measurement window.
     interrupts: u64,
-    /// Since when every read transfer slot (or every tag of the source) has been in use.
-    window_since: Option<SimTime>,
+    /// Every read transfer slot (or every tag of the source) in use, while it lasts.
+    window_full: OpenSpan,
     /// Ticks of the measurement window with every read transfer slot or tag in use.
     window_ticks: u64,
 }
@@ -718,7 +718,7 @@ impl<'a> Simulator<'a> {
                 doorbell: w.doorbell,
                 transfers_queued: 0,
                 interrupts: 0,
-                window_since: None,
+                window_full: OpenSpan::default(),
                 window_ticks: 0,
             })
             .collect();
@@ -1009,10 +1009,10 @@ impl<'a> Simulator<'a> {
         let now = self.now();
         for (c, ch) in self.chans.iter_mut().enumerate() {
             if ch.end_stall(now) {
-                ch.stall_since = Some(now);
+                ch.stall.open(now);
             }
             if ch.end_replay_stall(now) {
-                ch.replay_stall_since = Some(now);
+                ch.replay_stall.open(now);
             }
             ch.account_queue(now);
             ch.queue_max = ch.queued;
@@ -1023,9 +1023,7 @@ impl<'a> Simulator<'a> {
             f.bytes = 0;
             f.latency = LatencyRecorder::default();
             f.window_ticks = 0;
-            if f.window_since.is_some() {
-                f.window_since = Some(now);
-            }
+            f.window_full.restart(now);
         }
         self.nics_start_window();
         self.busy_at_warmup = self.busy_ticks(now);
@@ -1984,15 +1982,15 @@ impl<'a> Simulator<'a> {
                 NodeState::Switch { .. } => return,
             };
             if *free_tags == 0 {
-                flow.window_since.get_or_insert(now);
+                flow.window_full.open(now);
                 return;
             }
             if flow.current.is_none() {
                 if flow.active >= flow.outstanding {
-                    flow.window_since.get_or_insert(now);
-                } else if let Some(s) = flow.window_since.take() {
+                    flow.window_full.open(now);
+                } else {
                     // A slot and a tag are free (even if the mix's next I/O is no read).
-                    flow.window_ticks += now.saturating_sub(s).ticks();
+                    flow.window_ticks += flow.window_full.close(now).unwrap_or(0);
                 }
                 if flow.active >= flow.outstanding || flow.next_io_is_read() == Some(true) {
                     if flow.writes && flow.storage.is_some() {
@@ -2016,9 +2014,7 @@ impl<'a> Simulator<'a> {
                 flow.active += 1;
                 flow.current = Some((slot, size));
             }
-            if let Some(s) = flow.window_since.take() {
-                flow.window_ticks += now.saturating_sub(s).ticks();
-            }
+            flow.window_ticks += flow.window_full.close(now).unwrap_or(0);
             let (slot, left) = flow.current.expect("set above");
             let len = left.min(mrrs);
             flow.current = (left > len).then_some((slot, left - len));

@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 
 use super::{Ev, NodeState, Role, Simulator, Tlp, NONE};
-use crate::engine::SimTime;
+use crate::engine::{OpenSpan, SimTime};
 use crate::fabric::{CpuSpec, NicSpec, NodeKind};
 use crate::pcie::tlp::{self, TlpKind};
 use crate::sim::result::EthernetResult;
@@ -132,9 +132,9 @@ struct Core {
     nic: u32,
     queue: VecDeque<u32>,
     next_port: u32,
-    /// Since when it has been busy (out of `Phase::Idle`), if it is.
-    busy_since: Option<SimTime>,
-    /// Ticks busy within the measurement window, up to `busy_since`.
+    /// Busy (out of `Phase::Idle`), while it lasts.
+    busy: OpenSpan,
+    /// Ticks busy within the measurement window before the current busy span.
     busy_ticks: u64,
 }
 
@@ -221,7 +221,7 @@ impl Simulator<'_> {
                 nic: 0,
                 queue: VecDeque::new(),
                 next_port: 0,
-                busy_since: None,
+                busy: OpenSpan::default(),
                 busy_ticks: 0,
             })
             .collect();
@@ -267,10 +267,7 @@ impl Simulator<'_> {
         self.nics
             .cores
             .iter()
-            .map(|c| {
-                let open = c.busy_since.map_or(0, |s| end.saturating_sub(s).ticks());
-                ((c.busy_ticks + open) as f64 / window).min(1.0)
-            })
+            .map(|c| ((c.busy_ticks + c.busy.elapsed(end)) as f64 / window).min(1.0))
             .collect()
     }
 
@@ -285,9 +282,7 @@ impl Simulator<'_> {
         let now = self.now();
         for c in &mut self.nics.cores {
             c.busy_ticks = 0;
-            if c.busy_since.is_some() {
-                c.busy_since = Some(now);
-            }
+            c.busy.restart(now);
         }
         for nic in &mut self.nics.nics {
             for (w, p) in nic.windows.iter_mut().zip(&nic.ports) {
@@ -476,14 +471,12 @@ impl Simulator<'_> {
         let c = &mut self.nics.cores[core as usize];
         let Some(k) = c.queue.pop_front() else {
             c.phase = Phase::Idle;
-            if let Some(s) = c.busy_since.take() {
-                c.busy_ticks += now.saturating_sub(s).ticks();
-            }
+            c.busy_ticks += c.busy.close(now).unwrap_or(0);
             return;
         };
         c.nic = k;
         c.phase = Phase::Interrupt;
-        c.busy_since.get_or_insert(now);
+        c.busy.open(now);
         self.nics.nics[k as usize].queued_on_core = false;
         self.q.schedule(now + cost, Ev::Cpu(core));
     }
