@@ -88,7 +88,7 @@ pub struct Arrival {
     /// receiver drops it silently.
     pub nullified: bool,
     /// Its arrival is also the moment the transmitter's wire frees (the arrival event then
-    /// wakes the transmitter: no TxFree of its own).
+    /// wakes the transmitter: no TxFree of its own). Set when it is sent on its way.
     pub frees_wire: bool,
     /// When its first byte reaches the receiver.
     pub head: SimTime,

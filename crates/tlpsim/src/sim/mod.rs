@@ -37,7 +37,7 @@ use channel::{
     Arrival, Blocked, Channel, ChannelCounters, Dllp, FcClass, Queued, ReplayEntry, CLASSES,
 };
 use result::{Audit, FlowResult, LatencyRecorder, LinkResult, RunResult};
-use trace::{Packet, Trace, WireEvent};
+use trace::{Packet, Trace};
 
 const NONE: u32 = u32::MAX;
 /// TLPs a write source keeps queued ahead of its link.
@@ -222,18 +222,6 @@ enum Ev {
     Interrupt(u32),
     /// Core `core` finished its current piece of work.
     Cpu(u32),
-}
-
-/// Notes DLLP `d` on channel `c`'s wire from `span.0` to `span.1` in `tr` (out of line).
-#[cold]
-#[inline(never)]
-fn trace_dllp(tr: &mut Trace, c: u32, d: Dllp, span: (SimTime, SimTime)) {
-    tr.record(WireEvent {
-        chan: c,
-        start: span.0,
-        end: span.1,
-        packet: Packet::Dllp(d),
-    });
 }
 
 /// Whether `bytes` bytes crossing a wire with per-byte error rate `byte_error` (as
@@ -1138,7 +1126,7 @@ impl<'a> Simulator<'a> {
             let ch = &mut self.chans[c as usize];
             let (start, end) = ch.wire.send(now, DLLP_BYTES);
             if let Some(tr) = &mut self.trace {
-                trace_dllp(tr, c, d, (start, end));
+                tr.record(c, start, end, Packet::Dllp(d));
             }
             ch.counters.dllps += 1;
             let bad = lost(&mut self.rng, ch.byte_error, DLLP_BYTES);
@@ -1297,27 +1285,35 @@ impl<'a> Simulator<'a> {
             let id = self.slot_for(ghost);
             self.schedule_forward(c, id, start + prop, f);
         }
-        // The data link layer takes the TLP at its tail: tails follow the wire's order, so
-        // arrival events come in the order of `arriving`.
+        self.arrive(
+            c,
+            Arrival {
+                seq: e.seq,
+                tlp: e.tlp,
+                bad,
+                nullified: false,
+                frees_wire: false,
+                head: start + prop,
+                tail,
+                forwarded,
+            },
+        );
+        start
+    }
+
+    /// Sends `a` on its way to channel `c`'s receiver: its arrival event is due at its tail
+    /// (the data link layer takes a TLP at its last byte; tails follow the wire's order, so
+    /// arrival events come in the order of `arriving`).
+    #[inline]
+    fn arrive(&mut self, c: u32, mut a: Arrival) {
         let ch = &mut self.chans[c as usize];
-        debug_assert!(ch.arriving.back().is_none_or(|a| a.tail <= tail));
-        let at = tail;
+        debug_assert!(ch.arriving.back().is_none_or(|b| b.tail <= a.tail));
         // Arriving just as the wire frees (no propagation delay, no SKP due): one event does
         // both.
-        let frees_wire = !ch.tx_event && at == ch.wire.free_at();
-        ch.tx_event |= frees_wire;
-        ch.arriving.push_back(Arrival {
-            seq: e.seq,
-            tlp: e.tlp,
-            bad,
-            nullified: false,
-            frees_wire,
-            head: start + prop,
-            tail,
-            forwarded,
-        });
-        self.q.schedule(at, Ev::TlpArrive(c));
-        start
+        a.frees_wire = !ch.tx_event && a.tail == ch.wire.free_at();
+        ch.tx_event |= a.frees_wire;
+        ch.arriving.push_back(a);
+        self.q.schedule(a.tail, Ev::TlpArrive(c));
     }
 
     /// When the switch at the receiving end of channel `c` starts a TLP for `dst` that went
@@ -1379,15 +1375,16 @@ impl<'a> Simulator<'a> {
         let tail = end + ch.prop;
         if let Some(tr) = &mut self.trace {
             let t = &self.tlps[id as usize];
-            tr.record(WireEvent {
-                chan: c,
+            let bytes = t.payload.max(t.length);
+            tr.record(
+                c,
                 start,
                 end,
-                packet: Packet::Nullified {
+                Packet::Nullified {
                     kind: t.kind,
-                    bytes: t.payload.max(t.length),
+                    bytes,
                 },
-            });
+            );
         }
         let dst = self.tlps[id as usize].dst as usize;
         let onward = self
@@ -1397,20 +1394,20 @@ impl<'a> Simulator<'a> {
             self.tlps[id as usize].born = tail;
             self.schedule_forward(c, id, start + self.chans[c as usize].prop, f);
         }
-        let ch = &mut self.chans[c as usize];
-        let frees_wire = !ch.tx_event && tail == ch.wire.free_at();
-        ch.tx_event |= frees_wire;
-        ch.arriving.push_back(Arrival {
-            seq: 0,
-            tlp: id,
-            bad: true,
-            nullified: true,
-            frees_wire,
-            head: start + ch.prop,
-            tail,
-            forwarded: onward.is_some(),
-        });
-        self.q.schedule(tail, Ev::TlpArrive(c));
+        let head = start + self.chans[c as usize].prop;
+        self.arrive(
+            c,
+            Arrival {
+                seq: 0,
+                tlp: id,
+                bad: true,
+                nullified: true,
+                frees_wire: false,
+                head,
+                tail,
+                forwarded: onward.is_some(),
+            },
+        );
         true
     }
 
@@ -1437,12 +1434,7 @@ impl<'a> Simulator<'a> {
             }
         };
         if let Some(tr) = &mut self.trace {
-            tr.record(WireEvent {
-                chan: c,
-                start: span.0,
-                end: span.1,
-                packet,
-            });
+            tr.record(c, span.0, span.1, packet);
         }
     }
 

@@ -118,10 +118,18 @@ impl Trace {
         }
     }
 
-    /// Notes one packet (or counts it as dropped past the limit).
-    pub fn record(&mut self, e: WireEvent) {
+    /// Notes `packet` on channel `chan`'s wire from `start` to `end` (or counts it as dropped
+    /// past the limit). Kept out of line: the simulator calls it only when tracing.
+    #[cold]
+    #[inline(never)]
+    pub fn record(&mut self, chan: u32, start: SimTime, end: SimTime, packet: Packet) {
         if self.events.len() < self.limit {
-            self.events.push(e);
+            self.events.push(WireEvent {
+                chan,
+                start,
+                end,
+                packet,
+            });
         } else {
             self.dropped += 1;
         }
