@@ -15,24 +15,31 @@ from tlpsim._core import ConfigError, Scenario, ScenarioError, SimulationError
 __all__ = ["Scenario", "ScenarioError", "SimulationError", "RunResult", "load_scenario", "run", "schema"]
 
 
+def scenario_text(source: str | os.PathLike[str]) -> tuple[str, str]:
+    """(TOML text, origin for messages) of a scenario given as a path to a TOML file or as
+    the TOML text itself. Raises :class:`ScenarioError` if the file cannot be read."""
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str) and "\n" not in source and source.strip().endswith(".toml")
+    ):
+        path = Path(source)
+        try:
+            return path.read_text(encoding="utf-8"), str(path)
+        except OSError as e:
+            raise ScenarioError(f"{path}: cannot read the file: {e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise ScenarioError(f"{path}: the file is not UTF-8 text") from None
+    if not isinstance(source, str):
+        raise TypeError(f"a scenario is a path or TOML text, not {type(source).__name__}")
+    return source, "<text>"
+
+
 def load_scenario(source: str | os.PathLike[str]) -> Scenario:
     """Loads and checks a scenario: a path to a TOML file, or the TOML text itself.
 
     Raises :class:`ScenarioError` (a ``ValueError``) with one line naming the file, the
     key and what is allowed.
     """
-    if isinstance(source, os.PathLike) or ("\n" not in source and source.strip().endswith(".toml")):
-        path = Path(source)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise ScenarioError(f"{path}: cannot read the file: {e.strerror or e}") from None
-        except UnicodeDecodeError:
-            raise ScenarioError(f"{path}: the file is not UTF-8 text") from None
-        return _core.load_scenario(text, str(path))
-    if not isinstance(source, str):
-        raise TypeError(f"load_scenario takes a path or TOML text, not {type(source).__name__}")
-    return _core.load_scenario(source, "<text>")
+    return _core.load_scenario(*scenario_text(source))
 
 
 @dataclass(frozen=True)

@@ -9,26 +9,13 @@ import os
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tlpsim import _core
-from tlpsim._core import ConfigError, ScenarioError, SimulationError
+from tlpsim._core import ConfigError, SimulationError
+from tlpsim.simulate import scenario_text
 
 __all__ = ["SweepResult", "split_values", "sweep"]
-
-
-def _scenario_text(source: str | os.PathLike[str]) -> tuple[str, str]:
-    """(TOML text, origin) of a path or of TOML text, as :func:`tlpsim.load_scenario` reads them."""
-    if isinstance(source, os.PathLike) or ("\n" not in source and source.strip().endswith(".toml")):
-        path = Path(source)
-        try:
-            return path.read_text(encoding="utf-8"), str(path)
-        except OSError as e:
-            raise ScenarioError(f"{path}: cannot read the file: {e.strerror or e}") from None
-        except UnicodeDecodeError:
-            raise ScenarioError(f"{path}: the file is not UTF-8 text") from None
-    return source, "<text>"
 
 
 def _value_text(v: Any) -> str:
@@ -144,7 +131,7 @@ def sweep(
     """
     if jobs is not None and (not isinstance(jobs, int) or jobs < 1):
         raise ConfigError(f"jobs {jobs!r} is not allowed; allowed: a whole number of processes, 1 or more")
-    text, origin = _scenario_text(scenario)
+    text, origin = scenario_text(scenario)
     keys = list(values)
     for k in keys:
         if isinstance(values[k], (str, bytes)) or not isinstance(values[k], Sequence) or not values[k]:
