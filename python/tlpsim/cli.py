@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -103,7 +104,9 @@ def link(
 
 def _interrupted(bar, progress: str) -> NoReturn:
     """Ends a command stopped by Ctrl-C: the progress bar goes, one line says how far the
-    work got, exit code 130."""
+    work got, exit code 130. A further Ctrl-C while it exits is ignored (it would kill the
+    interpreter on its way out and lose the exit code)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     bar.stop()
     print(f"tlpsim: interrupted after {progress}", file=sys.stderr)
     raise typer.Exit(130) from None
