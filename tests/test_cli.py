@@ -43,6 +43,13 @@ def test_message_segmentation(cli_json):
     assert rows[1]["reduction"] == pytest.approx(0.21, abs=0.015)
 
 
+def test_sizes_are_written_as_in_scenario_files(cli):
+    proc = cli("link", "--gen", "1", "--width", "1", "--payload", "4KiB,4KB,1GiB,512B", "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    rows = proc.stdout.splitlines()[1:]
+    assert [r.split(",")[3] for r in rows] == ["4096", "4000", "1073741824", "512"]
+
+
 @pytest.mark.parametrize(
     "args, words",
     [
@@ -51,7 +58,7 @@ def test_message_segmentation(cli_json):
         (["--gen", "1", "--width", "1", "--mps", "100"], "128, 256"),
         (["--gen", "1", "--width", "1", "--rcb", "32"], "64, 128"),
         (["--gen", "1", "--width", "1", "--payload", "0"], "payload 0"),
-        (["--gen", "1", "--width", "1", "--payload", "lots"], "not a size"),
+        (["--gen", "1", "--width", "1", "--payload", "lots"], "payload \"lots\" is not allowed"),
         (["--gen", "one", "--width", "1"], "--gen"),
         (["--width", "1"], "Missing option"),
         (["--gen", "1", "--width", "1", "--format", "xml"], "--format"),

@@ -56,7 +56,13 @@ BAD = [
     (BASE.replace('endpoint = "ex"', 'endpoint = "exerciser"'), ['[[workload]] 1 (reads)', '"exerciser" is not a node']),
     (BASE.replace('direction = "read"', 'direction = "sideways"'), ['direction "sideways" is not allowed', "read, write, both"]),
     (BASE.replace('transfer_size = "4KiB"', 'transfer_size = "4 parsecs"'), ["transfer_size", "KiB"]),
-    (BASE.replace('latency = "150ns"', 'latency = 150', 1), ["line 19 (`latency = 150`)", "invalid type", "expected a string"]),
+    (BASE.replace('latency = "150ns"', 'latency = 150', 1), ["line 19 (`latency = 150`)", "invalid type", "in quotes with its unit", '"150ns"']),
+    (BASE.replace("seed = 7", "seed = -7"), ["seed = -7", "a whole number of 0 or more"]),
+    (BASE.replace("mps = 128", 'mps = "128"'), ["a whole number without quotes"]),
+    (BASE.replace("mps = 128", "mps = 128\nber = 2e-3"), ["ber 0.002 is not allowed", "0 to 1e-3"]),
+    ("", ["no [[root_complex]]", "scenarios/"]),
+    ("# nothing here\n[simulation]\n", ["no [[root_complex]]"]),
+    (BASE[: BASE.index("[[workload]]")], ["no [[workload]]", "nothing would move"]),
 ]
 
 
@@ -83,6 +89,17 @@ def test_missing_file_and_text_source(tmp_path, cli):
     assert proc.returncode == 2 and "cannot read the file" in proc.stderr
     s = tlpsim.load_scenario(BASE)
     assert s.origin == "<text>" and s.nodes == ["rc", "sw1", "sw2", "ex"]
+    # A mistyped path is a path, not TOML text.
+    for name in ["scenarios/t5220-two-switches.tom", "my_scenario", str(tmp_path)]:
+        with pytest.raises(tlpsim.ScenarioError, match=f"^{name}: cannot read the file"):
+            tlpsim.load_scenario(name)
+    with pytest.raises(tlpsim.ScenarioError, match=r"^<text>: the scenario has no \[\[root_complex\]\]"):
+        tlpsim.load_scenario("")
+
+
+def test_the_largest_ber_allowed_loads():
+    s = tlpsim.load_scenario(BASE.replace("mps = 128", "mps = 128\nber = 1e-3"))
+    assert s.nodes == ["rc", "sw1", "sw2", "ex"]
 
 
 def test_deadlock_is_a_message_not_a_hang(cli, tmp_path):

@@ -72,11 +72,14 @@ def test_cli_sweep(cli):
         ["--set", "pcie.mps"],
         ["--set", "link.x-y.width=4"],
         ["--set", "pcie.mps=128", "--scheduler", "tcp://localhost:1"],
+        ["--set", "pcie.mps=128", "--set", "pcie.mps=256"],
     ):
         proc = cli("sweep", str(EXAMPLE), *bad)
         assert proc.returncode == 2 and proc.stderr.startswith("tlpsim: error:") and "Traceback" not in proc.stderr, (
             proc.stderr
         )
+    proc = cli("sweep", str(EXAMPLE), "--set", "pcie.mps=128", "--set", "pcie.mps=256")
+    assert "pcie.mps is given twice" in proc.stderr
 
 
 def test_ctrl_c_stops_a_sweep_with_one_line(tmp_path, interrupt):

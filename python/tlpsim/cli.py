@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import signal
 import sys
 from collections.abc import Callable
@@ -13,7 +12,7 @@ import click
 import typer
 from rich.console import Console
 
-from tlpsim import ConfigError, link_bandwidth, message_bandwidth, validate
+from tlpsim import ConfigError, _core, link_bandwidth, message_bandwidth, validate
 from tlpsim.simulate import TRACE_LIMIT, RunResult, Scenario, SimulationError, load_scenario, schema
 from tlpsim.simulate import run as run_scenario
 from tlpsim.output import Format, console, emit, emit_json
@@ -31,19 +30,9 @@ app = typer.Typer(
 
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
 
-_SIZE = re.compile(r"^\s*(\d+)\s*(b|kib|k|mib|m)?\s*$", re.IGNORECASE)
-_SCALE = {None: 1, "b": 1, "k": 1024, "kib": 1024, "m": 1 << 20, "mib": 1 << 20}
-
-
 def parse_sizes(text: str, name: str) -> list[int]:
-    """Comma-separated byte counts: ``64,128,4KiB``."""
-    sizes = []
-    for item in text.split(","):
-        m = _SIZE.match(item)
-        if not m:
-            raise ConfigError(f"{name} {item.strip()!r} is not a size; write bytes like 64, 4096 or 4KiB, comma-separated")
-        sizes.append(int(m.group(1)) * _SCALE[m.group(2) and m.group(2).lower()])
-    return sizes
+    """Comma-separated byte counts, each as a scenario file writes one: ``64,128,4KiB``."""
+    return [_core.parse_bytes(name, item.strip()) for item in text.split(",")]
 
 
 @app.command()
@@ -247,6 +236,10 @@ def sweep_cmd(
         key, sep, rest = item.partition("=")
         if not sep or not key.strip() or not split_values(rest):
             raise ConfigError(f"--set {item!r} is not allowed; allowed: KEY=V1,V2,... such as pcie.mps=128,256")
+        if key.strip() in values:
+            raise ConfigError(
+                f"--set {key.strip()} is given twice; give all its values in one --set {key.strip()}=V1,V2,..."
+            )
         values[key.strip()] = split_values(rest)
     client = _dask_client(scheduler) if scheduler else None
     result = _with_count_bar(

@@ -15,12 +15,18 @@ from tlpsim._core import ConfigError, Scenario, ScenarioError, SimulationError
 __all__ = ["Scenario", "ScenarioError", "SimulationError", "RunResult", "load_scenario", "run", "schema"]
 
 
+def _looks_like_path(text: str) -> bool:
+    """True if ``text`` names a file rather than holding TOML."""
+    t = text.strip()
+    return bool(t) and "\n" not in t and "=" not in t and not t.startswith("[")
+
+
 def scenario_text(source: str | os.PathLike[str]) -> tuple[str, str]:
     """(TOML text, origin for messages) of a scenario given as a path to a TOML file or as
-    the TOML text itself. Raises :class:`ScenarioError` if the file cannot be read."""
-    if isinstance(source, os.PathLike) or (
-        isinstance(source, str) and "\n" not in source and source.strip().endswith(".toml")
-    ):
+    the TOML text itself. A string is TOML text if it spans lines, holds a ``=`` or starts
+    with a ``[`` section header (or is empty); any other string is a path. Raises
+    :class:`ScenarioError` if the file cannot be read."""
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
         path = Path(source)
         try:
             return path.read_text(encoding="utf-8"), str(path)

@@ -156,6 +156,18 @@ fn scenario_schema() -> String {
     tlpsim::scenario::json_schema()
 }
 
+/// A byte count written as scenario files write it ("4KiB", "4KB", "512"); an error names
+/// `setting` and what is allowed.
+#[pyfunction]
+fn parse_bytes(setting: &str, text: &str) -> PyResult<u64> {
+    tlpsim::units::parse_bytes("size", text).map_err(|_| {
+        ConfigError::new_err(format!(
+            "{setting} {text:?} is not allowed; allowed: {}",
+            tlpsim::units::BYTES_ALLOWED
+        ))
+    })
+}
+
 fn to_py(e: tlpsim::ConfigError) -> PyErr {
     ConfigError::new_err(e.to_string())
 }
@@ -345,5 +357,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(message_bandwidth, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(systems, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_bytes, m)?)?;
     Ok(())
 }

@@ -10,19 +10,35 @@
 //! values fixed while fitting. The simulated value must rise or fall monotonically with KEY.
 use tlpsim::validation::simulated::cell_value_with;
 
+/// The published value of cell `reference`.
 fn published(reference: &str) -> f64 {
-    tlpsim::validation::published(reference).expect("the cell names a published number")
+    tlpsim::validation::published(reference)
+        .unwrap_or_else(|| fail(format!("no published number for '{reference}'")))
+}
+
+/// Prints `message` and the usage line, and exits with status 2.
+fn usage(message: &str) -> ! {
+    if !message.is_empty() {
+        eprintln!("calibrate: {message}");
+    }
+    eprintln!("usage: calibrate CELL [--scenario | K=V ... | KEY LO HI UNIT [K=V ...]]");
+    std::process::exit(2);
+}
+
+/// Prints `e` as one line and exits with status 1.
+fn fail(e: impl std::fmt::Display) -> ! {
+    eprintln!("calibrate: {e}");
+    std::process::exit(1);
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // A "--" (from running the binary directly with cargo's argument style) is skipped.
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--").collect();
     let Some(cell) = args.first() else {
-        eprintln!("usage: calibrate CELL [KEY LO HI UNIT [K=V ...]]");
-        std::process::exit(2);
+        usage("");
     };
     if args.get(1).map(String::as_str) == Some("--scenario") {
-        let text =
-            tlpsim::validation::simulated::cell_scenario(cell).unwrap_or_else(|e| panic!("{e}"));
+        let text = tlpsim::validation::simulated::cell_scenario(cell).unwrap_or_else(|e| fail(e));
         print!("{text}");
         return;
     }
@@ -31,12 +47,19 @@ fn main() {
             .iter()
             .filter_map(|kv| kv.split_once('='))
             .collect();
-        let v = cell_value_with(cell, &o).unwrap_or_else(|e| panic!("{e}"));
+        let v = cell_value_with(cell, &o).unwrap_or_else(|e| fail(e));
         println!("{cell}: simulated {v:.3}, published {}", published(cell));
         return;
     }
+    if args.len() < 5 {
+        usage("fitting needs KEY LO HI UNIT");
+    }
     let (key, unit) = (&args[1], &args[4]);
-    let (mut lo, mut hi): (f64, f64) = (args[2].parse().unwrap(), args[3].parse().unwrap());
+    let bound = |s: &String| {
+        s.parse::<f64>()
+            .unwrap_or_else(|_| usage(&format!("LO and HI must be numbers, not '{s}'")))
+    };
+    let (mut lo, mut hi) = (bound(&args[2]), bound(&args[3]));
     let fixed: Vec<(String, String)> = args[5..]
         .iter()
         .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.into(), v.into())))
@@ -50,7 +73,7 @@ fn main() {
         };
         let mut o: Vec<(&str, &str)> = vec![(key.as_str(), text.as_str())];
         o.extend(fixed.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        cell_value_with(cell, &o).unwrap_or_else(|e| panic!("{e}"))
+        cell_value_with(cell, &o).unwrap_or_else(|e| fail(e))
     };
     let rising = value_at(hi) > value_at(lo);
     for _ in 0..24 {

@@ -427,7 +427,7 @@ pub fn load_str(text: &str, origin: &str) -> Result<System, ScenarioError> {
         message,
     };
     let file: ScenarioFile = toml::from_str(text).map_err(|e| {
-        let msg = e.message().trim().replace('\n', " ");
+        let msg = with_type_hint(&e.message().trim().replace('\n', " "));
         fail(match e.span() {
             Some(span) => {
                 let start = span.start.min(text.len());
@@ -439,6 +439,32 @@ pub fn load_str(text: &str, origin: &str) -> Result<System, ScenarioError> {
         })
     })?;
     build(&file).map_err(fail)
+}
+
+/// A TOML type error with what to write instead: serde names only the Rust type it wanted.
+fn with_type_hint(msg: &str) -> String {
+    let hint = if !msg.starts_with("invalid type") && !msg.starts_with("invalid value") {
+        None
+    } else if msg.ends_with("expected a string") {
+        Some("write the value in quotes with its unit, e.g. \"200us\", \"150ns\", \"4KiB\", \"2.5GB/s\"")
+    } else if msg.starts_with("invalid value") && msg.contains("expected u") {
+        Some("write a whole number of 0 or more")
+    } else if ["i64", "u64", "u32", "u8"]
+        .iter()
+        .any(|t| msg.ends_with(&format!("expected {t}")))
+    {
+        Some("write a whole number without quotes or units, e.g. 8")
+    } else if msg.contains("expected f64") {
+        Some("write a number without quotes, e.g. ber = 1e-12")
+    } else if msg.contains("expected a boolean") {
+        Some("write true or false without quotes")
+    } else {
+        None
+    };
+    match hint {
+        Some(h) => format!("{msg}: {h}"),
+        None => msg.to_string(),
+    }
 }
 
 /// Reads, parses and checks a scenario file.
@@ -1349,6 +1375,22 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
         Some(c) => Some(cpu_spec(c, &names, &nodes, known)?),
         None => None,
     };
+    if f.root_complex.is_empty() {
+        return Err(
+            "the scenario has no [[root_complex]]: a fabric needs at least one, \
+             with its [[link]]s and a [[workload]] (examples in scenarios/, the format \
+             from `tlpsim schema`)"
+                .into(),
+        );
+    }
+    if workloads.is_empty() {
+        return Err(
+            "the scenario has no [[workload]]: nothing would move; add one \
+             (kind = \"dma\", \"storage\" or \"bridge\", or a root complex's write \
+             with endpoint = \"<root complex>\")"
+                .into(),
+        );
+    }
     Ok(System {
         duration: duration_t,
         warmup: warmup_t,
@@ -1714,7 +1756,7 @@ fn small_count(
 }
 
 fn check_ber(place: &str, ber: f64) -> Result<f64, String> {
-    if (0.0..1e-3).contains(&ber) {
+    if (0.0..=1e-3).contains(&ber) {
         Ok(ber)
     } else {
         Err(at(place)(ConfigError::not_allowed(

@@ -59,6 +59,10 @@ pub fn parse_duration(setting: &'static str, text: &str) -> Result<SimTime> {
     Ok(SimTime::from_ticks((ps * ticks_per_ps).round() as u64))
 }
 
+/// What a byte count may be written as (the allowed values of [`parse_bytes`]).
+pub const BYTES_ALLOWED: &str = "a whole number of bytes, optionally with B, KiB, MiB, GiB \
+     (1024-based) or KB, MB, GB (1000-based) (e.g. \"4KiB\")";
+
 /// Parses a byte count: a whole number with an optional unit `B`, `KiB`, `MiB`, `GiB`,
 /// `KB`, `MB`, `GB` (decimal), or none (bytes).
 pub fn parse_bytes(setting: &'static str, text: &str) -> Result<u64> {
@@ -76,7 +80,7 @@ pub fn parse_bytes(setting: &'static str, text: &str) -> Result<u64> {
             ("MB", 1e6),
             ("GB", 1e9),
         ],
-        "a whole number of bytes, optionally with B, KiB, MiB, GiB, KB, MB or GB (e.g. \"4KiB\")",
+        BYTES_ALLOWED,
         |b| b >= 0.0 && b.fract() == 0.0 && b < u64::MAX as f64,
     )?;
     Ok(bytes as u64)
