@@ -368,7 +368,7 @@ pub struct WorkloadSection {
     pub write_size: Option<String>,
     /// Storage only: random rather than sequential access (default false).
     pub random: Option<bool>,
-    /// Bridge only: Ethernet frame size in bytes, 64 to 1518.
+    /// Bridge only: Ethernet frame size in bytes with CRC, 64 to 9018 (jumbo frames).
     pub frame_size: Option<i64>,
     /// Bridge only: offered load per port, a fraction of line rate in (0, 1].
     pub load: Option<f64>,
@@ -1151,6 +1151,13 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 "{place}: frame_size and load need kind = \"bridge\""
             ));
         }
+        if matches!(nodes[source].kind, NodeKind::Endpoint { nic: Some(_), .. }) {
+            return Err(format!(
+                "{place}: {:?} is a NIC, which moves Ethernet frames: give it a kind = \"bridge\" \
+                 workload, or make the endpoint kind = \"dma\"",
+                w.endpoint
+            ));
+        }
         let size = |key: &'static str, v: &Option<String>| -> Result<u64, String> {
             let v = v
                 .as_ref()
@@ -1275,6 +1282,13 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 }
             },
         };
+        if matches!(nodes[target].kind, NodeKind::Endpoint { nic: Some(_), .. }) {
+            return Err(format!(
+                "{place}: the target {:?} is a NIC, whose registers take the [cpu]'s writes \
+                 only: write into a kind = \"dma\" endpoint or a root complex",
+                nodes[target].name
+            ));
+        }
         match (&nodes[source].kind, &nodes[target].kind) {
             (NodeKind::Endpoint { .. }, NodeKind::RootComplex { .. }) => {}
             (NodeKind::RootComplex { .. }, NodeKind::Endpoint { .. }) if direction != DmaDirection::Write => {

@@ -129,8 +129,9 @@ pub fn parse_bandwidth(setting: &'static str, text: &str) -> Result<f64> {
             ("Gbps", 1e9 / 8.0),
             ("Mb/s", 1e6 / 8.0),
         ],
-        "a rate > 0 with a unit: GB/s, MB/s, KB/s, B/s, Gb/s, Mb/s (e.g. \"2.5GB/s\")",
-        |r| r > 0.0,
+        "a rate of at least 1KB/s with a unit: GB/s, MB/s, KB/s, B/s, Gb/s, Mb/s (e.g. \"2.5GB/s\")",
+        // The floor keeps every transfer's service time well within simulated time's range.
+        |r| r >= 1e3,
     )
 }
 

@@ -221,6 +221,32 @@ fn a_credit_supply_below_one_tlp_is_reported_as_a_deadlock() {
 }
 
 #[test]
+fn a_slow_fabric_is_not_reported_as_a_deadlock() {
+    // 200 us of propagation on every link: a read's round trip outlasts the run, and for
+    // whole watchdog periods nothing is sent while credits are on their way back.
+    let far = EXAMPLE
+        .replace("mps = 128", "mps = 128\npropagation = \"200us\"")
+        .replace("duration = \"200us\"", "duration = \"1ms\"");
+    assert_eq!(simulate(&far).flows[0].bytes, 0);
+    // 10 MB/s of memory: transmitters wait on credits for longer than a watchdog period
+    // between the memory's completions.
+    let slow = EXAMPLE
+        .replacen(
+            "memory_read_latency",
+            "memory_bandwidth = \"10MB/s\"\nmemory_read_latency",
+            1,
+        )
+        .replace("direction = \"read\"", "direction = \"both\"");
+    let r = simulate(&slow);
+    assert!(r.flows[0].bytes > 0);
+    assert!(
+        r.flows[0].throughput_gbps < 0.09,
+        "{}",
+        r.flows[0].throughput_gbps
+    );
+}
+
+#[test]
 fn small_credit_supplies_stall_and_are_counted() {
     let text = single_link(
         1,

@@ -177,6 +177,23 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
+    /// True if some waiting event satisfies `pred` (a scan of every waiting event: for rare
+    /// checks such as a deadlock watchdog's).
+    pub fn any(&self, pred: impl Fn(&E) -> bool) -> bool {
+        let on_wheel = self.ends.iter().any(|&[first, _]| {
+            let mut n = first;
+            while n != NIL {
+                let node = &self.nodes[n as usize];
+                if pred(&node.event) {
+                    return true;
+                }
+                n = node.next;
+            }
+            false
+        });
+        on_wheel || self.far.iter().any(|Reverse(f)| pred(&f.event))
+    }
+
     /// Schedules `event` `delay` after now.
     pub fn schedule_in(&mut self, delay: SimTime, event: E) {
         self.schedule(self.now + delay, event);
@@ -290,6 +307,20 @@ mod tests {
         let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, ["a", "b1", "b2", "b3"]);
         assert_eq!(q.events(), 4);
+    }
+
+    #[test]
+    fn any_sees_every_waiting_event_near_and_far() {
+        let mut q = EventQueue::new();
+        for (ns, e) in [(5, 1), (5, 2), (7, 3), (1_000_000, 4)] {
+            q.schedule(SimTime::from_ns(ns), e);
+        }
+        assert!((1..=4).all(|k| q.any(|&e| e == k)));
+        assert!(!q.any(|&e| e == 5));
+        q.pop();
+        assert!(!q.any(|&e| e == 1) && q.any(|&e| e == 2) && q.any(|&e| e == 4));
+        while q.pop().is_some() {}
+        assert!(!q.any(|_| true));
     }
 
     #[test]

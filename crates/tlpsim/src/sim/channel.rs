@@ -506,6 +506,20 @@ impl Channel {
         within(h) && within(h + 1)
     }
 
+    /// True when the credits the blocked transmitter lacks can never come: its receiver
+    /// holds nothing of that type, has reported every credit it allocated, and no TLP or
+    /// DLLP is on its way between them (a credit supply below one TLP, for one).
+    pub fn starved_for_good(&self) -> bool {
+        let Blocked::Credits(ty) = self.blocked else {
+            return false;
+        };
+        self.rx_used[ty] == 0
+            && self.credit_limit[ty] == self.rx_allocated[ty]
+            && self.arriving.is_empty()
+            && self.forwarding.is_empty()
+            && self.dllps_arriving.is_empty()
+    }
+
     /// True when the transmitter has something it may try to send: DLLPs, a replay, or
     /// queued TLPs.
     pub fn has_work(&self) -> bool {

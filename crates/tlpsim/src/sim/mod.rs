@@ -471,6 +471,8 @@ pub struct Simulator<'a> {
     snapshot: Vec<ChannelCounters>,
     /// TLPs each channel had sent at the last watchdog check.
     sent_at_watchdog: Vec<u64>,
+    /// TLPs delivered at the last watchdog check.
+    delivered_at_watchdog: u64,
     watchdog: SimTime,
     /// NICs and the CPU bridging their frames.
     nics: nic::Nics,
@@ -736,6 +738,7 @@ impl<'a> Simulator<'a> {
             audit: Audit::default(),
             measuring: false,
             sent_at_watchdog: Vec::new(),
+            delivered_at_watchdog: 0,
             watchdog,
             nics: nic::Nics::default(),
             outbound: sys
@@ -931,24 +934,55 @@ impl<'a> Simulator<'a> {
             Ev::Warmup => self.start_measuring(),
             Ev::Watchdog => {
                 // A transmitter that had TLPs waiting for credits and sent none for a whole
-                // watchdog period is deadlocked (credits come back within microseconds).
+                // watchdog period is deadlocked if the credits it lacks can never come, or if
+                // nothing else moved either and nothing is on its way that could free credits
+                // (a slow fabric is not a stuck one).
                 let stuck = self
                     .chans
                     .iter()
                     .zip(&self.sent_at_watchdog)
-                    .any(|(c, &sent)| {
+                    .filter(|(c, &sent)| {
                         c.queued > 0
                             && matches!(c.blocked, Blocked::Credits(_))
                             && c.counters.tlps == sent
-                    });
-                if stuck {
+                    })
+                    .map(|(c, _)| c.starved_for_good());
+                let (any, for_good) = stuck.fold((false, false), |(_, g), s| (true, g || s));
+                if for_good || (any && self.quiescent()) {
                     return Err(self.deadlock());
                 }
                 self.sent_at_watchdog = self.chans.iter().map(|c| c.counters.tlps).collect();
+                self.delivered_at_watchdog = self.audit.tlps_delivered;
                 self.q.schedule(self.now() + self.watchdog, Ev::Watchdog);
             }
         }
         Ok(())
+    }
+
+    /// True when nothing moved since the last watchdog check (no TLP sent or delivered
+    /// anywhere) and nothing is under way that could move something: no TLP or DLLP on a
+    /// wire or inside a switch, and no pending event but timers that free nothing by
+    /// themselves (the watchdog, warmup, UpdateFC refresh) and frames arriving from outside.
+    fn quiescent(&self) -> bool {
+        let moved = self.audit.tlps_delivered != self.delivered_at_watchdog
+            || self
+                .chans
+                .iter()
+                .zip(&self.sent_at_watchdog)
+                .any(|(c, &sent)| c.counters.tlps != sent);
+        let under_way = self.chans.iter().any(|c| {
+            !c.arriving.is_empty()
+                || !c.dllps_arriving.is_empty()
+                || !c.forwarding.is_empty()
+                || !c.dllp_out.is_empty()
+        });
+        let pending = self.q.any(|e| {
+            !matches!(
+                e,
+                Ev::Watchdog | Ev::Warmup | Ev::FcRefresh(_) | Ev::Frame { .. }
+            )
+        });
+        !moved && !under_way && !pending
     }
 
     fn deadlock(&self) -> RunError {
