@@ -157,15 +157,15 @@ fn scenario_schema() -> String {
 }
 
 /// A byte count written as scenario files write it ("4KiB", "4KB", "512"); an error names
-/// `setting` and what is allowed.
+/// `setting` (the CLI's `payload` or `message`, else "size") and what is allowed.
 #[pyfunction]
 fn parse_bytes(setting: &str, text: &str) -> PyResult<u64> {
-    tlpsim::units::parse_bytes("size", text).map_err(|_| {
-        ConfigError::new_err(format!(
-            "{setting} {text:?} is not allowed; allowed: {}",
-            tlpsim::units::BYTES_ALLOWED
-        ))
-    })
+    let setting = match setting {
+        "payload" => "payload",
+        "message" => "message",
+        _ => "size",
+    };
+    tlpsim::units::parse_bytes(setting, text).map_err(to_py)
 }
 
 fn to_py(e: tlpsim::ConfigError) -> PyErr {

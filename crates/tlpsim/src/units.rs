@@ -60,7 +60,7 @@ pub fn parse_duration(setting: &'static str, text: &str) -> Result<SimTime> {
 }
 
 /// What a byte count may be written as (the allowed values of [`parse_bytes`]).
-pub const BYTES_ALLOWED: &str = "a whole number of bytes, optionally with B, KiB, MiB, GiB \
+const BYTES_ALLOWED: &str = "a whole number of bytes, optionally with B, KiB, MiB, GiB \
      (1024-based) or KB, MB, GB (1000-based) (e.g. \"4KiB\")";
 
 /// Parses a byte count: a whole number with an optional unit `B`, `KiB`, `MiB`, `GiB`,

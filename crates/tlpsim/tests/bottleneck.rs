@@ -2,7 +2,7 @@
 //! saturate, and busy fractions agree with the bytes that crossed.
 
 use tlpsim::scenario::load_str;
-use tlpsim::sim::{result::RunResult, run};
+use tlpsim::sim::{bottleneck::Bottleneck, result::RunResult, run};
 
 fn simulate(text: &str) -> RunResult {
     let sys = load_str(text, "<test>").unwrap();
@@ -23,18 +23,20 @@ fn one_link(rc: &str, link: &str, workload: &str) -> String {
     )
 }
 
+/// The first flow's bottleneck, checked to be of `kind` on `resource`.
+fn first_bottleneck<'a>(r: &'a RunResult, kind: &str, resource: &str) -> &'a Bottleneck {
+    let b = &r.flows[0].bottleneck;
+    assert_eq!((b.kind, b.resource.as_str()), (kind, resource), "{b:?}");
+    b
+}
+
 const READS: &str = "direction = \"read\"\ntransfer_size = \"4KiB\"\noutstanding = 16\n";
 const WRITES: &str = "direction = \"write\"\ntransfer_size = \"4KiB\"\n";
 
 #[test]
 fn reads_with_enough_requests_saturate_the_completion_direction() {
     let r = simulate(&one_link("", "", READS));
-    let b = &r.flows[0].bottleneck;
-    assert_eq!(
-        (b.kind, b.resource.as_str()),
-        ("link", "rc-ep down"),
-        "{b:?}"
-    );
+    let b = first_bottleneck(&r, "link", "rc-ep down");
     assert!(b.busy > 0.99, "{b:?}");
 }
 
@@ -50,12 +52,7 @@ fn one_request_at_a_time_is_limited_by_the_requests_in_flight() {
 #[test]
 fn a_slow_memory_is_named_and_its_busy_share_matches_the_bytes() {
     let r = simulate(&one_link("memory_bandwidth = \"1GB/s\"", "", READS));
-    let b = &r.flows[0].bottleneck;
-    assert_eq!(
-        (b.kind, b.resource.as_str()),
-        ("memory", "rc memory"),
-        "{b:?}"
-    );
+    first_bottleneck(&r, "memory", "rc memory");
     // Half the reads: the memory's share is the bytes it served over its rate.
     let reads = READS.replace("outstanding = 16", "outstanding = 1");
     let r = simulate(&one_link("memory_bandwidth = \"1GB/s\"", "", &reads));
@@ -72,12 +69,7 @@ fn a_credit_supply_short_of_the_round_trip_is_named_with_its_type() {
         "propagation = \"200ns\"",
         WRITES,
     ));
-    let b = &r.flows[0].bottleneck;
-    assert_eq!(
-        (b.kind, b.resource.as_str()),
-        ("credits", "ep -> rc PH credits"),
-        "{b:?}"
-    );
+    let b = first_bottleneck(&r, "credits", "ep -> rc PH credits");
     assert!(b.detail.contains("rc advertises 2"), "{b:?}");
     let up = r.links.iter().find(|l| l.direction == "up").unwrap();
     assert!(
@@ -93,12 +85,7 @@ fn a_replay_buffer_short_of_the_ack_round_trip_is_named() {
         "propagation = \"500ns\"\nreplay_buffer = \"1KiB\"",
         WRITES,
     ));
-    let b = &r.flows[0].bottleneck;
-    assert_eq!(
-        (b.kind, b.resource.as_str()),
-        ("replay_buffer", "ep -> rc replay buffer"),
-        "{b:?}"
-    );
+    first_bottleneck(&r, "replay_buffer", "ep -> rc replay buffer");
 }
 
 #[test]
@@ -111,12 +98,7 @@ fn storage_slower_than_its_link_is_named_by_its_media() {
         [[workload]]\nname = \"io\"\nkind = \"storage\"\nendpoint = \"hba\"\n\
         read_percent = 100\nread_size = \"256KB\"\noutstanding = 2\n";
     let r = simulate(text);
-    let b = &r.flows[0].bottleneck;
-    assert_eq!(
-        (b.kind, b.resource.as_str()),
-        ("media", "hba media"),
-        "{b:?}"
-    );
+    first_bottleneck(&r, "media", "hba media");
 }
 
 /// A root complex, one dual-port NIC at x4 and a CPU bridging frames at `load`.
@@ -135,12 +117,7 @@ fn bridge(load: f64, frame_cost: &str) -> String {
 #[test]
 fn a_host_that_cannot_keep_up_is_limited_by_its_cpu_and_a_light_load_by_itself() {
     let r = simulate(&bridge(0.5, "5us"));
-    let b = &r.flows[0].bottleneck;
-    assert_eq!(
-        (b.kind, b.resource.as_str()),
-        ("cpu", "cpu core 0"),
-        "{b:?}"
-    );
+    first_bottleneck(&r, "cpu", "cpu core 0");
     let r = simulate(&bridge(0.05, "1us"));
     let b = &r.flows[0].bottleneck;
     assert_eq!(b.kind, "offered_load", "{b:?}");
@@ -234,11 +211,6 @@ fn seeking_drives_count_as_busy() {
         [[workload]]\nname = \"io\"\nkind = \"storage\"\nendpoint = \"hba\"\n\
         read_percent = 100\nread_size = \"4KB\"\noutstanding = 32\nrandom = true\n";
     let r = simulate(text);
-    let b = &r.flows[0].bottleneck;
-    assert_eq!(
-        (b.kind, b.resource.as_str()),
-        ("media", "hba media"),
-        "{b:?}"
-    );
+    let b = first_bottleneck(&r, "media", "hba media");
     assert!(b.busy > 0.95, "{b:?}");
 }

@@ -937,7 +937,8 @@ impl<'a> Simulator<'a> {
                 // watchdog period is deadlocked if the credits it lacks can never come, or if
                 // nothing else moved either and nothing is on its way that could free credits
                 // (a slow fabric is not a stuck one).
-                let stuck = self
+                // Per stuck transmitter: whether its credits can never come.
+                let stuck: Vec<bool> = self
                     .chans
                     .iter()
                     .zip(&self.sent_at_watchdog)
@@ -946,9 +947,9 @@ impl<'a> Simulator<'a> {
                             && matches!(c.blocked, Blocked::Credits(_))
                             && c.counters.tlps == sent
                     })
-                    .map(|(c, _)| c.starved_for_good());
-                let (any, for_good) = stuck.fold((false, false), |(_, g), s| (true, g || s));
-                if for_good || (any && self.quiescent()) {
+                    .map(|(c, _)| c.starved_for_good())
+                    .collect();
+                if stuck.contains(&true) || (!stuck.is_empty() && self.quiescent()) {
                     return Err(self.deadlock());
                 }
                 self.sent_at_watchdog = self.chans.iter().map(|c| c.counters.tlps).collect();
