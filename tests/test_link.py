@@ -57,6 +57,15 @@ def test_spec_dllp_overhead_gen1_x8_is_small():
     assert spec.dllp_fraction == pytest.approx(overhead)
 
 
+@pytest.mark.parametrize("dllp", ["none", 8.0, 16.0])
+def test_dllp_share_is_what_the_write_rate_loses(dllp):
+    # Whatever the DLLP policy, the share reported is the share of the capacity lost.
+    none = tlpsim.link_bandwidth(1, 8, mps=128, dllp="none")
+    bw = tlpsim.link_bandwidth(1, 8, mps=128, dllp=dllp)
+    assert bw.dllp_fraction == pytest.approx(1 - bw.write_gbps / none.write_gbps, abs=1e-12)
+    assert (bw.dllp_fraction > 0) == (dllp != "none")
+
+
 @pytest.mark.parametrize(
     "kwargs, allowed",
     [

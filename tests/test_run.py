@@ -156,6 +156,18 @@ def test_cli_run_formats(cli, cli_json):
     assert proc.returncode == 0 and "audit passed" in proc.stdout and "sw2-ex" in proc.stdout
 
 
+
+def test_a_flow_with_no_completed_read_shows_no_latency(tmp_path, cli, cli_json):
+    # Reads slower than the run: latency is null in JSON and a dash in the table, not 0 ns.
+    path = tmp_path / "slow.toml"
+    path.write_text(BASE.replace('memory_read_latency = "500ns"', 'memory_read_latency = "1ms"'))
+    flow = cli_json("run", str(path))["flows"][0]
+    assert flow["bytes"] == 0 and flow["latency_ns"] == {"mean": None, "p50": None, "p99": None, "max": None}
+    assert tlpsim.run(path).to_pandas()["latency_ns_mean"].isna().all()
+    table = cli("run", str(path)).stdout
+    row = next(line for line in table.splitlines() if "reads" in line and "│" in line)
+    assert [c.strip() for c in row.split("│")[5:9]] == ["-"] * 4
+
 MEMORY_BOUND = """
 [simulation]
 duration = "100us"

@@ -26,6 +26,8 @@ Column = tuple[str, str, str]
 
 
 def _cell(value, spec: str) -> str:
+    if value is None:
+        return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if spec == "%" and isinstance(value, (int, float)):

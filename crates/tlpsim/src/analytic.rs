@@ -317,6 +317,9 @@ impl LinkConfig {
         }) as u64;
         let write_charged = tlp_wire_bytes as f64 + extra_dllp * write_tlps as f64;
         let write_dllp = self.timer_dllp_fraction(2);
+        // DLLP share of the capacity: the timer's DLLPs, then any charged per TLP.
+        let per_tlp_share = extra_dllp * write_tlps as f64 / write_charged;
+        let dllp_fraction = write_dllp + (1.0 - write_dllp) * per_tlp_share;
         let write_gbps = cap * (1.0 - write_dllp) * self.payload as f64 / write_charged * 8.0 / 1e9;
 
         // DMA reads: MRd at MRRS one way, CplD at the completion size the other way.
@@ -365,7 +368,7 @@ impl LinkConfig {
             write_gbps,
             read_gbps,
             efficiency: write_gbps / encoded_gbps,
-            dllp_fraction: write_dllp,
+            dllp_fraction,
             skp_fraction: self.skp_fraction(),
             flit: self.flit,
             write_tlps,

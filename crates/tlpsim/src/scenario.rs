@@ -1263,6 +1263,16 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 let a = units::parse_address("target_address", text).map_err(at(&place))?;
                 let (t, path) =
                     window_map.resolve(&place, text, a, transfer_size, source, &nodes)?;
+                // An address above 4 GiB on any bus the requests cross needs 4-DW headers.
+                let above_4g =
+                    |x: &u64| x.saturating_add(transfer_size.max(1) - 1) > u32::MAX as u64;
+                let mut high = std::iter::once(a).chain(path.crossings.iter().map(|c| c.1));
+                if let (Addressing::A32, Some(x)) = (pcie.addressing, high.find(above_4g)) {
+                    return Err(format!(
+                        "{place}: target_address {text} reaches {x:#x}, above 4 GiB, where \
+                         memory requests need 4-DW (64-bit) headers; set [pcie] addressing = 64"
+                    ));
+                }
                 address = Some(path);
                 t
             }

@@ -221,6 +221,21 @@ fn a_credit_supply_below_one_tlp_is_reported_as_a_deadlock() {
 }
 
 #[test]
+fn a_flow_with_no_completed_request_has_no_latency() {
+    // Reads that take longer than the run: bytes 0, latency null (not 0 ns).
+    let text = single_link(1, 8, 128, 100.0, READS, "").replace(
+        "memory_read_latency = \"100ns\"",
+        "memory_read_latency = \"1ms\"",
+    );
+    let r = simulate(&text);
+    assert_eq!((r.flows[0].bytes, r.flows[0].requests), (0, 0));
+    assert_eq!(r.flows[0].latency_ns, Default::default());
+    assert!(r
+        .to_json()
+        .contains("\"latency_ns\":{\"mean\":null,\"p50\":null"));
+}
+
+#[test]
 fn a_slow_fabric_is_not_reported_as_a_deadlock() {
     // 200 us of propagation on every link: a read's round trip outlasts the run, and for
     // whole watchdog periods nothing is sent while credits are on their way back.
@@ -294,7 +309,7 @@ fn store_and_forward_adds_the_tlp_time_per_switch() {
     // One request at a time: the latency difference is the serialization the switches wait
     // for: the MRd (16 + 8 B) and the first 64 B completion (12 + 64 + 8 B) at x8 Gen1, at
     // each of two switches: 2 × (24 + 84) B / 8 lanes × 4 ns = 108 ns.
-    let diff = saf1.flows[0].latency_ns.mean - ct1.flows[0].latency_ns.mean;
+    let diff = saf1.flows[0].latency_ns.mean.unwrap() - ct1.flows[0].latency_ns.mean.unwrap();
     assert!((diff - 108.0).abs() < 1.0, "{diff}");
 }
 
@@ -434,6 +449,15 @@ fn a_lightly_loaded_bridge_forwards_every_frame() {
     assert!((e.offered_fps - offered).abs() / offered < 0.01, "{e:?}");
     assert!((e.forwarded_fps - offered).abs() / offered < 0.02, "{e:?}");
     assert!(r.audit.passed, "{:?}", r.audit);
+    // Its flow row carries the bytes of the frames forwarded.
+    let f = &r.flows[0];
+    assert_eq!(f.bytes, e.forwarded_frames * 512, "{f:?}");
+    let fps = e.forwarded_frames as f64 / r.simulated_s;
+    assert!((fps - e.forwarded_fps).abs() < 1e-6 * fps, "{e:?}");
+    assert!(
+        (f.throughput_gbps - fps * 512.0 * 8.0 / 1e9).abs() < 1e-9,
+        "{f:?}"
+    );
 }
 
 #[test]
@@ -711,7 +735,7 @@ fn scratchpad_reads_take_the_bridge_latency_once() {
         assert!(r.audit.passed, "{:?}", r.audit);
         let f = r.flows.iter().find(|f| f.name == "spad").unwrap();
         assert!(f.requests > 100);
-        f.latency_ns.mean
+        f.latency_ns.mean.unwrap()
     };
     let (fast, slow) = (latency("100ns"), latency("400ns"));
     // The request is consumed by the bridge (not forwarded), so its latency counts once.
@@ -890,7 +914,7 @@ fn a_host_reads_bridge_scratchpads_near_and_far() {
         let f = &r.flows[0];
         assert!(f.requests > 100, "{reader}: {} reads", f.requests);
         assert_eq!(f.bytes, 4 * f.requests, "{reader}");
-        f.latency_ns.mean
+        f.latency_ns.mean.unwrap()
     };
     // ep2 reads the bridge just above it; ep1 reads it across nt1 and the switch.
     let (near, far) = (read("ep2", "150ns"), read("ep1", "150ns"));

@@ -188,11 +188,11 @@ enum Ev {
         ch: u32,
         tlp: u32,
     },
-    /// One header and `d` data credits of `class` free at the receiver of `ch`.
-    Release {
+    /// A root complex's memory (and host bridge) has taken posted write `tlp`, received
+    /// on `ch`: its credits free, its data counts.
+    Written {
         ch: u32,
-        class: FcClass,
-        d: u32,
+        tlp: u32,
     },
     /// The media of a storage endpoint has absorbed a storage write: `flow`'s transfer
     /// slot `slot` is free.
@@ -916,7 +916,7 @@ impl<'a> Simulator<'a> {
                 }
                 tlp = next;
             },
-            Ev::Release { ch, class, d } => self.rx_release(ch, class, 1, d),
+            Ev::Written { ch, tlp } => self.written(ch, tlp),
             Ev::Start(f) => {
                 if self.flows[f as usize].writes {
                     self.fill_writes(f);
@@ -1706,24 +1706,13 @@ impl<'a> Simulator<'a> {
                 if let Some(m) = memory {
                     done = m.pass(done, t.payload);
                 }
+                // The write counts, and its credits free, once the memory has it: a root
+                // advertising infinite posted credits still takes data at its memory's rate.
                 if done > now {
-                    self.q.schedule(
-                        done,
-                        Ev::Release {
-                            ch: c,
-                            class: FcClass::Posted,
-                            d: t.data_credits(),
-                        },
-                    );
+                    self.q.schedule(done, Ev::Written { ch: c, tlp: id });
                 } else {
-                    self.rx_release(c, FcClass::Posted, 1, t.data_credits());
+                    self.written(c, id);
                 }
-                match t.role {
-                    Role::Flow => self.write_arrived(t, now),
-                    Role::NtbMsi => self.ntb_interrupt(t),
-                    _ => self.nic_at_root(&t),
-                }
-                self.deliver(id);
             }
             TlpKind::MRd => {
                 let bridge_lat = bridge.map_or(SimTime::ZERO, |b| self.bridges[b].1);
@@ -1773,6 +1762,20 @@ impl<'a> Simulator<'a> {
                 }
             }
         }
+    }
+
+    /// Posted write `id`, received on channel `c`, is in the root complex's memory: its
+    /// credits free and it takes effect (flow bytes, an NTB's interrupt, a NIC's DMA).
+    fn written(&mut self, c: u32, id: u32) {
+        let t = self.tlps[id as usize];
+        let now = self.now();
+        self.rx_release(c, FcClass::Posted, 1, t.data_credits());
+        match t.role {
+            Role::Flow => self.write_arrived(t, now),
+            Role::NtbMsi => self.ntb_interrupt(t),
+            _ => self.nic_at_root(&t),
+        }
+        self.deliver(id);
     }
 
     fn at_endpoint(&mut self, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
@@ -2110,24 +2113,32 @@ impl<'a> Simulator<'a> {
         }
         let at_warmup = std::mem::take(&mut self.busy_at_warmup);
         let (resources, bottlenecks) = self.bottlenecks(now, &at_warmup, &links);
+        let ethernet = self.ethernet_results();
         let flows = self
             .flows
             .iter()
             .zip(&self.sys.workloads)
             .zip(bottlenecks)
-            .map(|((f, w), bottleneck)| FlowResult {
-                name: w.name.clone(),
-                bytes: f.bytes + f.media_bytes,
-                throughput_gbps: (f.bytes + f.media_bytes) as f64 * 8.0 / window / 1e9,
-                latency_ns: f.latency.summary(),
-                requests: f.latency.count(),
-                interrupts: f.interrupts,
-                target: self.sys.nodes[w.target].name.clone(),
-                address: w
-                    .address
-                    .as_ref()
-                    .map(|a| a.describe(&self.sys.nodes, w.target)),
-                bottleneck,
+            .map(|((f, w), bottleneck)| {
+                // A bridging workload's bytes are those of the frames it forwarded.
+                let bytes = match ethernet.iter().find(|e| e.name == w.name) {
+                    Some(e) => e.forwarded_frames * e.frame_size as u64,
+                    None => f.bytes + f.media_bytes,
+                };
+                FlowResult {
+                    name: w.name.clone(),
+                    bytes,
+                    throughput_gbps: bytes as f64 * 8.0 / window / 1e9,
+                    latency_ns: f.latency.summary(),
+                    requests: f.latency.count(),
+                    interrupts: f.interrupts,
+                    target: self.sys.nodes[w.target].name.clone(),
+                    address: w
+                        .address
+                        .as_ref()
+                        .map(|a| a.describe(&self.sys.nodes, w.target)),
+                    bottleneck,
+                }
             })
             .collect();
         for t in self.tlps.iter().filter(|t| t.live) {
@@ -2135,7 +2146,6 @@ impl<'a> Simulator<'a> {
             self.audit.payload_in_flight += t.payload as u64;
         }
         self.audit.conclude();
-        let ethernet = self.ethernet_results();
         RunResult {
             simulated_s: window,
             wall_s,

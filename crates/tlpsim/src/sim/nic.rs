@@ -848,6 +848,7 @@ impl Simulator<'_> {
                 frame_size: b.frame_size,
                 load: b.load,
                 offered_fps: offered as f64 / window,
+                forwarded_frames: forwarded,
                 forwarded_fps: forwarded as f64 / window,
                 forwarded_mbps: forwarded as f64 * bits / window / 1e6,
                 dropped,

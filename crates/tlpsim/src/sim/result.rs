@@ -6,17 +6,18 @@ use serde::Serialize;
 
 use super::bottleneck::{Bottleneck, ResourceResult};
 
-/// Latency summary in nanoseconds.
+/// Latency summary in nanoseconds; every field `None` (JSON null) when no request
+/// completed in the window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct LatencySummary {
     /// Mean (exact).
-    pub mean: f64,
+    pub mean: Option<f64>,
     /// Median (histogram, 3 significant digits).
-    pub p50: f64,
+    pub p50: Option<f64>,
     /// 99th percentile.
-    pub p99: f64,
+    pub p99: Option<f64>,
     /// Largest.
-    pub max: f64,
+    pub max: Option<f64>,
 }
 
 /// One workload's results over the measured window (after warmup).
@@ -24,7 +25,8 @@ pub struct LatencySummary {
 pub struct FlowResult {
     /// Workload name.
     pub name: String,
-    /// Payload bytes delivered (write data at the target, read data at the requester).
+    /// Payload bytes delivered (write data at the target, read data at the requester; for
+    /// an Ethernet bridging workload, the bytes of the frames it forwarded).
     pub bytes: u64,
     /// `bytes` per second, in Gb/s.
     pub throughput_gbps: f64,
@@ -127,6 +129,8 @@ pub struct EthernetResult {
     pub load: f64,
     /// Frames per second offered, all ports of the workload.
     pub offered_fps: f64,
+    /// Frames forwarded out of the other port in the window.
+    pub forwarded_frames: u64,
     /// Frames per second forwarded out of the other port.
     pub forwarded_fps: f64,
     /// Forwarded rate in Mb/s on the wire (frame plus preamble and gap).
@@ -201,16 +205,16 @@ impl LatencyRecorder {
         self.count
     }
 
-    /// Mean, p50, p99, max (zeros when empty).
+    /// Mean, p50, p99, max (all `None` when nothing was recorded).
     pub fn summary(&self) -> LatencySummary {
         if self.count == 0 {
             return LatencySummary::default();
         }
         LatencySummary {
-            mean: self.sum_ns / self.count as f64,
-            p50: self.hist.value_at_quantile(0.5) as f64,
-            p99: self.hist.value_at_quantile(0.99) as f64,
-            max: self.hist.max() as f64,
+            mean: Some(self.sum_ns / self.count as f64),
+            p50: Some(self.hist.value_at_quantile(0.5) as f64),
+            p99: Some(self.hist.value_at_quantile(0.99) as f64),
+            max: Some(self.hist.max() as f64),
         }
     }
 }
