@@ -94,6 +94,8 @@ pub enum NodeKind {
         read_latency: Latency,
         /// Memory bandwidth shared by read data and write data (bytes/s), if limited.
         memory_bandwidth: Option<f64>,
+        /// Rate it sinks posted write data at, before the memory (bytes/s), if limited.
+        posted_write_rate: Option<f64>,
         /// The host bridge the memory traffic crosses, if any.
         host_bridge: Option<usize>,
         /// Completion sizing.

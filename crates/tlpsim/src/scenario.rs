@@ -171,6 +171,9 @@ pub struct RootComplexSection {
     pub memory_read_latency: Option<LatencyValue>,
     /// Memory bandwidth shared by reads and writes, e.g. "2.5GB/s" (default unlimited).
     pub memory_bandwidth: Option<String>,
+    /// Rate at which it sinks posted write data, before the memory, e.g. "1.6GB/s"
+    /// (default unlimited).
+    pub posted_write_rate: Option<String>,
     /// Name of a `[[host_bridge]]` between this root complex and memory.
     pub host_bridge: Option<String>,
     /// Completion sizes: "rcb" (one per RCB block, default) or "mps".
@@ -676,6 +679,12 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             memory_bandwidth: match &rc.memory_bandwidth {
                 None => None,
                 Some(s) => Some(units::parse_bandwidth("memory_bandwidth", s).map_err(at(&place))?),
+            },
+            posted_write_rate: match &rc.posted_write_rate {
+                None => None,
+                Some(s) => {
+                    Some(units::parse_bandwidth("posted_write_rate", s).map_err(at(&place))?)
+                }
             },
             host_bridge,
             completion: words(

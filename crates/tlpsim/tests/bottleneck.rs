@@ -80,6 +80,21 @@ fn writes_into_infinite_posted_credits_still_wait_for_the_memory() {
 }
 
 #[test]
+fn a_posted_write_sink_paces_writes_and_leaves_reads_alone() {
+    let rc = "posted_write_rate = \"0.5GB/s\"";
+    let r = simulate(&one_link(rc, "", WRITES));
+    let gbps = r.flows[0].throughput_gbps;
+    assert!((gbps / 4.0 - 1.0).abs() < 0.01, "{gbps} Gb/s");
+    let b = first_bottleneck(&r, "write_sink", "rc posted-write sink");
+    assert!(b.busy > 0.99, "{b:?}");
+    // Reads do not cross it: they fill the link, and it is not their bottleneck.
+    let r = simulate(&one_link(rc, "", READS));
+    first_bottleneck(&r, "link", "rc-ep down");
+    let sink = r.resources.iter().find(|m| m.kind == "write_sink").unwrap();
+    assert_eq!(sink.busy, 0.0);
+}
+
+#[test]
 fn a_credit_supply_short_of_the_round_trip_is_named_with_its_type() {
     let r = simulate(&one_link(
         "credits = { ph = 2, pd = 64 }",

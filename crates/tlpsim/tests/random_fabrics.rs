@@ -12,7 +12,8 @@ use tlpsim::sim::run;
 /// One switch: (parent index, 0 = the root complex, k = switch k), cut-through, shared
 /// bus, port latency in ns, weighted arbitration, posted header credits per port.
 type SwitchGen = (usize, bool, bool, u32, bool, u32);
-/// The root complex: memory bandwidth in GB/s (0 unlimited), MPS-sized completions, a
+/// The root complex: memory bandwidth in GB/s (0 unlimited; an odd one adds a posted-write
+/// sink of half its rate), MPS-sized completions, a
 /// shared outbound queue with this many TLPs per root port (0: per-port queues), memory
 /// read latency fixed / uniform / exponential, a host bridge in front of memory.
 type RootGen = (u32, bool, u32, usize, bool);
@@ -74,6 +75,13 @@ fn fabric(
     }
     if memory > 0 {
         t.push_str(&format!("memory_bandwidth = \"{memory}GB/s\"\n"));
+    }
+    if memory % 2 == 1 {
+        // A posted-write sink slower than the memory on some fabrics.
+        t.push_str(&format!(
+            "posted_write_rate = \"{}GB/s\"\n",
+            memory as f64 / 2.0
+        ));
     }
     if mps_completions {
         t.push_str("completion = \"mps\"\n");

@@ -37,7 +37,7 @@ pub const WINDOW_FULL: f64 = 0.5;
 pub struct ResourceResult {
     /// Its name, e.g. "rc memory", "sw shared bus", "cpu core 0".
     pub name: String,
-    /// "memory", "host_bridge", "switch_bus", "media", "cpu".
+    /// "memory", "write_sink", "host_bridge", "switch_bus", "media", "cpu".
     pub kind: &'static str,
     /// Fraction of the measured window it was busy.
     pub busy: f64,
@@ -46,7 +46,7 @@ pub struct ResourceResult {
 /// What limits a flow.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Bottleneck {
-    /// "link", "memory", "host_bridge", "switch_bus", "media", "cpu", "credits",
+    /// "link", "memory", "write_sink", "host_bridge", "switch_bus", "media", "cpu", "credits",
     /// "replay_buffer", "requests" or "offered_load".
     pub kind: &'static str,
     /// The resource, e.g. "rc-sw down", "rc memory", "sw -> a NPH credits".
@@ -148,9 +148,10 @@ pub(super) type BusyTicks = Vec<u64>;
 struct Resource {
     node: usize,
     bridge: usize,
-    /// For one side of a duplex storage media: Some(true) its read side (the flow's DMA
-    /// writes), Some(false) its write side (the flow's DMA reads).
-    media_read: Option<bool>,
+    /// Some(true): only flows that DMA-write use it (a duplex storage media's read side, a
+    /// root complex's posted-write sink); Some(false): only flows that DMA-read (a duplex
+    /// media's write side); None: every flow through its node.
+    used_by_writes: Option<bool>,
     kind: &'static str,
     name: String,
     busy: u64,
@@ -159,15 +160,16 @@ struct Resource {
 }
 
 impl Simulator<'_> {
-    /// The non-link resources with the service each gave by `t`: per node its memory, shared
-    /// bus or media (read and write apart when they run at once), then the host bridges.
+    /// The non-link resources with the service each gave by `t`: per node its posted-write
+    /// sink and memory, shared bus or media (read and write apart when they run at once),
+    /// then the host bridges.
     fn resources(&self, t: SimTime) -> Vec<Resource> {
         let mut out = Vec::new();
-        let mut add = |node, bridge, media_read, kind, name: String, busy, rate| {
+        let mut add = |node, bridge, used_by_writes, kind, name: String, busy, rate| {
             out.push(Resource {
                 node,
                 bridge,
-                media_read,
+                used_by_writes,
                 kind,
                 name,
                 busy,
@@ -178,16 +180,31 @@ impl Simulator<'_> {
             let name = &self.sys.nodes[n].name;
             match state {
                 NodeState::Root {
-                    memory: Some(m), ..
-                } => add(
-                    n,
-                    NONE as usize,
-                    None,
-                    "memory",
-                    format!("{name} memory"),
-                    m.busy_by(t),
-                    Some(m.bytes_per_s()),
-                ),
+                    memory, write_sink, ..
+                } => {
+                    if let Some(w) = write_sink {
+                        add(
+                            n,
+                            NONE as usize,
+                            Some(true),
+                            "write_sink",
+                            format!("{name} posted-write sink"),
+                            w.busy_by(t),
+                            Some(w.bytes_per_s()),
+                        );
+                    }
+                    if let Some(m) = memory {
+                        add(
+                            n,
+                            NONE as usize,
+                            None,
+                            "memory",
+                            format!("{name} memory"),
+                            m.busy_by(t),
+                            Some(m.bytes_per_s()),
+                        );
+                    }
+                }
                 NodeState::Switch { bus: Some(b), .. } => add(
                     n,
                     NONE as usize,
@@ -327,7 +344,7 @@ impl Simulator<'_> {
                         nodes.contains(&r.node)
                     };
                     // A duplex media's side this flow does not use cannot limit it.
-                    let side_used = match r.media_read {
+                    let side_used = match r.used_by_writes {
                         Some(true) => f.writes,
                         Some(false) => f.reads,
                         None => true,

@@ -284,6 +284,8 @@ enum NodeState {
     Root {
         read_latency: Latency,
         memory: Option<Throttle>,
+        /// The posted-write sink ahead of the memory.
+        write_sink: Option<Throttle>,
         bridge: Option<usize>,
         cpl_size: u32,
         /// Tags for the CPU's own reads (of a bridge's scratchpad registers).
@@ -638,12 +640,14 @@ impl<'a> Simulator<'a> {
                 NodeKind::RootComplex {
                     read_latency,
                     memory_bandwidth,
+                    posted_write_rate,
                     host_bridge,
                     completion,
                     ..
                 } => NodeState::Root {
                     read_latency: *read_latency,
                     memory: memory_bandwidth.map(Throttle::new),
+                    write_sink: posted_write_rate.map(Throttle::new),
                     bridge: *host_bridge,
                     cpl_size: match completion {
                         CompletionRule::Rcb => sys.pcie.rcb.min(mps),
@@ -1690,6 +1694,7 @@ impl<'a> Simulator<'a> {
         let NodeState::Root {
             read_latency,
             memory,
+            write_sink,
             bridge,
             cpl_size,
             ..
@@ -1703,11 +1708,15 @@ impl<'a> Simulator<'a> {
                 if let Some(b) = bridge {
                     done = self.bridges[*b].0.pass(done, t.payload);
                 }
+                if let Some(w) = write_sink {
+                    done = w.pass(done, t.payload);
+                }
                 if let Some(m) = memory {
                     done = m.pass(done, t.payload);
                 }
                 // The write counts, and its credits free, once the memory has it: a root
-                // advertising infinite posted credits still takes data at its memory's rate.
+                // advertising infinite posted credits still takes data at its sink's and
+                // memory's rates.
                 if done > now {
                     self.q.schedule(done, Ev::Written { ch: c, tlp: id });
                 } else {
