@@ -92,6 +92,13 @@ fn a_posted_write_sink_paces_writes_and_leaves_reads_alone() {
     first_bottleneck(&r, "link", "rc-ep down");
     let sink = r.resources.iter().find(|m| m.kind == "write_sink").unwrap();
     assert_eq!(sink.busy, 0.0);
+    // Nor do the root's own writes into the endpoint.
+    let down = one_link(rc, "", WRITES).replace(
+        "endpoint = \"ep\"\n",
+        "endpoint = \"rc\"\ntarget = \"ep\"\n",
+    );
+    let r = simulate(&down);
+    first_bottleneck(&r, "link", "rc-ep down");
 }
 
 #[test]

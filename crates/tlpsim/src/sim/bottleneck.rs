@@ -343,9 +343,10 @@ impl Simulator<'_> {
                     } else {
                         nodes.contains(&r.node)
                     };
-                    // A duplex media's side this flow does not use cannot limit it.
+                    // A duplex media's side this flow does not use cannot limit it, nor a
+                    // root's posted-write sink a flow that does not write into that root.
                     let side_used = match r.used_by_writes {
-                        Some(true) => f.writes,
+                        Some(true) => f.writes && (r.kind != "write_sink" || dst == r.node),
                         Some(false) => f.reads,
                         None => true,
                     };
