@@ -674,18 +674,17 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                     )
                 }
             };
+        // An optional rate: unlimited when not given.
+        let rate = |key: &'static str, v: &Option<String>| {
+            v.as_deref()
+                .map(|s| units::parse_bandwidth(key, s))
+                .transpose()
+                .map_err(at(&place))
+        };
         let kind = NodeKind::RootComplex {
             read_latency: latency(&place, &rc.memory_read_latency, "500ns")?,
-            memory_bandwidth: match &rc.memory_bandwidth {
-                None => None,
-                Some(s) => Some(units::parse_bandwidth("memory_bandwidth", s).map_err(at(&place))?),
-            },
-            posted_write_rate: match &rc.posted_write_rate {
-                None => None,
-                Some(s) => {
-                    Some(units::parse_bandwidth("posted_write_rate", s).map_err(at(&place))?)
-                }
-            },
+            memory_bandwidth: rate("memory_bandwidth", &rc.memory_bandwidth)?,
+            posted_write_rate: rate("posted_write_rate", &rc.posted_write_rate)?,
             host_bridge,
             completion: words(
                 &place,

@@ -612,14 +612,16 @@ fn compute_limited(cell: &SimCell, catalog: &toml::Table) -> Result<Computed> {
         _ => None,
     };
     // DMA and storage flows; an Ethernet bridging workload beside them is background.
-    let dma_gbps = || -> f64 {
-        let bridging = |name: &str| result.ethernet.iter().any(|e| e.name == name);
-        let flows = result.flows.iter().filter(|f| !bridging(&f.name));
-        flows.map(|f| f.throughput_gbps).sum()
-    };
+    let bridging = |name: &str| result.ethernet.iter().any(|e| e.name == name);
+    let dma_gbps: f64 = result
+        .flows
+        .iter()
+        .filter(|f| !bridging(&f.name))
+        .map(|f| f.throughput_gbps)
+        .sum();
     let value = match cell.quantity {
-        SimQuantity::ThroughputGbytes => dma_gbps() / 8.0,
-        SimQuantity::ThroughputMbytes => dma_gbps() / 8.0 * 1000.0,
+        SimQuantity::ThroughputGbytes => dma_gbps / 8.0,
+        SimQuantity::ThroughputMbytes => dma_gbps / 8.0 * 1000.0,
         SimQuantity::LatencyNs => mean_latency(&result, &origin)?,
         SimQuantity::GeCombinedMbps
         | SimQuantity::Netperf
