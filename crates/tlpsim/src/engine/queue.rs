@@ -9,6 +9,7 @@
 //! near-future events a link simulation is made of. Events at equal times come out in the
 //! order they went in.
 
+use super::table::Table;
 use super::time::SimTime;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -58,9 +59,9 @@ struct Node<E> {
 pub struct EventQueue<E> {
     /// First and last node of each bucket (NIL when empty); a bucket's list is sorted by
     /// time, equal times in insertion order.
-    ends: Vec<[u32; 2]>,
+    ends: Table<[u32; 2]>,
     /// The node pool.
-    nodes: Vec<Node<E>>,
+    nodes: Table<Node<E>>,
     /// First free node (free nodes chain through `next`).
     free: u32,
     /// Bit per non-empty bucket.
@@ -85,8 +86,8 @@ impl<E: Copy> EventQueue<E> {
     /// An empty queue at time zero.
     pub fn new() -> Self {
         EventQueue {
-            ends: vec![[NIL; 2]; SLOTS],
-            nodes: Vec::new(),
+            ends: vec![[NIL; 2]; SLOTS].into(),
+            nodes: Table::new(),
             free: NIL,
             occupied: [0; WORDS],
             base: 0,

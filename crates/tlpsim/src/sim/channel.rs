@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::{OpenSpan, SimTime};
+use crate::engine::{OpenSpan, SimTime, Table};
 use crate::fabric::Credits;
 use crate::pcie::wire::Wire;
 
@@ -55,13 +55,8 @@ pub struct Queued {
 struct Input {
     queues: [VecDeque<Queued>; 3],
     weight: u32,
-}
-
-impl Input {
-    /// True when no TLP waits in any of its queues.
-    fn is_empty(&self) -> bool {
-        self.queues.iter().all(VecDeque::is_empty)
-    }
+    /// TLPs waiting in its three queues.
+    len: u32,
 }
 
 /// A sent TLP held until acknowledged.
@@ -165,7 +160,7 @@ pub struct Channel {
     pub framing: u32,
 
     // Transmitter.
-    inputs: Vec<Input>,
+    inputs: Table<Input>,
     current: usize,
     left: u32,
     next_stamp: u64,
@@ -255,7 +250,7 @@ impl Channel {
                 weight: w.max(1),
                 ..Input::default()
             })
-            .collect::<Vec<_>>();
+            .collect::<Table<_>>();
         let left = inputs[0].weight;
         let adv = credits.0;
         Channel {
@@ -330,6 +325,7 @@ impl Channel {
         self.queue_joined += now.ticks() as u128;
         let stamp = self.next_stamp;
         self.next_stamp += 1;
+        self.inputs[input].len += 1;
         self.inputs[input].queues[class as usize].push_back(Queued {
             tlp,
             data_credits,
@@ -365,30 +361,32 @@ impl Channel {
         }
         let n = self.inputs.len();
         let mut blocked = Blocked::Empty;
-        // The input after `i`, round the ring.
-        let after = |i: usize| if i + 1 == n { 0 } else { i + 1 };
         let mut idx = self.current;
         for _ in 0..n {
-            if self.inputs[idx].is_empty() {
-                idx = after(idx);
+            if self.inputs[idx].len == 0 {
+                idx = if idx + 1 == n { 0 } else { idx + 1 };
                 continue;
             }
             if let Some(c) = self.choose(idx, &mut blocked) {
-                let entry = self.inputs[idx].queues[c].pop_front().expect("head exists");
+                let input = &mut self.inputs[idx];
+                input.len -= 1;
+                let entry = input.queues[c].pop_front().expect("head exists");
                 self.queue_left += now.ticks() as u128;
                 self.queued -= 1;
-                if idx != self.current {
-                    self.current = idx;
-                    self.left = self.inputs[idx].weight;
-                }
-                self.left -= 1;
-                if self.left == 0 {
-                    self.current = after(self.current);
-                    self.left = self.inputs[self.current].weight;
+                if n > 1 {
+                    if idx != self.current {
+                        self.current = idx;
+                        self.left = input.weight;
+                    }
+                    self.left -= 1;
+                    if self.left == 0 {
+                        self.current = if idx + 1 == n { 0 } else { idx + 1 };
+                        self.left = self.inputs[self.current].weight;
+                    }
                 }
                 return Ok((entry, CLASSES[c]));
             }
-            idx = after(idx);
+            idx = if idx + 1 == n { 0 } else { idx + 1 };
         }
         Err(blocked)
     }
@@ -401,23 +399,26 @@ impl Channel {
     fn choose(&self, idx: usize, blocked: &mut Blocked) -> Option<usize> {
         let [p, np, cpl] = &self.inputs[idx].queues;
         let posted = p.front();
-        let posted_stamp = posted.map_or(u64::MAX, |q| q.stamp);
         let (np, cpl) = (np.front(), cpl.front());
-        let stamp = |q: Option<&Queued>| q.map_or(u64::MAX, |q| q.stamp);
-        let (first, second) = if stamp(np) < stamp(cpl) {
-            ((1, np), (2, cpl))
-        } else {
-            ((2, cpl), (1, np))
-        };
-        for (c, head) in [first, second] {
-            match head {
-                Some(h) if h.stamp < posted_stamp => {
-                    if self.may_send(c, h, blocked) {
-                        return Some(c);
+        if np.is_some() || cpl.is_some() {
+            let posted_stamp = posted.map_or(u64::MAX, |q| q.stamp);
+            let stamp = |q: Option<&Queued>| q.map_or(u64::MAX, |q| q.stamp);
+            let ((c1, h1), (c2, h2)) = if stamp(np) < stamp(cpl) {
+                ((1, np), (2, cpl))
+            } else {
+                ((2, cpl), (1, np))
+            };
+            // The older of the two first; the later one only if the older could not go,
+            // and neither unless older than the posted head.
+            if let Some(h) = h1.filter(|h| h.stamp < posted_stamp) {
+                if self.may_send(c1, h, blocked) {
+                    return Some(c1);
+                }
+                if let Some(h) = h2.filter(|h| h.stamp < posted_stamp) {
+                    if self.may_send(c2, h, blocked) {
+                        return Some(c2);
                     }
                 }
-                // The later one cannot be older than the posted head either.
-                _ => break,
             }
         }
         match posted {

@@ -22,7 +22,7 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::engine::rng::{Latency, Rng};
-use crate::engine::{EventQueue, OpenSpan, SimTime};
+use crate::engine::{EventQueue, OpenSpan, SimTime, Table};
 use crate::fabric::{
     Arbitration, CompletionRule, Core, DmaDirection, Doorbell, Forwarding, NodeKind, StorageMix,
     System, CREDIT_TYPES,
@@ -455,19 +455,19 @@ pub struct Simulator<'a> {
     sys: &'a System,
     q: EventQueue<Ev>,
     rng: Rng,
-    tlps: Vec<Tlp>,
+    tlps: Table<Tlp>,
     free_tlps: Vec<u32>,
-    reqs: Vec<Req>,
+    reqs: Table<Req>,
     free_reqs: Vec<u32>,
-    chans: Vec<Channel>,
+    chans: Table<Channel>,
     /// Node each channel delivers to, and that node's port index for it.
-    rx_node: Vec<u32>,
-    rx_port: Vec<u32>,
-    tx_port: Vec<u32>,
-    nodes: Vec<NodeState>,
-    route: Vec<u32>,
+    rx_node: Table<u32>,
+    rx_port: Table<u32>,
+    tx_port: Table<u32>,
+    nodes: Table<NodeState>,
+    route: Table<u32>,
     bridges: Vec<(Throttle, SimTime)>,
-    flows: Vec<Flow>,
+    flows: Table<Flow>,
     audit: Audit,
     measuring: bool,
     snapshot: Vec<ChannelCounters>,
@@ -722,17 +722,17 @@ impl<'a> Simulator<'a> {
             sys,
             q: EventQueue::new(),
             rng: Rng::new(sys.seed),
-            tlps: Vec::new(),
+            tlps: Table::new(),
             free_tlps: Vec::new(),
-            reqs: Vec::new(),
+            reqs: Table::new(),
             free_reqs: Vec::new(),
             snapshot: vec![ChannelCounters::default(); chans.len()],
-            chans,
-            rx_node,
-            rx_port,
-            tx_port,
+            chans: chans.into(),
+            rx_node: rx_node.into(),
+            rx_port: rx_port.into(),
+            tx_port: tx_port.into(),
             nodes,
-            route,
+            route: route.into(),
             bridges: sys
                 .host_bridges
                 .iter()
@@ -1046,7 +1046,7 @@ impl<'a> Simulator<'a> {
             ch.counters.busy_ticks = ch.wire.busy_ticks();
             self.snapshot[c] = ch.counters;
         }
-        for f in &mut self.flows {
+        for f in self.flows.iter_mut() {
             f.bytes = 0;
             f.latency = LatencyRecorder::default();
             f.window_ticks = 0;
