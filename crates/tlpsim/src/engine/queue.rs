@@ -70,6 +70,8 @@ pub struct EventQueue<E> {
     base: u64,
     /// Events at or beyond `base + SLOTS`.
     far: BinaryHeap<Reverse<Far<E>>>,
+    /// Slot of the earliest far event (`u64::MAX` when there is none).
+    far_slot: u64,
     next_seq: u64,
     len: usize,
     now: SimTime,
@@ -92,6 +94,7 @@ impl<E: Copy> EventQueue<E> {
             occupied: [0; WORDS],
             base: 0,
             far: BinaryHeap::new(),
+            far_slot: u64::MAX,
             next_seq: 0,
             len: 0,
             now: SimTime::ZERO,
@@ -172,10 +175,18 @@ impl<E: Copy> EventQueue<E> {
         if (at >> SLOT_BITS) < self.base + SLOTS as u64 {
             self.place(at, event);
         } else {
-            let key = (at, self.next_seq);
-            self.next_seq += 1;
-            self.far.push(Reverse(Far { key, event }));
+            self.push_far(at, event);
         }
+    }
+
+    /// Puts an event beyond the wheel's span in the far heap (kept out of line: rare).
+    #[cold]
+    #[inline(never)]
+    fn push_far(&mut self, at: u64, event: E) {
+        let key = (at, self.next_seq);
+        self.next_seq += 1;
+        self.far.push(Reverse(Far { key, event }));
+        self.far_slot = self.far_slot.min(at >> SLOT_BITS);
     }
 
     /// True if some waiting event satisfies `pred` (a scan of every waiting event: for rare
@@ -200,10 +211,14 @@ impl<E: Copy> EventQueue<E> {
         self.schedule(self.now + delay, event);
     }
 
-    /// The first non-empty slot at or after `base`, as an absolute slot number.
+    /// The first non-empty slot at or after `base` (whose bucket is `start`), as an
+    /// absolute slot number.
     #[inline]
-    fn next_occupied(&self) -> Option<u64> {
-        let start = (self.base as usize) & (SLOTS - 1);
+    fn next_occupied_from(&self, start: usize) -> Option<u64> {
+        if self.ends[start][0] != NIL {
+            // Another event in the slot just served.
+            return Some(self.base);
+        }
         let (w0, b0) = (start / 64, start % 64);
         let first = self.occupied[w0] & (!0u64 << b0);
         if first != 0 {
@@ -229,7 +244,8 @@ impl<E: Copy> EventQueue<E> {
     /// Takes the earliest event if it is due at or before `until`, advancing now to its time.
     #[inline]
     pub fn pop_until(&mut self, until: SimTime) -> Option<(SimTime, E)> {
-        let slot = match self.next_occupied() {
+        let here = self.base as usize & (SLOTS - 1);
+        let slot = match self.next_occupied_from(here) {
             Some(s) => s,
             None => {
                 // The wheel is empty: turn it to the first far event.
@@ -274,16 +290,18 @@ impl<E: Copy> EventQueue<E> {
     /// True when the earliest far event falls within the wheel's span.
     #[inline]
     fn far_due(&self) -> bool {
-        self.far
-            .peek()
-            .is_some_and(|Reverse(f)| (f.key.0 >> SLOT_BITS) < self.base + SLOTS as u64)
+        self.far_slot < self.base + SLOTS as u64
     }
 
     /// Moves far events that now fall within the wheel's span onto it.
     fn refill(&mut self) {
         while self.far_due() {
-            let Reverse(f) = self.far.pop().expect("peeked");
+            let Reverse(f) = self.far.pop().expect("far_slot names a waiting event");
             self.place(f.key.0, f.event);
+            self.far_slot = self
+                .far
+                .peek()
+                .map_or(u64::MAX, |Reverse(f)| f.key.0 >> SLOT_BITS);
         }
     }
 

@@ -1095,11 +1095,11 @@ impl<'a> Simulator<'a> {
     /// Queues TLP `id` on channel `c` (input from its ingress port) and kicks the wire; a
     /// root complex with a shared outbound queue takes its own TLPs in issue order there.
     fn push(&mut self, c: u32, id: u32) {
-        let t = self.tlps[id as usize];
+        let t = &self.tlps[id as usize];
         if t.ingress == NONE {
+            let posted = t.class() == FcClass::Posted;
             let tx = self.rx_node[(c ^ 1) as usize] as usize;
             if let Some(o) = &mut self.outbound[tx] {
-                let posted = t.class() == FcClass::Posted;
                 let full = self.chans[c as usize].queued >= o.depth as usize;
                 if full || !o.posted.is_empty() || (!posted && !o.other.is_empty()) {
                     o.seq += 1;
@@ -1115,7 +1115,7 @@ impl<'a> Simulator<'a> {
     /// Puts TLP `id` into channel `c`'s egress queues (past any shared outbound queue) and
     /// wakes the transmitter.
     fn enqueue_tlp(&mut self, c: u32, id: u32) {
-        let t = self.tlps[id as usize];
+        let t = &self.tlps[id as usize];
         let input = if t.ingress != NONE {
             self.rx_port[t.ingress as usize] as usize
         } else if t.role == Role::NtbMsi {
@@ -1123,14 +1123,11 @@ impl<'a> Simulator<'a> {
         } else {
             0
         };
+        let pcie = &self.sys.pcie;
+        let bytes = tlp::tlp_bytes(t.kind, pcie.addressing, t.payload, pcie.ecrc);
+        let (class, data) = (t.class(), t.data_credits());
         let ch = &mut self.chans[c as usize];
-        let bytes = tlp::tlp_bytes(
-            t.kind,
-            self.sys.pcie.addressing,
-            t.payload,
-            self.sys.pcie.ecrc,
-        ) + ch.framing;
-        ch.enqueue(self.q.now(), input, t.class(), id, t.data_credits(), bytes);
+        ch.enqueue(self.q.now(), input, class, id, data, bytes + ch.framing);
         self.try_send(c);
     }
 
@@ -1147,18 +1144,26 @@ impl<'a> Simulator<'a> {
     /// Sends what channel `c` has: pending DLLPs back to back, then one TLP (a replay or
     /// the arbiter's pick), all starting when the wire is free; a TxFree event follows only
     /// while more waits.
+    #[inline(always)]
     fn try_send(&mut self, c: u32) {
-        let now = self.now();
-        let ch = &mut self.chans[c as usize];
+        let ch = &self.chans[c as usize];
+        // Most calls find a wake-up pending or the wire busy: answered here, inline.
         if ch.tx_event {
             return;
         }
-        if ch.wire.free_at() > now {
+        if ch.wire.free_at() > self.now() {
             if ch.has_work() {
                 self.schedule_tx_free(c);
             }
             return;
         }
+        self.send_now(c);
+    }
+
+    /// [`Self::try_send`] once the wire is free and no wake-up is pending.
+    #[inline(never)]
+    fn send_now(&mut self, c: u32) {
+        let now = self.now();
         // Back-to-back DLLPs reach the other end as one burst (one event at the last one's
         // arrival: the earlier ones are at most a few DLLP times early).
         while let Some(d) = self.chans[c as usize].dllp_out.pop_front() {
@@ -1224,17 +1229,19 @@ impl<'a> Simulator<'a> {
         }
         let mut picked = ch.pick(now);
         // A nullified copy the switch already knows is bad is dropped: pick again.
-        while let (Ok((q, _)), true) = (picked, self.errors) {
-            if self.tlps[q.tlp as usize].role != Role::Nullified {
-                break;
+        if self.errors {
+            while let Ok((q, _)) = picked {
+                if self.tlps[q.tlp as usize].role != Role::Nullified {
+                    break;
+                }
+                if self.send_nullified(c, q) {
+                    let ch = &mut self.chans[c as usize];
+                    ch.end_stall(now);
+                    ch.end_replay_stall(now);
+                    return;
+                }
+                picked = self.chans[c as usize].pick(now);
             }
-            if self.send_nullified(c, q) {
-                let ch = &mut self.chans[c as usize];
-                ch.end_stall(now);
-                ch.end_replay_stall(now);
-                return;
-            }
-            picked = self.chans[c as usize].pick(now);
         }
         let ch = &mut self.chans[c as usize];
         match picked {
@@ -1252,31 +1259,34 @@ impl<'a> Simulator<'a> {
                 ch.next_seq += 1;
                 ch.replay.push_back(e);
                 ch.replay_bytes += q.bytes;
-                let t = self.tlps[q.tlp as usize];
+                let t = &self.tlps[q.tlp as usize];
+                let (ingress, role, kind) = (t.ingress, t.role, t.kind);
                 ch.counters.tlps += 1;
                 ch.counters.payload_bytes += t.payload as u64;
                 let start = self.transmit(c, e, false);
-                if t.ingress != NONE {
+                if ingress != NONE {
                     // Leaves a switch: its ingress buffer space is free again.
-                    self.rx_release(t.ingress, class, 1, q.data_credits);
-                } else if t.role != Role::Flow {
+                    self.rx_release(ingress, class, 1, q.data_credits);
+                    return;
+                }
+                if role != Role::Flow {
+                    let t = self.tlps[q.tlp as usize];
                     self.nic_tlp_sent(&t);
                 } else {
-                    self.tlps[q.tlp as usize].born = start;
-                    match t.kind {
+                    let t = &mut self.tlps[q.tlp as usize];
+                    t.born = start;
+                    let (flow, req) = (t.flow, t.req);
+                    match kind {
                         TlpKind::MWr => {
-                            let f = t.flow;
-                            self.flows[f as usize].write_queued -= 1;
-                            self.fill_writes(f);
+                            self.flows[flow as usize].write_queued -= 1;
+                            self.fill_writes(flow);
                         }
-                        TlpKind::MRd => self.reqs[t.req as usize].issued = start,
+                        TlpKind::MRd => self.reqs[req as usize].issued = start,
                         _ => {}
                     }
                 }
-                if t.ingress == NONE {
-                    // A root port has room again: its shared outbound queue may move on.
-                    self.drain_outbound(c);
-                }
+                // A root port has room again: its shared outbound queue may move on.
+                self.drain_outbound(c);
             }
             Err(b) => ch.note_blocked(b, now),
         }
