@@ -1114,6 +1114,7 @@ impl<'a> Simulator<'a> {
 
     /// Puts TLP `id` into channel `c`'s egress queues (past any shared outbound queue) and
     /// wakes the transmitter.
+    #[inline(always)]
     fn enqueue_tlp(&mut self, c: u32, id: u32) {
         let t = &self.tlps[id as usize];
         let input = if t.ingress != NONE {
@@ -1293,6 +1294,7 @@ impl<'a> Simulator<'a> {
     }
 
     /// Puts one TLP (new or replayed) on the wire of `c`; returns when its first byte left.
+    #[inline(always)]
     fn transmit(&mut self, c: u32, e: ReplayEntry, replay: bool) -> SimTime {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
@@ -1656,6 +1658,7 @@ impl<'a> Simulator<'a> {
     /// The transaction layer of channel `c`'s receiver takes accepted TLP `id` (first byte
     /// arrived at `head`): into the receive buffer, then on to its egress (a switch) or its
     /// consumer.
+    #[inline(always)]
     fn tlp_receive(&mut self, c: u32, id: u32, head: SimTime) {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
