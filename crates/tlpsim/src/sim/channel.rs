@@ -55,8 +55,13 @@ pub struct Queued {
 struct Input {
     queues: [VecDeque<Queued>; 3],
     weight: u32,
-    /// TLPs waiting in its three queues.
-    len: u32,
+}
+
+impl Input {
+    /// True when no TLP waits in any of its queues.
+    fn is_empty(&self) -> bool {
+        self.queues.iter().all(VecDeque::is_empty)
+    }
 }
 
 /// A sent TLP held until acknowledged.
@@ -325,7 +330,6 @@ impl Channel {
         self.queue_joined += now.ticks() as u128;
         let stamp = self.next_stamp;
         self.next_stamp += 1;
-        self.inputs[input].len += 1;
         self.inputs[input].queues[class as usize].push_back(Queued {
             tlp,
             data_credits,
@@ -361,18 +365,20 @@ impl Channel {
         }
         let n = self.inputs.len();
         let mut blocked = Blocked::Empty;
+        // The input after `i`, round the ring.
+        let after = |i: usize| if i + 1 == n { 0 } else { i + 1 };
         let mut idx = self.current;
         for _ in 0..n {
-            if self.inputs[idx].len == 0 {
-                idx = if idx + 1 == n { 0 } else { idx + 1 };
+            if self.inputs[idx].is_empty() {
+                idx = after(idx);
                 continue;
             }
             if let Some(c) = self.choose(idx, &mut blocked) {
                 let input = &mut self.inputs[idx];
-                input.len -= 1;
                 let entry = input.queues[c].pop_front().expect("head exists");
                 self.queue_left += now.ticks() as u128;
                 self.queued -= 1;
+                // Round-robin or weighted turns only matter among several inputs.
                 if n > 1 {
                     if idx != self.current {
                         self.current = idx;
@@ -380,13 +386,13 @@ impl Channel {
                     }
                     self.left -= 1;
                     if self.left == 0 {
-                        self.current = if idx + 1 == n { 0 } else { idx + 1 };
+                        self.current = after(idx);
                         self.left = self.inputs[self.current].weight;
                     }
                 }
                 return Ok((entry, CLASSES[c]));
             }
-            idx = if idx + 1 == n { 0 } else { idx + 1 };
+            idx = after(idx);
         }
         Err(blocked)
     }
