@@ -215,10 +215,6 @@ impl<E: Copy> EventQueue<E> {
     /// absolute slot number.
     #[inline]
     fn next_occupied_from(&self, start: usize) -> Option<u64> {
-        if self.ends[start][0] != NIL {
-            // Another event in the slot just served.
-            return Some(self.base);
-        }
         let (w0, b0) = (start / 64, start % 64);
         let first = self.occupied[w0] & (!0u64 << b0);
         if first != 0 {
@@ -264,23 +260,23 @@ impl<E: Copy> EventQueue<E> {
         if at > until.ticks() {
             return None;
         }
-        if slot != self.base {
-            self.base = slot;
-            if self.far_due() {
-                self.refill();
-            }
+        // While the wheel stays on one slot no far event falls due (every turn ends with a
+        // refill, and far pushes lie beyond the span): the check fires only on a turn.
+        self.base = slot;
+        if self.far_due() {
+            self.refill();
         }
         // A refill moves far events only into slots later than this one: the head stands.
         let node = &mut self.nodes[n as usize];
         let (next, event) = (node.next, node.event);
         node.next = self.free;
         self.free = n;
-        if next == NIL {
-            self.ends[i] = [NIL; 2];
-            self.occupied[i / 64] &= !(1 << (i % 64));
-        } else {
-            self.ends[i][0] = next;
-        }
+        // Without branches: whether a bucket empties follows no pattern a predictor learns.
+        let emptied = next == NIL;
+        let last = self.ends[i][1];
+        // NIL is all ones: `last | -1` is NIL when the bucket empties.
+        self.ends[i] = [next, last | (emptied as u32).wrapping_neg()];
+        self.occupied[i / 64] &= !((emptied as u64) << (i % 64));
         self.len -= 1;
         self.now = SimTime::from_ticks(at);
         self.popped += 1;
