@@ -72,7 +72,8 @@ pub enum Core {
 pub enum Arbitration {
     /// One TLP per ingress port in turn.
     RoundRobin,
-    /// `weights[port]` TLPs per turn (ports in [`NodeSpec::ports`] order).
+    /// `weights[port]` TLPs per turn (ports in order: the upstream port, then the downstream
+    /// ports in the order of their links).
     Weighted(Vec<u32>),
 }
 

@@ -322,7 +322,7 @@ pub struct HostBridgeSection {
 pub struct LinkSection {
     /// [upstream node, downstream node].
     pub between: Vec<String>,
-    /// Generation 1–7 (default from [pcie]).
+    /// Generation 1–7 (default from the `[pcie]` section).
     pub gen: Option<i64>,
     /// Rate instead of gen, e.g. "8GT/s".
     pub rate: Option<String>,

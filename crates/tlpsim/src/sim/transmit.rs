@@ -1,0 +1,510 @@
+//! The transmit side of the simulator: egress queues into the wire, the arbiter's pick,
+//! DLLPs out, the replay buffer and timer, and TLPs put on their way to the receiver (an
+//! arrival at their last byte, a switch's forward at its port-to-port latency).
+
+use super::*;
+
+impl Simulator<'_> {
+    /// Queues TLP `id` on channel `c` (input from its ingress port) and kicks the wire; a
+    /// root complex with a shared outbound queue takes its own TLPs in issue order there.
+    pub(super) fn push(&mut self, c: u32, id: u32) {
+        let t = &self.tlps[id as usize];
+        if t.ingress == NONE {
+            let posted = t.class() == FcClass::Posted;
+            let tx = self.rx_node[(c ^ 1) as usize] as usize;
+            if let Some(o) = &mut self.outbound[tx] {
+                let full = self.chans[c as usize].queued >= o.depth as usize;
+                if full || !o.posted.is_empty() || (!posted && !o.other.is_empty()) {
+                    o.seq += 1;
+                    let fifo = if posted { &mut o.posted } else { &mut o.other };
+                    fifo.push_back((o.seq, c, id));
+                    return;
+                }
+            }
+        }
+        self.enqueue_tlp(c, id);
+    }
+
+    /// Puts TLP `id` into channel `c`'s egress queues (past any shared outbound queue) and
+    /// wakes the transmitter.
+    #[inline(always)]
+    pub(super) fn enqueue_tlp(&mut self, c: u32, id: u32) {
+        let t = &self.tlps[id as usize];
+        let input = if t.ingress != NONE {
+            self.rx_port[t.ingress as usize] as usize
+        } else if t.role == Role::NtbMsi {
+            self.rx_port[t.req as usize] as usize
+        } else {
+            0
+        };
+        let pcie = &self.sys.pcie;
+        let bytes = tlp::tlp_bytes(t.kind, pcie.addressing, t.payload, pcie.ecrc);
+        let (class, data) = (t.class(), t.data_credits());
+        let ch = &mut self.chans[c as usize];
+        ch.enqueue(self.q.now(), input, class, id, data, bytes + ch.framing);
+        self.try_send(c);
+    }
+
+    /// Wakes channel `c`'s transmitter when its wire frees (once: one pending TxFree).
+    fn schedule_tx_free(&mut self, c: u32) {
+        let ch = &mut self.chans[c as usize];
+        if !ch.tx_event {
+            ch.tx_event = true;
+            let at = ch.wire.free_at();
+            self.q.schedule(at, Ev::TxFree(c));
+        }
+    }
+
+    /// Sends what channel `c` has: pending DLLPs back to back, then one TLP (a replay or
+    /// the arbiter's pick), all starting when the wire is free; a TxFree event follows only
+    /// while more waits.
+    #[inline(always)]
+    pub(super) fn try_send(&mut self, c: u32) {
+        let ch = &self.chans[c as usize];
+        // Most calls find a wake-up pending or the wire busy: answered here, inline.
+        if ch.tx_event {
+            return;
+        }
+        if ch.wire.free_at() > self.now() {
+            if ch.has_work() {
+                self.schedule_tx_free(c);
+            }
+            return;
+        }
+        self.send_now(c);
+    }
+
+    /// [`Self::try_send`] once the wire is free and no wake-up is pending.
+    #[inline(never)]
+    fn send_now(&mut self, c: u32) {
+        let now = self.now();
+        // Back-to-back DLLPs reach the other end as one burst (one event at the last one's
+        // arrival: the earlier ones are at most a few DLLP times early).
+        while let Some(d) = self.chans[c as usize].dllp_out.pop_front() {
+            let ch = &mut self.chans[c as usize];
+            let (start, end) = ch.wire.send(now, DLLP_BYTES);
+            if let Some(tr) = &mut self.trace {
+                tr.record(c, start, end, Packet::Dllp(d));
+            }
+            ch.counters.dllps += 1;
+            let bad = lost(&mut self.rng, ch.byte_error, DLLP_BYTES);
+            let last = ch.dllp_out.is_empty();
+            let at = end + ch.prop;
+            self.chans[(c ^ 1) as usize]
+                .dllps_arriving
+                .push_back((d, bad, last));
+            if last {
+                self.q.schedule(at, Ev::DllpArrive(c ^ 1));
+            }
+        }
+        self.send_tlp(c);
+        let ch = &self.chans[c as usize];
+        if ch.wire.free_at() > now && ch.has_work() {
+            self.schedule_tx_free(c);
+        }
+    }
+
+    /// Moves TLPs from the heads of the shared outbound queue of channel `c`'s transmitting
+    /// node (if it has one) into their root ports while the ports have room (a posted write first;
+    /// a completion or read request only when no older posted write is still waiting).
+    fn drain_outbound(&mut self, c: u32) {
+        let tx = self.rx_node[(c ^ 1) as usize] as usize;
+        if self.draining || self.outbound[tx].is_none() {
+            return;
+        }
+        self.draining = true;
+        while let Some(o) = &mut self.outbound[tx] {
+            let room = |ch: u32| self.chans[ch as usize].queued < o.depth as usize;
+            let next = match (o.posted.front(), o.other.front()) {
+                (Some(&(_, ch, _)), _) if room(ch) => o.posted.pop_front(),
+                (p, Some(&(seq, ch, _))) if p.is_none_or(|p| p.0 > seq) && room(ch) => {
+                    o.other.pop_front()
+                }
+                _ => None,
+            };
+            let Some((_, ch, id)) = next else { break };
+            // A TLP created while this one is sent joins the shared queue behind the rest
+            // (this loop takes it in its turn).
+            self.enqueue_tlp(ch, id);
+        }
+        self.draining = false;
+    }
+
+    /// Puts channel `c`'s next TLP (a replay, or the arbiter's pick) on the wire.
+    fn send_tlp(&mut self, c: u32) {
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
+        if let Some(i) = ch.replay_next {
+            let e = ch.replay[i];
+            ch.replay_next = (i + 1 < ch.replay.len()).then_some(i + 1);
+            ch.counters.replays += 1;
+            self.transmit(c, e, true);
+            return;
+        }
+        let mut picked = ch.pick(now);
+        // A nullified copy the switch already knows is bad is dropped: pick again.
+        if self.errors {
+            while let Ok((q, _)) = picked {
+                if self.tlps[q.tlp as usize].role != Role::Nullified {
+                    break;
+                }
+                if self.send_nullified(c, q) {
+                    let ch = &mut self.chans[c as usize];
+                    ch.end_stall(now);
+                    ch.end_replay_stall(now);
+                    return;
+                }
+                picked = self.chans[c as usize].pick(now);
+            }
+        }
+        let ch = &mut self.chans[c as usize];
+        match picked {
+            Ok((q, class)) => {
+                ch.end_stall(now);
+                ch.end_replay_stall(now);
+                if !ch.consume(class, q.data_credits) {
+                    self.audit.credit_violations += 1;
+                }
+                let e = ReplayEntry {
+                    seq: ch.next_seq,
+                    tlp: q.tlp,
+                    bytes: q.bytes,
+                };
+                ch.next_seq += 1;
+                ch.replay.push_back(e);
+                ch.replay_bytes += q.bytes;
+                let t = &self.tlps[q.tlp as usize];
+                let (ingress, role, kind) = (t.ingress, t.role, t.kind);
+                ch.counters.tlps += 1;
+                ch.counters.payload_bytes += t.payload as u64;
+                let start = self.transmit(c, e, false);
+                if ingress != NONE {
+                    // Leaves a switch: its ingress buffer space is free again.
+                    self.rx_release(ingress, class, 1, q.data_credits);
+                    return;
+                }
+                if role != Role::Flow {
+                    let t = self.tlps[q.tlp as usize];
+                    self.nic_tlp_sent(&t);
+                } else {
+                    let t = &mut self.tlps[q.tlp as usize];
+                    t.born = start;
+                    let (flow, req) = (t.flow, t.req);
+                    match kind {
+                        TlpKind::MWr => {
+                            self.flows[flow as usize].write_queued -= 1;
+                            self.fill_writes(flow);
+                        }
+                        TlpKind::MRd => self.reqs[req as usize].issued = start,
+                        _ => {}
+                    }
+                }
+                // A root port has room again: its shared outbound queue may move on.
+                self.drain_outbound(c);
+            }
+            Err(b) => ch.note_blocked(b, now),
+        }
+    }
+
+    /// Puts one TLP (new or replayed) on the wire of `c`; returns when its first byte left.
+    #[inline(always)]
+    fn transmit(&mut self, c: u32, e: ReplayEntry, replay: bool) -> SimTime {
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
+        let (start, end) = ch.wire.send(now, e.bytes);
+        if self.trace.is_some() {
+            self.trace_tlp(c, e, (start, end), replay);
+        }
+        let ch = &mut self.chans[c as usize];
+        let p = ch.byte_error;
+        let prop = ch.prop;
+        if ch.replay_deadline.is_none() {
+            self.restart_replay_timer(c);
+        }
+        let bad = lost(&mut self.rng, p, e.bytes);
+        let tail = end + prop;
+        let dst = self.tlps[e.tlp as usize].dst as usize;
+        let forward_at = self.switch_forward_at(c, dst, start, end);
+        let ch = &mut self.chans[c as usize];
+        // The receiver's data link layer takes TLPs in the order they were sent: whether it
+        // will accept this one is known now.
+        let expected = e.seq == ch.rx_predicted;
+        let accepted = !bad && expected;
+        if accepted {
+            ch.rx_predicted += 1;
+        }
+        let forwarded = forward_at.is_some();
+        if let (Some(f), true) = (forward_at, accepted) {
+            self.schedule_forward(c, e.tlp, start + prop, f);
+        } else if let Some(f) = forward_at.filter(|&f| bad && expected && f < tail) {
+            // Cut-through: the switch begins sending the TLP on before its bad LCRC arrives,
+            // and can only nullify what it sent (spec: a switch must not truncate a TLP).
+            let ghost = Tlp {
+                role: Role::Nullified,
+                live: false,
+                born: tail,
+                next: NONE,
+                ..self.tlps[e.tlp as usize]
+            };
+            let id = self.slot_for(ghost);
+            self.schedule_forward(c, id, start + prop, f);
+        }
+        self.arrive(
+            c,
+            Arrival {
+                seq: e.seq,
+                tlp: e.tlp,
+                bad,
+                nullified: false,
+                frees_wire: false,
+                head: start + prop,
+                tail,
+                forwarded,
+            },
+        );
+        start
+    }
+
+    /// Sends `a` on its way to channel `c`'s receiver: its arrival event is due at its tail
+    /// (the data link layer takes a TLP at its last byte; tails follow the wire's order, so
+    /// arrival events come in the order of `arriving`).
+    #[inline]
+    fn arrive(&mut self, c: u32, mut a: Arrival) {
+        let ch = &mut self.chans[c as usize];
+        debug_assert!(ch.arriving.back().is_none_or(|b| b.tail <= a.tail));
+        // Arriving just as the wire frees (no propagation delay, no SKP due): one event does
+        // both.
+        a.frees_wire = !ch.tx_event && a.tail == ch.wire.free_at();
+        ch.tx_event |= a.frees_wire;
+        ch.arriving.push_back(a);
+        self.q.schedule(a.tail, Ev::TlpArrive(c));
+    }
+
+    /// When the switch at the receiving end of channel `c` starts a TLP for `dst` that went
+    /// on the wire from `start` to `end` on its egress (from its first byte when cut-through,
+    /// its last when store-and-forward, plus propagation and the port-to-port latency); None
+    /// where no switch forwards it.
+    #[inline(always)]
+    fn switch_forward_at(
+        &self,
+        c: u32,
+        dst: usize,
+        start: SimTime,
+        end: SimTime,
+    ) -> Option<SimTime> {
+        let rx = self.rx_node[c as usize] as usize;
+        let NodeState::Switch { ports, table, .. } = &self.nodes[rx] else {
+            return None;
+        };
+        let out = self
+            .route
+            .get(rx * self.nodes.len() + dst)
+            .copied()
+            .unwrap_or(NONE);
+        if out == NONE {
+            return None;
+        }
+        let prop = self.chans[c as usize].prop;
+        let (ct, lat) =
+            table[self.rx_port[c as usize] as usize * ports + self.tx_port[out as usize] as usize];
+        Some(if ct { start } else { end } + prop + lat)
+    }
+
+    /// The switch at the receiving end of `c` forwards TLP `id` (first byte in at `head`) at
+    /// `at`, in the order of the TLPs it forwards before it.
+    #[inline]
+    fn schedule_forward(&mut self, c: u32, id: u32, head: SimTime, at: SimTime) {
+        let ch = &mut self.chans[c as usize];
+        let at = at.max(ch.last_forward);
+        ch.last_forward = at;
+        ch.forwarding.push_back((id, head));
+        self.q.schedule(at, Ev::Forward(c));
+    }
+
+    /// A switch's egress `c` has picked nullified copy `q`: sends it (EDB, inverted LCRC; on
+    /// again through a cut-through switch beyond) and returns true, or drops it and returns
+    /// false if the switch already knows the original was bad when the wire frees.
+    #[cold]
+    #[inline(never)]
+    fn send_nullified(&mut self, c: u32, q: Queued) -> bool {
+        let now = self.now();
+        let id = q.tlp;
+        if now >= self.tlps[id as usize].born {
+            self.free_tlps.push(id);
+            return false;
+        }
+        let ch = &mut self.chans[c as usize];
+        let (start, end) = ch.wire.send(now, q.bytes);
+        ch.counters.nullified += 1;
+        let tail = end + ch.prop;
+        if let Some(tr) = &mut self.trace {
+            let t = &self.tlps[id as usize];
+            let bytes = t.payload.max(t.length);
+            tr.record(
+                c,
+                start,
+                end,
+                Packet::Nullified {
+                    kind: t.kind,
+                    bytes,
+                },
+            );
+        }
+        let dst = self.tlps[id as usize].dst as usize;
+        let onward = self
+            .switch_forward_at(c, dst, start, end)
+            .filter(|&f| f < tail);
+        if let Some(f) = onward {
+            self.tlps[id as usize].born = tail;
+            self.schedule_forward(c, id, start + self.chans[c as usize].prop, f);
+        }
+        let head = start + self.chans[c as usize].prop;
+        self.arrive(
+            c,
+            Arrival {
+                seq: 0,
+                tlp: id,
+                bad: true,
+                nullified: true,
+                frees_wire: false,
+                head,
+                tail,
+                forwarded: onward.is_some(),
+            },
+        );
+        true
+    }
+
+    /// Notes TLP `e` on channel `c`'s wire from `span.0` to `span.1` in the trace (kept out
+    /// of line: most runs are not traced).
+    #[cold]
+    #[inline(never)]
+    fn trace_tlp(&mut self, c: u32, e: ReplayEntry, span: (SimTime, SimTime), replay: bool) {
+        // A replay of a TLP the receiver already took: its slab entry may hold another TLP
+        // by now, so only its size is known.
+        let packet = if replay && e.seq < self.chans[c as usize].rx_expected {
+            Packet::Duplicate {
+                seq: e.seq,
+                wire_bytes: e.bytes,
+            }
+        } else {
+            let t = &self.tlps[e.tlp as usize];
+            Packet::Tlp {
+                kind: t.kind,
+                bytes: t.payload.max(t.length),
+                seq: e.seq,
+                replay,
+                flow: (t.role == Role::Flow).then_some(t.flow),
+            }
+        };
+        if let Some(tr) = &mut self.trace {
+            tr.record(c, span.0, span.1, packet);
+        }
+    }
+
+    /// Sends a DLLP about channel `c`'s TLPs (it travels on the other direction's wire).
+    pub(super) fn send_dllp(&mut self, c: u32, d: Dllp) {
+        self.queue_dllp(c, d);
+        self.try_send(c ^ 1);
+    }
+
+    /// Queues a DLLP about channel `c`'s TLPs on the other direction's wire without kicking
+    /// its transmitter (DLLPs due at one instant go out back to back, ahead of TLPs: the
+    /// spec's recommended priority of scheduled transmissions, an implementation note of the
+    /// Data Link Layer chapter, puts Ack and UpdateFC DLLPs before new TLPs).
+    pub(super) fn queue_dllp(&mut self, c: u32, d: Dllp) {
+        let w = c ^ 1;
+        if self.chans[w as usize].flit {
+            // Flit mode: the DLLP rides in the DLP bytes of flits already on the wire.
+            let at = self.now() + self.chans[w as usize].prop;
+            self.chans[w as usize].counters.dllps += 1;
+            self.chans[c as usize]
+                .dllps_arriving
+                .push_back((d, false, true));
+            self.q.schedule(at, Ev::DllpArrive(c));
+        } else {
+            self.chans[w as usize].dllp_out.push_back(d);
+        }
+    }
+
+    /// Queues an UpdateFC for each class set in `classes` (bit k: class k), without kicking
+    /// the transmitter that carries them.
+    pub(super) fn queue_update_fcs(&mut self, c: u32, classes: u8) {
+        for (k, class) in CLASSES.into_iter().enumerate() {
+            if classes & (1 << k) != 0 {
+                let ch = &self.chans[c as usize];
+                let d = Dllp::UpdateFc(class, ch.rx_allocated[2 * k], ch.rx_allocated[2 * k + 1]);
+                self.queue_dllp(c, d);
+            }
+        }
+    }
+
+    /// Channel `c`'s transmitter takes DLLP `d` about its TLPs: an Ack or Nak frees the
+    /// replay buffer up to its sequence number (a Nak then replays the rest), an UpdateFC
+    /// raises a credit limit; a corrupted one is dropped.
+    pub(super) fn on_dllp(&mut self, c: u32, d: Dllp, bad: bool) {
+        let ch = &mut self.chans[c as usize];
+        if bad {
+            ch.counters.bad_dllps += 1;
+            return;
+        }
+        match d {
+            Dllp::Ack(seq) | Dllp::Nak(seq) => {
+                if ch.purge_acked(seq) > 0 {
+                    if ch.replay.is_empty() {
+                        ch.replay_deadline = None;
+                    } else {
+                        self.restart_replay_timer(c);
+                    }
+                }
+                let ch = &mut self.chans[c as usize];
+                if matches!(d, Dllp::Nak(_)) {
+                    ch.counters.naks += 1;
+                    if !ch.replay.is_empty() {
+                        ch.replay_next = Some(0);
+                    }
+                }
+            }
+            Dllp::UpdateFc(class, h, dd) => {
+                let k = class as usize * 2;
+                ch.credit_limit[k] = ch.credit_limit[k].max(h);
+                ch.credit_limit[k + 1] = ch.credit_limit[k + 1].max(dd);
+            }
+        }
+    }
+
+    /// The replay timer of `c` (re)starts now; a ReplayTimer event is scheduled unless one
+    /// is already pending (it reschedules itself to a later deadline).
+    fn restart_replay_timer(&mut self, c: u32) {
+        let ch = &mut self.chans[c as usize];
+        let deadline = self.q.now() + ch.replay_timeout;
+        ch.replay_deadline = Some(deadline);
+        if !ch.replay_event {
+            ch.replay_event = true;
+            self.q.schedule(deadline, Ev::ReplayTimer(c));
+        }
+    }
+
+    /// The replay timer of `c` fires: reschedules itself to a later deadline, or replays
+    /// every unacknowledged TLP if the deadline passed.
+    pub(super) fn on_replay_timer(&mut self, c: u32) {
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
+        ch.replay_event = false;
+        match ch.replay_deadline {
+            None => {}
+            Some(d) if d > now => {
+                ch.replay_event = true;
+                self.q.schedule(d, Ev::ReplayTimer(c));
+            }
+            Some(_) => {
+                ch.replay_deadline = None;
+                if !ch.replay.is_empty() {
+                    ch.counters.timeouts += 1;
+                    ch.replay_next = Some(0);
+                    self.try_send(c);
+                }
+            }
+        }
+    }
+}
