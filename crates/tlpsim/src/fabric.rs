@@ -58,6 +58,16 @@ pub enum Forwarding {
     StoreAndForward,
 }
 
+/// When a receiver sends the Ack and UpdateFC DLLPs it owes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckPolicy {
+    /// At the spec's Ack/UpdateFC latency interval, coalescing what arrived meanwhile.
+    Timer,
+    /// As soon as something is owed (each accepted TLP, each freed buffer), ahead of the next
+    /// TLP; one still waiting for the wire takes the newer sequence number or credit count.
+    Immediate,
+}
+
 /// A switch's internal fabric.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Core {
@@ -318,6 +328,8 @@ pub struct LinkSpec {
     pub ber: f64,
     /// Replay buffer capacity in bytes.
     pub replay_buffer: u32,
+    /// When the receivers on this link send their Acks and UpdateFCs.
+    pub ack: AckPolicy,
 }
 
 /// A bandwidth-capped, latency-adding hop between root complexes and memory.

@@ -20,9 +20,9 @@ use crate::engine::SimTime;
 use crate::error::ConfigError;
 use crate::fabric::AddressPath;
 use crate::fabric::{
-    Arbitration, BridgeSpec, CompletionRule, Core, CpuSpec, Credits, DmaDirection, Doorbell,
-    Forwarding, HostBridgeSpec, LinkSpec, MediaSpec, NicSpec, NodeId, NodeKind, NodeSpec, NtbSide,
-    NtbWindow, PcieSettings, StorageMix, System, WorkloadSpec, SCRATCHPAD_BYTES,
+    AckPolicy, Arbitration, BridgeSpec, CompletionRule, Core, CpuSpec, Credits, DmaDirection,
+    Doorbell, Forwarding, HostBridgeSpec, LinkSpec, MediaSpec, NicSpec, NodeId, NodeKind, NodeSpec,
+    NtbSide, NtbWindow, PcieSettings, StorageMix, System, WorkloadSpec, SCRATCHPAD_BYTES,
 };
 use crate::pcie::phy::{self, Generation};
 use crate::pcie::tlp::{self, Addressing};
@@ -106,6 +106,9 @@ pub struct PcieSection {
     pub propagation: Option<String>,
     /// Default replay buffer of links (default "16KiB").
     pub replay_buffer: Option<String>,
+    /// Default Ack policy of links: "timer" (the spec's Ack/UpdateFC latency interval,
+    /// default) or "immediate" (an Ack or UpdateFC as soon as one is owed).
+    pub ack: Option<String>,
 }
 
 /// A latency as written: "500ns", or a table naming a distribution.
@@ -338,6 +341,8 @@ pub struct LinkSection {
     pub skp: Option<bool>,
     /// Flit mode (on by default at Gen6+).
     pub flit: Option<bool>,
+    /// When both ends send their Acks and UpdateFCs: "timer" or "immediate".
+    pub ack: Option<String>,
 }
 
 /// `[[workload]]`.
@@ -576,6 +581,22 @@ fn credits(
     Ok(Credits(out))
 }
 
+/// The Ack policy `v` names ("timer" or "immediate"), `default` when absent.
+fn ack_policy(place: &str, v: &Option<String>, default: AckPolicy) -> Result<AckPolicy, String> {
+    match v {
+        None => Ok(default),
+        Some(_) => words(
+            place,
+            "ack",
+            v,
+            &[
+                ("timer", AckPolicy::Timer),
+                ("immediate", AckPolicy::Immediate),
+            ],
+        ),
+    }
+}
+
 fn words<T: Copy>(
     place: &str,
     key: &'static str,
@@ -627,6 +648,7 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
     let default_ber = check_ber(place, p.ber.unwrap_or(0.0))?;
     let default_prop = duration(place, "propagation", &p.propagation, "0ns")?;
     let default_replay = replay_buffer(place, &p.replay_buffer, DEFAULT_REPLAY_BUFFER)?;
+    let default_ack = ack_policy(place, &p.ack, AckPolicy::Timer)?;
 
     // Host bridges first: root complexes name them.
     let mut host_bridges = Vec::new();
@@ -1045,6 +1067,7 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 Some(b) => check_ber(&place, b)?,
             },
             replay_buffer: replay,
+            ack: ack_policy(&place, &l.ack, default_ack)?,
         });
     }
     // Tree checks: every non-root node reaches a root complex through upstream links.

@@ -23,7 +23,8 @@ type EndpointGen = (usize, usize, u32, u32, u32);
 /// A GE NIC: (parent index as for switches, frame size, offered load in percent, link).
 type NicGen = (usize, u32, u32, LinkGen);
 /// One link: (generation, width index, propagation in ns (flit mode, also below Gen6, when
-/// it is 1 modulo 3), replay buffer in KiB or 0 for the default, SKP ordered sets).
+/// it is 1 modulo 3; immediate Acks when it is 2 modulo 3), replay buffer in KiB or 0 for
+/// the default, SKP ordered sets).
 type LinkGen = (u32, usize, u32, u32, bool);
 
 const WIDTHS: [u32; 5] = [1, 2, 4, 8, 16];
@@ -41,6 +42,9 @@ fn link(up: &str, down: &str, (gen, w, prop, replay, skp): LinkGen) -> String {
     if prop % 3 == 1 {
         // Flit mode below Gen6 too (optional there).
         t.push_str("flit = true\n");
+    } else if prop % 3 == 2 {
+        // Acks and UpdateFCs as soon as they are owed.
+        t.push_str("ack = \"immediate\"\n");
     }
     t
 }

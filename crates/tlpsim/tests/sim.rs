@@ -73,6 +73,43 @@ fn saturated_link_matches_the_closed_form() {
     assert!(worst_r.0.abs() < 0.01, "reads: {worst_r:?}");
 }
 
+#[test]
+fn immediate_acks_answer_every_tlp_and_cost_only_where_both_directions_are_busy() {
+    let one_way = "[[workload]]\nname = \"up\"\nkind = \"dma\"\nendpoint = \"ep\"\n\
+        direction = \"write\"\ntransfer_size = \"64KiB\"\n";
+    let run =
+        |workloads: &str, extra: &str| simulate(&single_link(1, 4, 128, 4000.0, workloads, extra));
+    let link = |r: &RunResult, dir: &str| {
+        let l = r.links.iter().find(|l| l.direction == dir).unwrap();
+        (l.tlps, l.dllps)
+    };
+    let gbps = |r: &RunResult| r.flows.iter().map(|f| f.throughput_gbps).sum::<f64>();
+
+    // Writes one way: the idle direction carries an Ack and an UpdateFC for every TLP (the
+    // spec timer, about two TLP times at x4, coalesces two), and the writes lose nothing.
+    let (timer, immediate) = (run(one_way, ""), run(one_way, "ack = \"immediate\""));
+    let (tlps, timer_dllps) = (link(&timer, "up").0, link(&timer, "down").1);
+    let (_, immediate_dllps) = link(&immediate, "down");
+    let immediate_tlps = link(&immediate, "up").0;
+    assert!(
+        immediate_dllps as f64 >= 1.9 * immediate_tlps as f64,
+        "{immediate_dllps} DLLPs for {immediate_tlps} TLPs"
+    );
+    assert!(
+        immediate_dllps as f64 > 1.6 * timer_dllps as f64,
+        "{immediate_dllps} vs {timer_dllps} on the timer ({tlps} TLPs)"
+    );
+    assert!((gbps(&immediate) / gbps(&timer) - 1.0).abs() < 0.005);
+
+    // Writes both ways: each direction carries the other's DLLPs, about 16 B per 152 B TLP.
+    let (timer, immediate) = (
+        run(BOTH_WAYS_WRITES, ""),
+        run(BOTH_WAYS_WRITES, "ack = \"immediate\""),
+    );
+    let ratio = gbps(&immediate) / gbps(&timer);
+    assert!((0.88..0.97).contains(&ratio), "immediate / timer = {ratio}");
+}
+
 const EXAMPLE: &str = include_str!("../../../scenarios/t5220-two-switches.toml");
 
 #[test]

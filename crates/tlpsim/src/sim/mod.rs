@@ -33,8 +33,8 @@ use std::time::Instant;
 use crate::engine::rng::{Latency, Rng};
 use crate::engine::{EventQueue, OpenSpan, SimTime, Table};
 use crate::fabric::{
-    Arbitration, CompletionRule, Core, DmaDirection, Doorbell, Forwarding, NodeKind, StorageMix,
-    System, CREDIT_TYPES,
+    AckPolicy, Arbitration, CompletionRule, Core, DmaDirection, Doorbell, Forwarding, NodeKind,
+    StorageMix, System, CREDIT_TYPES,
 };
 use crate::pcie::dll::{self, DLLP_BYTES};
 use crate::pcie::flit;
@@ -587,7 +587,10 @@ impl<'a> Simulator<'a> {
                 ch.byte_error = -(8.0 * (-l.ber).ln_1p()); // -ln(1 - p_byte)
                 let interval =
                     dll::ack_latency_symbols(l.gen, l.width, mps) as u64 * symbol_ticks(l.gen);
-                ch.ack_interval = SimTime::from_ticks(interval);
+                ch.ack_interval = match l.ack {
+                    AckPolicy::Timer => SimTime::from_ticks(interval),
+                    AckPolicy::Immediate => SimTime::ZERO,
+                };
                 ch.replay_timeout =
                     SimTime::from_ticks(3 * interval) + l.propagation + l.propagation;
                 ch.replay_capacity = l.replay_buffer;

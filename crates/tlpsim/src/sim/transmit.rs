@@ -422,8 +422,28 @@ impl Simulator<'_> {
                 .dllps_arriving
                 .push_back((d, false, true));
             self.q.schedule(at, Ev::DllpArrive(c));
+        } else if self.chans[c as usize].ack_interval == SimTime::ZERO {
+            self.replace_or_queue_dllp(w, d);
         } else {
             self.chans[w as usize].dllp_out.push_back(d);
+        }
+    }
+
+    /// Immediate Acks: queues DLLP `d` on `w`'s wire, or, Acks and UpdateFCs being
+    /// cumulative, puts it in the place of one of its kind still waiting there (a Nak always
+    /// goes). On the spec's timers at most one of each falls due per interval.
+    #[cold]
+    #[inline(never)]
+    fn replace_or_queue_dllp(&mut self, w: u32, d: Dllp) {
+        let out = &mut self.chans[w as usize].dllp_out;
+        let same = |q: &&mut Dllp| match (&**q, &d) {
+            (Dllp::Ack(_), Dllp::Ack(_)) => true,
+            (Dllp::UpdateFc(a, ..), Dllp::UpdateFc(b, ..)) => a == b,
+            _ => false,
+        };
+        match out.iter_mut().find(same) {
+            Some(q) => *q = d,
+            None => out.push_back(d),
         }
     }
 
