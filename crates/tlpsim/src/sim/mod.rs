@@ -905,6 +905,9 @@ impl<'a> Simulator<'a> {
                 } else {
                     let next = now + ch.ack_interval;
                     self.q.schedule(next, Ev::DllTimer(c));
+                    if ch.ack_interval == SimTime::ZERO {
+                        self.drop_stale_dllps(c, ack.is_some(), dirty);
+                    }
                     if let Some(seq) = ack {
                         self.queue_dllp(c, Dllp::Ack(seq));
                     }

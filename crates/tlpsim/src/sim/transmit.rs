@@ -422,29 +422,23 @@ impl Simulator<'_> {
                 .dllps_arriving
                 .push_back((d, false, true));
             self.q.schedule(at, Ev::DllpArrive(c));
-        } else if self.chans[c as usize].ack_interval == SimTime::ZERO {
-            self.replace_or_queue_dllp(w, d);
         } else {
             self.chans[w as usize].dllp_out.push_back(d);
         }
     }
 
-    /// Immediate Acks: queues DLLP `d` on `w`'s wire, or, Acks and UpdateFCs being
-    /// cumulative, puts it in the place of one of its kind still waiting there (a Nak always
-    /// goes). On the spec's timers at most one of each falls due per interval.
+    /// Immediate Acks: drops the Ack (if `ack`) and the UpdateFCs of `classes` that still
+    /// wait for the wire carrying channel `c`'s DLLPs, before newer ones are queued (Acks and
+    /// UpdateFCs are cumulative; a Nak always goes). On the spec's timers at most one of
+    /// each falls due per interval.
     #[cold]
     #[inline(never)]
-    fn replace_or_queue_dllp(&mut self, w: u32, d: Dllp) {
-        let out = &mut self.chans[w as usize].dllp_out;
-        let same = |q: &&mut Dllp| match (&**q, &d) {
-            (Dllp::Ack(_), Dllp::Ack(_)) => true,
-            (Dllp::UpdateFc(a, ..), Dllp::UpdateFc(b, ..)) => a == b,
-            _ => false,
-        };
-        match out.iter_mut().find(same) {
-            Some(q) => *q = d,
-            None => out.push_back(d),
-        }
+    pub(super) fn drop_stale_dllps(&mut self, c: u32, ack: bool, classes: u8) {
+        self.chans[(c ^ 1) as usize].dllp_out.retain(|d| match d {
+            Dllp::Ack(_) => !ack,
+            Dllp::UpdateFc(class, ..) => classes & (1 << *class as u8) == 0,
+            Dllp::Nak(_) => true,
+        });
     }
 
     /// Queues an UpdateFC for each class set in `classes` (bit k: class k), without kicking
