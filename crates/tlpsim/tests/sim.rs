@@ -1,6 +1,6 @@
 //! The simulator against the closed form, the audit, determinism and error behaviour.
 
-use tlpsim::analytic::{LinkBandwidth, LinkRequest};
+use tlpsim::analytic::{DllpPolicy, LinkBandwidth, LinkRequest};
 use tlpsim::scenario::load_str;
 use tlpsim::sim::{result::RunResult, run, run_with_progress, RunError, PROGRESS_EVERY};
 
@@ -108,6 +108,53 @@ fn immediate_acks_answer_every_tlp_and_cost_only_where_both_directions_are_busy(
     );
     let ratio = gbps(&immediate) / gbps(&timer);
     assert!((0.88..0.97).contains(&ratio), "immediate / timer = {ratio}");
+}
+
+#[test]
+fn immediate_acks_cost_at_most_what_the_closed_form_charges_for_an_ack_and_updatefc_per_tlp() {
+    // Writes both ways: each direction carries an Ack and an UpdateFC-P (8 B each) for
+    // every TLP of the other, which the closed form charges as 16 DLLP bytes per TLP. The
+    // simulator replaces one still waiting for the wire by a newer one, so it may send a
+    // few fewer (most at x1 with 512 B TLPs, where one TLP holds the wire longest).
+    let (mut lowest, mut highest) = ((f64::MAX, String::new()), (f64::MIN, String::new()));
+    for gen in 1..=5 {
+        for width in [1, 4, 16] {
+            for mps in [128, 512] {
+                let req = LinkRequest {
+                    gen,
+                    width,
+                    mps,
+                    payload: Some(65536),
+                    dllp: DllpPolicy::PerTlp(16.0),
+                    ..LinkRequest::default()
+                };
+                let closed = tlpsim::link_bandwidth(&req).unwrap().write_gbps;
+                let text = single_link(
+                    gen,
+                    width,
+                    mps,
+                    6000.0,
+                    BOTH_WAYS_WRITES,
+                    "ack = \"immediate\"",
+                );
+                for f in &simulate(&text).flows {
+                    let err = f.throughput_gbps / closed - 1.0;
+                    let at = format!("gen{gen} x{width} mps{mps} {}", f.name);
+                    if err < lowest.0 {
+                        lowest = (err, at.clone());
+                    }
+                    if err > highest.0 {
+                        highest = (err, at);
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        lowest.0 > -0.001,
+        "slower than the closed form's bound: {lowest:?}"
+    );
+    assert!(highest.0 < 0.015, "{highest:?}");
 }
 
 const EXAMPLE: &str = include_str!("../../../scenarios/t5220-two-switches.toml");
