@@ -903,6 +903,8 @@ impl<'a> Simulator<'a> {
                 if ack.is_none() && dirty == 0 {
                     ch.dll_timer = false;
                 } else {
+                    // Immediate Acks (a zero interval): the timer fires again at once and
+                    // stops unless more became owed in this instant.
                     let next = now + ch.ack_interval;
                     self.q.schedule(next, Ev::DllTimer(c));
                     if ch.ack_interval == SimTime::ZERO {
