@@ -143,15 +143,26 @@ pub fn verdict(cands: &[Candidate]) -> Bottleneck {
 /// Ticks of service each non-link resource gave by `t` (the order of [`Simulator::resources`]).
 pub(super) type BusyTicks = Vec<u64>;
 
+/// Which flows through a resource's node use it.
+#[derive(Clone, Copy)]
+enum UsedBy {
+    /// Every flow (a memory, a shared bus, a host bridge, a simplex media).
+    Every,
+    /// Flows that DMA-write (a duplex storage media's read side).
+    Writes,
+    /// Flows that DMA-write into its node (a root complex's posted-write sink).
+    WritesInto,
+    /// Flows that DMA-read (a duplex media's write side).
+    Reads,
+}
+
 /// A non-link resource: the node it belongs to (NONE for a host bridge), its kind, its name,
 /// and the service it gave by some time.
 struct Resource {
     node: usize,
     bridge: usize,
-    /// Some(true): only flows that DMA-write use it (a duplex storage media's read side, a
-    /// root complex's posted-write sink); Some(false): only flows that DMA-read (a duplex
-    /// media's write side); None: every flow through its node.
-    used_by_writes: Option<bool>,
+    /// Which flows through its node it can limit.
+    used_by: UsedBy,
     kind: &'static str,
     name: String,
     busy: u64,
@@ -165,11 +176,11 @@ impl Simulator<'_> {
     /// then the host bridges.
     fn resources(&self, t: SimTime) -> Vec<Resource> {
         let mut out = Vec::new();
-        let mut add = |node, bridge, used_by_writes, kind, name: String, busy, rate| {
+        let mut add = |node, bridge, used_by, kind, name: String, busy, rate| {
             out.push(Resource {
                 node,
                 bridge,
-                used_by_writes,
+                used_by,
                 kind,
                 name,
                 busy,
@@ -186,7 +197,7 @@ impl Simulator<'_> {
                         add(
                             n,
                             NONE as usize,
-                            Some(true),
+                            UsedBy::WritesInto,
                             "write_sink",
                             format!("{name} posted-write sink"),
                             w.busy_by(t),
@@ -197,7 +208,7 @@ impl Simulator<'_> {
                         add(
                             n,
                             NONE as usize,
-                            None,
+                            UsedBy::Every,
                             "memory",
                             format!("{name} memory"),
                             m.busy_by(t),
@@ -208,18 +219,22 @@ impl Simulator<'_> {
                 NodeState::Switch { bus: Some(b), .. } => add(
                     n,
                     NONE as usize,
-                    None,
+                    UsedBy::Every,
                     "switch_bus",
                     format!("{name} shared bus"),
                     b.busy_by(t),
                     Some(b.bytes_per_s()),
                 ),
                 NodeState::Endpoint { media: Some(m), .. } if m.duplex => {
-                    for (read, what, th) in [(true, "read", &m.read), (false, "write", &m.write)] {
+                    let sides = [
+                        (UsedBy::Writes, "read", &m.read),
+                        (UsedBy::Reads, "write", &m.write),
+                    ];
+                    for (used_by, what, th) in sides {
                         add(
                             n,
                             NONE as usize,
-                            Some(read),
+                            used_by,
                             "media",
                             format!("{name} media ({what})"),
                             th.busy_by(t),
@@ -230,7 +245,7 @@ impl Simulator<'_> {
                 NodeState::Endpoint { media: Some(m), .. } => add(
                     n,
                     NONE as usize,
-                    None,
+                    UsedBy::Every,
                     "media",
                     format!("{name} media"),
                     m.read.busy_by(t) + m.write.busy_by(t),
@@ -243,7 +258,7 @@ impl Simulator<'_> {
             add(
                 NONE as usize,
                 b,
-                None,
+                UsedBy::Every,
                 "host_bridge",
                 format!("{} host bridge", self.sys.host_bridges[b].name),
                 th.busy_by(t),
@@ -345,10 +360,11 @@ impl Simulator<'_> {
                     };
                     // A duplex media's side this flow does not use cannot limit it, nor a
                     // root's posted-write sink a flow that does not write into that root.
-                    let side_used = match r.used_by_writes {
-                        Some(true) => f.writes && (r.kind != "write_sink" || dst == r.node),
-                        Some(false) => f.reads,
-                        None => true,
+                    let side_used = match r.used_by {
+                        UsedBy::Every => true,
+                        UsedBy::Writes => f.writes,
+                        UsedBy::WritesInto => f.writes && dst == r.node,
+                        UsedBy::Reads => f.reads,
                     };
                     if !on_path
                         || !side_used
