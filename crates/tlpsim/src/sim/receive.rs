@@ -294,14 +294,6 @@ impl Simulator<'_> {
             }
         }
         self.deliver(id);
-        // With no tag free and the flow's wait for one already noted, issuing would change
-        // nothing (most completions of a tag-bound stream).
-        let no_tag = matches!(
-            self.nodes[n],
-            NodeState::Endpoint { free_tags: 0, .. } | NodeState::Root { free_tags: 0, .. }
-        );
-        if !(no_tag && self.flows[f].window_full.is_open()) {
-            self.issue_reads(f as u32);
-        }
+        self.issue_reads(f as u32);
     }
 }
