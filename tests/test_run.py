@@ -62,6 +62,7 @@ BAD = [
     (BASE.replace("mps = 128", 'mps = "128"'), ["a whole number without quotes"]),
     (BASE.replace("mps = 128", "mps = 128\nber = 2e-3"), ["ber 0.002 is not allowed", "0 to 1e-3"]),
     (BASE.replace("mps = 128", 'mps = 128\nack = "sometimes"'), ["[pcie]", 'ack "sometimes" is not allowed', "timer, immediate"]),
+    (BASE.replace('latency = "150ns"', 'latency = "150ns"\narbitration = "fifo"', 1), ['arbitration "fifo" is not allowed', "round-robin, weighted, oldest"]),
     (BASE.replace('kind = "dma"', 'kind = "nic"', 1), ['"ex" is a NIC', 'kind = "bridge"']),
     (BASE.replace('memory_read_latency', 'memory_bandwidth = "1e-9B/s"\nmemory_read_latency', 1), ["at least 1KB/s"]),
     ("", ["no [[root_complex]]", "scenarios/"]),

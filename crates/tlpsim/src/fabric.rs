@@ -85,6 +85,10 @@ pub enum Arbitration {
     /// `weights[port]` TLPs per turn (ports in order: the upstream port, then the downstream
     /// ports in the order of their links).
     Weighted(Vec<u32>),
+    /// The oldest TLP any ingress port has ready (credits, ordering rules) goes first: the
+    /// fixed egress arbitration of PLX ExpressLane switches (PEX 8532 data book, section 8.3,
+    /// "Egress Port Arbitration").
+    Oldest,
 }
 
 /// Completion sizes a completer uses.

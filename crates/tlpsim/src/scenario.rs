@@ -206,7 +206,8 @@ pub struct SwitchSection {
     pub core: Option<String>,
     /// Bandwidth of a shared-bus core, e.g. "4GB/s".
     pub core_bandwidth: Option<String>,
-    /// "round-robin" (default) or "weighted".
+    /// "round-robin" (default), "weighted" or "oldest" (the oldest ready TLP of all ingress
+    /// ports first).
     pub arbitration: Option<String>,
     /// Weighted arbitration: TLPs per turn by neighbour node name.
     pub weights: Option<BTreeMap<String, i64>>,
@@ -597,6 +598,14 @@ fn ack_policy(place: &str, v: &Option<String>, default: AckPolicy) -> Result<Ack
     }
 }
 
+/// A switch's `arbitration` word, before weights are resolved to its ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ArbitrationWord {
+    RoundRobin,
+    Weighted,
+    Oldest,
+}
+
 fn words<T: Copy>(
     place: &str,
     key: &'static str,
@@ -787,12 +796,17 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 .map_err(at(&place))?,
             ),
         };
-        let weighted = words(
+        let policy = words(
             &place,
             "arbitration",
             &sw.arbitration,
-            &[("round-robin", false), ("weighted", true)],
+            &[
+                ("round-robin", ArbitrationWord::RoundRobin),
+                ("weighted", ArbitrationWord::Weighted),
+                ("oldest", ArbitrationWord::Oldest),
+            ],
         )?;
+        let weighted = policy == ArbitrationWord::Weighted;
         if !weighted && sw.weights.is_some() {
             return Err(format!("{place}: weights need arbitration = \"weighted\""));
         }
@@ -807,7 +821,11 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             latency: duration(&place, "latency", &sw.latency, "150ns")?,
             latency_by_width,
             core,
-            arbitration: Arbitration::RoundRobin,
+            arbitration: match policy {
+                ArbitrationWord::Oldest => Arbitration::Oldest,
+                // Weights are resolved to ports once every link is known.
+                ArbitrationWord::RoundRobin | ArbitrationWord::Weighted => Arbitration::RoundRobin,
+            },
         };
         let credits = credits(&place, &sw.credits, DEFAULT_SWITCH_CREDITS)?;
         add(

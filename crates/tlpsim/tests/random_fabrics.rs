@@ -10,7 +10,8 @@ use tlpsim::scenario::load_str;
 use tlpsim::sim::run;
 
 /// One switch: (parent index, 0 = the root complex, k = switch k), cut-through, shared
-/// bus, port latency in ns, weighted arbitration, posted header credits per port.
+/// bus, port latency in ns, weighted arbitration (else oldest first when the latency is
+/// odd, round-robin when even), posted header credits per port.
 type SwitchGen = (usize, bool, bool, u32, bool, u32);
 /// The root complex: memory bandwidth in GB/s (0 unlimited; an odd one adds a posted-write
 /// sink of half its rate), MPS-sized completions, a
@@ -122,6 +123,8 @@ fn fabric(
                 "arbitration = \"weighted\"\nweights = {{ {} = 3 }}\n",
                 parent(p, k)
             ));
+        } else if lat % 2 == 1 {
+            t.push_str("arbitration = \"oldest\"\n");
         }
         if shared {
             t.push_str("core = \"shared-bus\"\ncore_bandwidth = \"6GB/s\"\n");

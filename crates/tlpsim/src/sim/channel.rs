@@ -166,6 +166,8 @@ pub struct Channel {
 
     // Transmitter.
     inputs: Table<Input>,
+    /// The arbiter sends the oldest ready TLP of all inputs (else round-robin or weighted).
+    pub oldest_first: bool,
     current: usize,
     left: u32,
     next_stamp: u64,
@@ -271,6 +273,7 @@ impl Channel {
                 crate::pcie::dll::TLP_FRAMING_BYTES
             },
             inputs,
+            oldest_first: false,
             current: 0,
             left,
             next_stamp: 0,
@@ -355,13 +358,16 @@ impl Channel {
         }
     }
 
-    /// Chooses the next TLP to send (round-robin or weighted among inputs; within an input
-    /// the oldest TLP the ordering rules let go: nothing passes an older posted request,
-    /// posted requests pass blocked non-posted requests and completions). Takes it out of
-    /// its queue and returns it with its class, or says why nothing can go.
+    /// Chooses the next TLP to send (round-robin, weighted or oldest first among inputs;
+    /// within an input the oldest TLP the ordering rules let go: nothing passes an older
+    /// posted request, posted requests pass blocked non-posted requests and completions).
+    /// Takes it out of its queue and returns it with its class, or says why nothing can go.
     pub fn pick(&mut self, now: SimTime) -> Result<(Queued, FcClass), Blocked> {
         if self.queued == 0 {
             return Err(Blocked::Empty);
+        }
+        if self.oldest_first {
+            return self.pick_oldest(now);
         }
         let n = self.inputs.len();
         let mut blocked = Blocked::Empty;
@@ -374,15 +380,12 @@ impl Channel {
                 continue;
             }
             if let Some(c) = self.choose(idx, &mut blocked) {
-                let input = &mut self.inputs[idx];
-                let entry = input.queues[c].pop_front().expect("head exists");
-                self.queue_left += now.ticks() as u128;
-                self.queued -= 1;
+                let entry = self.take(idx, c, now);
                 // Round-robin or weighted turns only matter among several inputs.
                 if n > 1 {
                     if idx != self.current {
                         self.current = idx;
-                        self.left = input.weight;
+                        self.left = self.inputs[idx].weight;
                     }
                     self.left -= 1;
                     if self.left == 0 {
@@ -395,6 +398,42 @@ impl Channel {
             idx = after(idx);
         }
         Err(blocked)
+    }
+
+    /// [`Self::pick`] for an egress that sends the oldest ready TLP of all its inputs: each
+    /// input offers the TLP its ordering rules and credits let go, and the one that joined
+    /// this egress first wins.
+    #[inline(never)]
+    fn pick_oldest(&mut self, now: SimTime) -> Result<(Queued, FcClass), Blocked> {
+        let mut blocked = Blocked::Empty;
+        let mut best: Option<(u64, usize, usize)> = None;
+        for idx in 0..self.inputs.len() {
+            if self.inputs[idx].is_empty() {
+                continue;
+            }
+            if let Some(c) = self.choose(idx, &mut blocked) {
+                let stamp = self.inputs[idx].queues[c]
+                    .front()
+                    .expect("head exists")
+                    .stamp;
+                if best.is_none_or(|(s, ..)| stamp < s) {
+                    best = Some((stamp, idx, c));
+                }
+            }
+        }
+        match best {
+            Some((_, idx, c)) => Ok((self.take(idx, c, now), CLASSES[c])),
+            None => Err(blocked),
+        }
+    }
+
+    /// Takes the head of queue `c` of input `idx` out at `now`.
+    #[inline(always)]
+    fn take(&mut self, idx: usize, c: usize, now: SimTime) -> Queued {
+        let entry = self.inputs[idx].queues[c].pop_front().expect("head exists");
+        self.queue_left += now.ticks() as u128;
+        self.queued -= 1;
+        entry
     }
 
     /// The queue (class index) of input `idx` whose head goes next, if any may: candidates
@@ -581,5 +620,52 @@ impl Channel {
             }
         }
         ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcie::phy::Generation;
+
+    /// A channel with two inputs and infinite credits; TLP `k` is queued `k`-th, from the
+    /// input `inputs[k]` names, all posted.
+    fn queued(oldest_first: bool, inputs: &[usize]) -> Channel {
+        let wire = Wire::new(Generation::Gen1, 8, false, false);
+        let mut ch = Channel::new(wire, false, &[1, 1], Credits([None; 6]));
+        ch.oldest_first = oldest_first;
+        for (k, &i) in inputs.iter().enumerate() {
+            ch.enqueue(SimTime::ZERO, i, FcClass::Posted, k as u32, 8, 156);
+        }
+        ch
+    }
+
+    /// The TLPs in the order the arbiter sends them.
+    fn sent(mut ch: Channel) -> Vec<u32> {
+        std::iter::from_fn(|| ch.pick(SimTime::ZERO).ok().map(|(q, _)| q.tlp)).collect()
+    }
+
+    #[test]
+    fn round_robin_alternates_inputs_and_oldest_first_keeps_arrival_order() {
+        let inputs = [0, 0, 0, 1, 0, 1];
+        assert_eq!(sent(queued(false, &inputs)), [0, 3, 1, 5, 2, 4]);
+        assert_eq!(sent(queued(true, &inputs)), [0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn oldest_first_still_lets_no_request_pass_an_older_posted_write() {
+        // Input 0: a posted write (TLP 0) with no data credits left, then a read (TLP 1);
+        // input 1: a younger read (TLP 2). Only input 1's read may go.
+        let wire = Wire::new(Generation::Gen1, 8, false, false);
+        let mut limits = [None; 6];
+        limits[1] = Some(0);
+        let mut ch = Channel::new(wire, false, &[1, 1], Credits(limits));
+        ch.oldest_first = true;
+        ch.enqueue(SimTime::ZERO, 0, FcClass::Posted, 0, 8, 156);
+        ch.enqueue(SimTime::ZERO, 0, FcClass::NonPosted, 1, 0, 28);
+        ch.enqueue(SimTime::ZERO, 1, FcClass::NonPosted, 2, 0, 28);
+        let (q, class) = ch.pick(SimTime::ZERO).unwrap();
+        assert_eq!((q.tlp, class), (2, FcClass::NonPosted));
+        assert_eq!(ch.pick(SimTime::ZERO).unwrap_err(), Blocked::Credits(1));
     }
 }

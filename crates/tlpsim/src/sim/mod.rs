@@ -583,6 +583,13 @@ impl<'a> Simulator<'a> {
                 };
                 let wire = Wire::new(l.gen, l.width, l.flit, l.skp);
                 let mut ch = Channel::new(wire, l.flit, &weights, sys.nodes[rx].credits);
+                ch.oldest_first = matches!(
+                    &sys.nodes[tx].kind,
+                    NodeKind::Switch {
+                        arbitration: Arbitration::Oldest,
+                        ..
+                    }
+                );
                 ch.prop = l.propagation;
                 ch.byte_error = -(8.0 * (-l.ber).ln_1p()); // -ln(1 - p_byte)
                 let interval =
