@@ -598,15 +598,7 @@ fn ack_policy(place: &str, v: &Option<String>, default: AckPolicy) -> Result<Ack
     }
 }
 
-/// A switch's `arbitration` word, before weights are resolved to its ports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ArbitrationWord {
-    RoundRobin,
-    Weighted,
-    Oldest,
-}
-
-fn words<T: Copy>(
+fn words<T: Clone>(
     place: &str,
     key: &'static str,
     v: &Option<String>,
@@ -616,7 +608,7 @@ fn words<T: Copy>(
     choices
         .iter()
         .find(|(w, _)| *w == text)
-        .map(|(_, t)| *t)
+        .map(|(_, t)| t.clone())
         .ok_or_else(|| {
             let allowed: Vec<&str> = choices.iter().map(|(w, _)| *w).collect();
             at(place)(ConfigError::not_allowed(
@@ -796,17 +788,18 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
                 .map_err(at(&place))?,
             ),
         };
-        let policy = words(
+        // Weights are resolved to ports once every link is known.
+        let arbitration = words(
             &place,
             "arbitration",
             &sw.arbitration,
             &[
-                ("round-robin", ArbitrationWord::RoundRobin),
-                ("weighted", ArbitrationWord::Weighted),
-                ("oldest", ArbitrationWord::Oldest),
+                ("round-robin", Arbitration::RoundRobin),
+                ("weighted", Arbitration::Weighted(Vec::new())),
+                ("oldest", Arbitration::Oldest),
             ],
         )?;
-        let weighted = policy == ArbitrationWord::Weighted;
+        let weighted = matches!(arbitration, Arbitration::Weighted(_));
         if !weighted && sw.weights.is_some() {
             return Err(format!("{place}: weights need arbitration = \"weighted\""));
         }
@@ -821,11 +814,7 @@ fn build(f: &ScenarioFile) -> Result<System, String> {
             latency: duration(&place, "latency", &sw.latency, "150ns")?,
             latency_by_width,
             core,
-            arbitration: match policy {
-                ArbitrationWord::Oldest => Arbitration::Oldest,
-                // Weights are resolved to ports once every link is known.
-                ArbitrationWord::RoundRobin | ArbitrationWord::Weighted => Arbitration::RoundRobin,
-            },
+            arbitration,
         };
         let credits = credits(&place, &sw.credits, DEFAULT_SWITCH_CREDITS)?;
         add(

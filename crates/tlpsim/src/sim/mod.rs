@@ -573,23 +573,22 @@ impl<'a> Simulator<'a> {
         let (mut rx_node, mut rx_port, mut tx_port) = (Vec::new(), Vec::new(), Vec::new());
         for (i, l) in sys.links.iter().enumerate() {
             for (tx, rx) in [(l.up, l.down), (l.down, l.up)] {
-                let weights: Vec<u32> = match &sys.nodes[tx].kind {
+                // The egress arbiter: weights per input, or oldest first.
+                let (weights, oldest_first): (Vec<u32>, bool) = match &sys.nodes[tx].kind {
                     NodeKind::Switch {
                         arbitration: Arbitration::Weighted(w),
                         ..
-                    } => w.clone(),
-                    NodeKind::Switch { .. } | NodeKind::Ntb { .. } => vec![1; ports[tx].len()],
-                    _ => vec![1],
+                    } => (w.clone(), false),
+                    NodeKind::Switch { arbitration, .. } => (
+                        vec![1; ports[tx].len()],
+                        *arbitration == Arbitration::Oldest,
+                    ),
+                    NodeKind::Ntb { .. } => (vec![1; ports[tx].len()], false),
+                    _ => (vec![1], false),
                 };
                 let wire = Wire::new(l.gen, l.width, l.flit, l.skp);
                 let mut ch = Channel::new(wire, l.flit, &weights, sys.nodes[rx].credits);
-                ch.oldest_first = matches!(
-                    &sys.nodes[tx].kind,
-                    NodeKind::Switch {
-                        arbitration: Arbitration::Oldest,
-                        ..
-                    }
-                );
+                ch.oldest_first = oldest_first;
                 ch.prop = l.propagation;
                 ch.byte_error = -(8.0 * (-l.ber).ln_1p()); // -ln(1 - p_byte)
                 let interval =
