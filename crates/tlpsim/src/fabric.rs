@@ -151,6 +151,16 @@ pub enum NodeKind {
         /// The Ethernet side of a NIC (None unless the endpoint is a NIC).
         nic: Option<NicSpec>,
     },
+    /// An endpoint whose BAR is plain memory that other requesters write to and read from
+    /// (a GPU's BAR, an NVMe drive's controller memory buffer, an FPGA's on-board RAM).
+    Memory {
+        /// Size of its memory BAR in bytes (a power of two).
+        bar_size: u64,
+        /// Read request to the first byte of its completion.
+        read_latency: SimTime,
+        /// Bytes/s its memory absorbs written data at, if limited.
+        write_rate: Option<f64>,
+    },
 }
 
 /// The side of a non-transparent bridge a memory window faces.

@@ -18,7 +18,7 @@
 
 use serde::Serialize;
 
-use super::{NodeState, Simulator, NONE};
+use super::{Simulator, NONE};
 use crate::engine::SimTime;
 use crate::fabric::CREDIT_TYPES;
 use crate::sim::result::LinkResult;
@@ -141,11 +141,11 @@ pub fn verdict(cands: &[Candidate]) -> Bottleneck {
 }
 
 /// Ticks of service each non-link resource gave by `t` (the order of [`Simulator::resources`]).
-pub(super) type BusyTicks = Vec<u64>;
+pub(crate) type BusyTicks = Vec<u64>;
 
 /// Which flows through a resource's node use it.
 #[derive(Clone, Copy)]
-enum UsedBy {
+pub(crate) enum UsedBy {
     /// Every flow (a memory, a shared bus, a host bridge, a simplex media).
     Every,
     /// Flows that DMA-write (a duplex storage media's read side).
@@ -158,7 +158,7 @@ enum UsedBy {
 
 /// A non-link resource: the node it belongs to (NONE for a host bridge), its kind, its name,
 /// and the service it gave by some time.
-struct Resource {
+pub(crate) struct Resource {
     node: usize,
     bridge: usize,
     /// Which flows through its node it can limit.
@@ -170,106 +170,54 @@ struct Resource {
     rate: Option<f64>,
 }
 
+impl Resource {
+    /// Node `node`'s resource of `kind` called `name`, which the flows `used_by` says
+    /// through its node use, with `busy` ticks of service given and its rate, if it has one.
+    pub(crate) fn of_node(
+        node: usize,
+        used_by: UsedBy,
+        kind: &'static str,
+        name: String,
+        busy: u64,
+        rate: Option<f64>,
+    ) -> Self {
+        Resource {
+            node,
+            bridge: NONE as usize,
+            used_by,
+            kind,
+            name,
+            busy,
+            rate,
+        }
+    }
+}
+
 impl Simulator<'_> {
     /// The non-link resources with the service each gave by `t`: per node its posted-write
     /// sink and memory, shared bus or media (read and write apart when they run at once),
     /// then the host bridges.
     fn resources(&self, t: SimTime) -> Vec<Resource> {
         let mut out = Vec::new();
-        let mut add = |node, bridge, used_by, kind, name: String, busy, rate| {
-            out.push(Resource {
-                node,
-                bridge,
-                used_by,
-                kind,
-                name,
-                busy,
-                rate,
-            })
-        };
-        for (n, state) in self.nodes.iter().enumerate() {
-            let name = &self.sys.nodes[n].name;
-            match state {
-                NodeState::Root {
-                    memory, write_sink, ..
-                } => {
-                    if let Some(w) = write_sink {
-                        add(
-                            n,
-                            NONE as usize,
-                            UsedBy::WritesInto,
-                            "write_sink",
-                            format!("{name} posted-write sink"),
-                            w.busy_by(t),
-                            Some(w.bytes_per_s()),
-                        );
-                    }
-                    if let Some(m) = memory {
-                        add(
-                            n,
-                            NONE as usize,
-                            UsedBy::Every,
-                            "memory",
-                            format!("{name} memory"),
-                            m.busy_by(t),
-                            Some(m.bytes_per_s()),
-                        );
-                    }
-                }
-                NodeState::Switch { bus: Some(b), .. } => add(
-                    n,
-                    NONE as usize,
-                    UsedBy::Every,
-                    "switch_bus",
-                    format!("{name} shared bus"),
-                    b.busy_by(t),
-                    Some(b.bytes_per_s()),
-                ),
-                NodeState::Endpoint { media: Some(m), .. } if m.duplex => {
-                    let sides = [
-                        (UsedBy::Writes, "read", &m.read),
-                        (UsedBy::Reads, "write", &m.write),
-                    ];
-                    for (used_by, what, th) in sides {
-                        add(
-                            n,
-                            NONE as usize,
-                            used_by,
-                            "media",
-                            format!("{name} media ({what})"),
-                            th.busy_by(t),
-                            Some(th.bytes_per_s()),
-                        );
-                    }
-                }
-                NodeState::Endpoint { media: Some(m), .. } => add(
-                    n,
-                    NONE as usize,
-                    UsedBy::Every,
-                    "media",
-                    format!("{name} media"),
-                    m.read.busy_by(t) + m.write.busy_by(t),
-                    None,
-                ),
-                _ => {}
-            }
+        for (n, node) in self.nodes.iter().enumerate() {
+            node.resources(n, &self.sys.nodes[n].name, t, &mut out);
         }
         for (b, (th, _)) in self.bridges.iter().enumerate() {
-            add(
-                NONE as usize,
-                b,
-                UsedBy::Every,
-                "host_bridge",
-                format!("{} host bridge", self.sys.host_bridges[b].name),
-                th.busy_by(t),
-                Some(th.bytes_per_s()),
-            );
+            out.push(Resource {
+                node: NONE as usize,
+                bridge: b,
+                used_by: UsedBy::Every,
+                kind: "host_bridge",
+                name: format!("{} host bridge", self.sys.host_bridges[b].name),
+                busy: th.busy_by(t),
+                rate: Some(th.bytes_per_s()),
+            });
         }
         out
     }
 
     /// Service each non-link resource gave by `t` (taken when measuring starts).
-    pub(super) fn busy_ticks(&self, t: SimTime) -> BusyTicks {
+    pub(crate) fn busy_ticks(&self, t: SimTime) -> BusyTicks {
         self.resources(t).iter().map(|r| r.busy).collect()
     }
 
@@ -291,7 +239,7 @@ impl Simulator<'_> {
 
     /// The non-link resources' use over the window ending at `end` (`at_warmup` from
     /// [`Simulator::busy_ticks`]), and each flow's bottleneck given the link results.
-    pub(super) fn bottlenecks(
+    pub(crate) fn bottlenecks(
         &self,
         end: SimTime,
         at_warmup: &BusyTicks,
@@ -345,12 +293,7 @@ impl Simulator<'_> {
                 }
                 let bridges: Vec<usize> = nodes
                     .iter()
-                    .filter_map(|&n| match self.nodes[n] {
-                        NodeState::Root {
-                            bridge: Some(b), ..
-                        } => Some(b),
-                        _ => None,
-                    })
+                    .filter_map(|&n| self.nodes[n].host_bridge())
                     .collect();
                 for (i, r) in resources.iter().enumerate() {
                     let on_path = if r.node == NONE as usize {

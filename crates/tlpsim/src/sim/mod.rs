@@ -9,43 +9,41 @@
 //! self-audit ([`result::Audit`]).
 //!
 //! This module holds the simulator's state, its construction and the event loop; the
-//! transmit side (`transmit`), the receive side (`receive`), DMA sources (`dma`),
-//! non-transparent bridges (`ntb`) and NICs with their host CPU (`nic`) are `impl`
-//! blocks of [`Simulator`] in their own files.
+//! transmit side (`transmit`) and the receive side (`receive`) of the links, and the DMA
+//! flows (`flow`), are `impl` blocks of [`Simulator`] in their own files. Each kind of node
+//! is a module of `node`, behind the one interface `node::Node`.
 
 pub mod bottleneck;
 pub mod channel;
-mod dma;
-mod nic;
-mod ntb;
+mod flow;
+mod node;
 mod receive;
 pub mod result;
 pub mod rfc2544;
+mod throttle;
 pub mod trace;
 mod transmit;
 
 pub use rfc2544::rfc2544;
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::time::Instant;
 
-use crate::engine::rng::{Latency, Rng};
+use crate::engine::rng::Rng;
 use crate::engine::{EventQueue, OpenSpan, SimTime, Table};
 use crate::fabric::{
-    AckPolicy, Arbitration, CompletionRule, Core, DmaDirection, Doorbell, Forwarding, NodeKind,
-    StorageMix, System, CREDIT_TYPES,
+    AckPolicy, Arbitration, DmaDirection, Doorbell, NodeKind, StorageMix, System, CREDIT_TYPES,
 };
 use crate::pcie::dll::{self, DLLP_BYTES};
-use crate::pcie::flit;
-use crate::pcie::phy;
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::{symbol_ticks, Wire};
 use bottleneck::BusyTicks;
 use channel::{
     Arrival, Blocked, Channel, ChannelCounters, Dllp, FcClass, Queued, ReplayEntry, CLASSES,
 };
+use node::{nic, AnyNode, NodeEv};
 use result::{Audit, FlowResult, LatencyRecorder, LinkResult, RunResult};
+use throttle::Throttle;
 use trace::{Packet, Trace};
 
 const NONE: u32 = u32::MAX;
@@ -172,11 +170,17 @@ impl Tlp {
     }
 }
 
+/// What happens at an instant: link events (one direction of a link, `ch`: its
+/// transmitter, its wire, its receiver's data link layer, a switch's forwarding off it), a
+/// node event (a node's own timer or the end of its own work, interpreted only by the node),
+/// and the run's own (a flow starts, measuring starts, the deadlock watchdog).
+///
 /// A 4-byte tag and 8-byte alignment: it then moves in whole words (with a 1-byte tag, the
 /// 15 bytes after it were copied as overlapping words, stalling store forwarding each pop).
 #[derive(Debug, Clone, Copy)]
 #[repr(u32, align(8))]
 enum Ev {
+    /// Channel `ch`'s wire is free: its transmitter sends what it has.
     TxFree(u32),
     /// The oldest TLP in `chans[ch].arriving` reaches the receiver (its last byte: the
     /// data link layer takes it; a TLP forwarded by a switch moves on by a Forward event).
@@ -190,202 +194,26 @@ enum Ev {
     /// The receiver of `ch` sends the Ack and UpdateFCs it owes (one timer for both: the
     /// spec gives them the same interval).
     DllTimer(u32),
+    /// The receiver of `ch` repeats its UpdateFCs (spec §2.6.1.2: at least every 30 us).
     FcRefresh(u32),
+    /// The replay timer of `ch`'s transmitter reaches its deadline (or a later one).
     ReplayTimer(u32),
     /// TLP `tlp` (and the chain of TLPs it links to by `next`) joins `ch`'s egress queues.
-    Enqueue {
-        ch: u32,
-        tlp: u32,
-    },
-    /// A root complex's memory (and host bridge) has taken posted write `tlp`, received
-    /// on `ch`: its credits free, its data counts.
-    Written {
-        ch: u32,
-        tlp: u32,
-    },
-    /// The media of a storage endpoint has absorbed a storage write: `flow`'s transfer
-    /// slot `slot` is free.
-    MediaDone {
-        flow: u32,
-        slot: u32,
-    },
+    Enqueue { ch: u32, tlp: u32 },
+    /// An event of node `node`'s own, which only that node's module interprets.
+    Node { node: u32, ev: NodeEv },
+    /// Flow `f` starts issuing.
     Start(u32),
+    /// The measurement window opens.
     Warmup,
+    /// The credit deadlock watchdog looks for transmitters that sent nothing.
     Watchdog,
-    /// The next Ethernet frame reaches port `port` of NIC `nic`.
-    Frame {
-        nic: u32,
-        port: u32,
-    },
-    /// A NIC's register engine is done with TLP `tlp`.
-    Register {
-        nic: u32,
-        tlp: u32,
-    },
-    /// A frame has left port `port` of NIC `nic` on the Ethernet wire.
-    TxDone {
-        nic: u32,
-        port: u32,
-    },
-    /// NIC `nic`'s interrupt moderation timer expired.
-    Interrupt(u32),
-    /// Core `core` finished its current piece of work.
-    Cpu(u32),
 }
 
 /// Whether `bytes` bytes crossing a wire with per-byte error rate `byte_error` (as
 /// -ln(1 - p)) arrive corrupted; draws from the RNG only on a wire with errors.
 fn lost(rng: &mut Rng, byte_error: f64, bytes: u32) -> bool {
     byte_error > 0.0 && rng.chance(-(-byte_error * bytes as f64).exp_m1())
-}
-
-/// A bandwidth-limited resource data passes through in order.
-#[derive(Debug, Clone, Copy)]
-struct Throttle {
-    ticks_per_byte: f64,
-    free_at: SimTime,
-    /// Ticks of service given so far (for the bottleneck report).
-    busy: u64,
-}
-
-impl Throttle {
-    fn new(bytes_per_s: f64) -> Self {
-        Throttle {
-            ticks_per_byte: SimTime::TICKS_PER_PS as f64 * 1e12 / bytes_per_s,
-            free_at: SimTime::ZERO,
-            busy: 0,
-        }
-    }
-
-    /// Bytes per second it passes.
-    fn bytes_per_s(&self) -> f64 {
-        SimTime::TICKS_PER_PS as f64 * 1e12 / self.ticks_per_byte
-    }
-
-    /// Ticks of service given by time `t`: everything booked, less the span from `t` to when
-    /// the resource frees (service booked to start later, such as memory reads booked at
-    /// their latency, makes this short by at most that lead at each end of a window).
-    fn busy_by(&self, t: SimTime) -> u64 {
-        self.busy
-            .saturating_sub(self.free_at.saturating_sub(t).ticks())
-    }
-
-    /// Passes `bytes` arriving at `t`; returns when the first byte enters and the last is through.
-    fn pass_span(&mut self, t: SimTime, bytes: u32) -> (SimTime, SimTime) {
-        let start = t.max(self.free_at);
-        let service = (bytes as f64 * self.ticks_per_byte).round() as u64;
-        self.busy += service;
-        self.free_at = start + SimTime::from_ticks(service);
-        (start, self.free_at)
-    }
-
-    /// Passes `bytes` arriving at `t`; returns when the last byte is through.
-    fn pass(&mut self, t: SimTime, bytes: u32) -> SimTime {
-        self.pass_span(t, bytes).1
-    }
-}
-
-/// Reads a root complex's CPUs may have outstanding at once (uncached MMIO reads).
-const ROOT_READ_TAGS: u32 = 32;
-
-#[derive(Debug)]
-enum NodeState {
-    Root {
-        read_latency: Latency,
-        memory: Option<Throttle>,
-        /// The posted-write sink ahead of the memory.
-        write_sink: Option<Throttle>,
-        bridge: Option<usize>,
-        cpl_size: u32,
-        /// Tags for the CPU's own reads (of a bridge's scratchpad registers).
-        free_tags: u32,
-    },
-    Switch {
-        ports: usize,
-        /// (cut-through, latency) by [ingress port × ports + egress port].
-        table: Vec<(bool, SimTime)>,
-        bus: Option<Throttle>,
-    },
-    Endpoint {
-        free_tags: u32,
-        media: Option<Media>,
-    },
-}
-
-/// The drives behind a storage endpoint: one resource serving reads and writes in turn.
-#[derive(Debug, Clone, Copy)]
-struct Media {
-    read: Throttle,
-    write: Throttle,
-    turnaround: SimTime,
-    seek: SimTime,
-    duplex: bool,
-    free_at: SimTime,
-    /// Whether the last work was a read (None before any).
-    last_read: Option<bool>,
-}
-
-impl Media {
-    fn new(spec: &crate::fabric::MediaSpec) -> Self {
-        Media {
-            read: Throttle::new(spec.read),
-            write: Throttle::new(spec.write),
-            turnaround: spec.turnaround,
-            seek: spec.seek,
-            duplex: spec.duplex,
-            free_at: SimTime::ZERO,
-            last_read: None,
-        }
-    }
-
-    /// An I/O starts at `t`: a shared media pays its turnaround when the direction changes,
-    /// and a random I/O its seek.
-    fn begin_io(&mut self, t: SimTime, read: bool, random: bool) {
-        let seek = if random { self.seek } else { SimTime::ZERO };
-        if self.duplex {
-            let th = if read {
-                &mut self.read
-            } else {
-                &mut self.write
-            };
-            th.free_at = t.max(th.free_at) + seek;
-            th.busy += seek.ticks();
-            return;
-        }
-        let mut penalty = seek;
-        if self.last_read.is_some_and(|r| r != read) {
-            penalty += self.turnaround;
-        }
-        self.last_read = Some(read);
-        self.free_at = t.max(self.free_at) + penalty;
-        // The drives are busy seeking and turning around too (counted on the I/O's side).
-        if read {
-            self.read.busy += penalty.ticks();
-        } else {
-            self.write.busy += penalty.ticks();
-        }
-    }
-
-    /// The media reads (`read`) or writes `bytes` from `t` on; returns when it is done.
-    fn pass(&mut self, t: SimTime, bytes: u32, read: bool) -> SimTime {
-        if self.duplex {
-            let th = if read {
-                &mut self.read
-            } else {
-                &mut self.write
-            };
-            return th.pass(t, bytes);
-        }
-        let start = t.max(self.free_at);
-        let th = if read {
-            &mut self.read
-        } else {
-            &mut self.write
-        };
-        th.free_at = start;
-        self.free_at = th.pass(start, bytes);
-        self.free_at
-    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -473,7 +301,7 @@ pub struct Simulator<'a> {
     rx_node: Table<u32>,
     rx_port: Table<u32>,
     tx_port: Table<u32>,
-    nodes: Table<NodeState>,
+    nodes: Table<AnyNode>,
     route: Table<u32>,
     bridges: Vec<(Throttle, SimTime)>,
     flows: Table<Flow>,
@@ -487,8 +315,6 @@ pub struct Simulator<'a> {
     watchdog: SimTime,
     /// NICs and the CPU bridging their frames.
     nics: nic::Nics,
-    /// Per node: a root complex's shared outbound queue, None where each port queues its own.
-    outbound: Vec<Option<Outbound>>,
     /// The shared outbound queue is being drained (push must not queue behind itself).
     draining: bool,
     /// Service the non-link resources had given when measuring started.
@@ -497,21 +323,6 @@ pub struct Simulator<'a> {
     trace: Option<Trace>,
     /// Some link has a bit error rate (only then can a switch hold nullified copies).
     errors: bool,
-}
-
-/// A root complex's one outbound queue for all its root ports (a HyperTransport host
-/// bridge): posted writes in issue order, and completions and requests in issue order,
-/// which may not pass an older posted write.
-#[derive(Debug, Default)]
-struct Outbound {
-    /// TLPs each root port holds beyond this queue.
-    depth: u32,
-    /// Issue order stamp of the last TLP queued.
-    seq: u64,
-    /// (stamp, channel, TLP) of waiting posted writes.
-    posted: VecDeque<(u64, u32, u32)>,
-    /// (stamp, channel, TLP) of waiting completions and non-posted requests.
-    other: VecDeque<(u64, u32, u32)>,
 }
 
 /// Runs `system` to its duration and reports.
@@ -628,77 +439,7 @@ impl<'a> Simulator<'a> {
             }
         }
 
-        let rate = |link: usize| {
-            let l = &sys.links[link];
-            phy::encoded_gbps(l.gen, l.width) * if l.flit { flit::tlp_fraction() } else { 1.0 }
-        };
-        // (cut-through, latency) per (ingress port, egress port) of a switch-like node:
-        // store-and-forward where asked or where the egress link is the faster one.
-        let hop_table =
-            |node: usize, forwarding: Forwarding, latency: SimTime, by_width: &[(u32, SimTime)]| {
-                let mut table = Vec::with_capacity(ports[node].len().pow(2));
-                for &a in &ports[node] {
-                    for &b in &ports[node] {
-                        let narrow = sys.links[a].width.min(sys.links[b].width);
-                        let lat = by_width
-                            .iter()
-                            .find(|(w, _)| *w == narrow)
-                            .map_or(latency, |x| x.1);
-                        let ct = forwarding == Forwarding::CutThrough && rate(b) <= rate(a) + 1e-9;
-                        table.push((ct, lat));
-                    }
-                }
-                table
-            };
-        let nodes = sys
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, node)| match &node.kind {
-                NodeKind::RootComplex {
-                    read_latency,
-                    memory_bandwidth,
-                    posted_write_rate,
-                    host_bridge,
-                    completion,
-                    ..
-                } => NodeState::Root {
-                    read_latency: *read_latency,
-                    memory: memory_bandwidth.map(Throttle::new),
-                    write_sink: posted_write_rate.map(Throttle::new),
-                    bridge: *host_bridge,
-                    cpl_size: match completion {
-                        CompletionRule::Rcb => sys.pcie.rcb.min(mps),
-                        CompletionRule::Mps => mps,
-                    },
-                    free_tags: ROOT_READ_TAGS,
-                },
-                NodeKind::Switch {
-                    forwarding,
-                    latency,
-                    latency_by_width,
-                    core,
-                    ..
-                } => NodeState::Switch {
-                    ports: ports[i].len(),
-                    table: hop_table(i, *forwarding, *latency, latency_by_width),
-                    bus: match core {
-                        Core::Crossbar => None,
-                        Core::SharedBus(bw) => Some(Throttle::new(*bw)),
-                    },
-                },
-                // A two-port crossbar: cut-through unless the egress side is the faster one.
-                NodeKind::Ntb { latency, .. } => NodeState::Switch {
-                    ports: ports[i].len(),
-                    table: hop_table(i, Forwarding::CutThrough, *latency, &[]),
-                    bus: None,
-                },
-                NodeKind::Endpoint { tags, media, .. } => NodeState::Endpoint {
-                    free_tags: *tags,
-                    media: media.as_ref().map(Media::new),
-                },
-            })
-            .collect();
+        let nodes = (0..n).map(|i| AnyNode::build(sys, i, &ports[i])).collect();
 
         let flows = sys
             .workloads
@@ -763,20 +504,6 @@ impl<'a> Simulator<'a> {
             delivered_at_watchdog: 0,
             watchdog,
             nics: nic::Nics::default(),
-            outbound: sys
-                .nodes
-                .iter()
-                .map(|node| match node.kind {
-                    NodeKind::RootComplex {
-                        shared_outbound: Some(depth),
-                        ..
-                    } => Some(Outbound {
-                        depth,
-                        ..Outbound::default()
-                    }),
-                    _ => None,
-                })
-                .collect(),
             draining: false,
             busy_at_warmup: Vec::new(),
             trace: None,
@@ -813,7 +540,9 @@ impl<'a> Simulator<'a> {
         for f in 0..self.flows.len() {
             self.q.schedule(SimTime::ZERO, Ev::Start(f as u32));
         }
-        self.start_nics();
+        for n in 0..self.nodes.len() {
+            AnyNode::start(&mut self, n);
+        }
         for (c, link) in self
             .sys
             .links
@@ -943,7 +672,7 @@ impl<'a> Simulator<'a> {
                 }
                 tlp = next;
             },
-            Ev::Written { ch, tlp } => self.written(ch, tlp),
+            Ev::Node { node, ev } => AnyNode::event(self, node as usize, ev),
             Ev::Start(f) => {
                 if self.flows[f as usize].writes {
                     self.fill_writes(f);
@@ -952,12 +681,6 @@ impl<'a> Simulator<'a> {
                     self.issue_reads(f);
                 }
             }
-            Ev::MediaDone { flow, slot } => self.transfer_done(flow, slot),
-            Ev::Frame { .. }
-            | Ev::Register { .. }
-            | Ev::TxDone { .. }
-            | Ev::Interrupt(_)
-            | Ev::Cpu(_) => self.on_nic_event(ev),
             Ev::Warmup => self.start_measuring(),
             Ev::Watchdog => {
                 // A transmitter that had TLPs waiting for credits and sent none for a whole
@@ -1007,7 +730,13 @@ impl<'a> Simulator<'a> {
         let pending = self.q.any(|e| {
             !matches!(
                 e,
-                Ev::Watchdog | Ev::Warmup | Ev::FcRefresh(_) | Ev::Frame { .. }
+                Ev::Watchdog
+                    | Ev::Warmup
+                    | Ev::FcRefresh(_)
+                    | Ev::Node {
+                        ev: NodeEv::Frame(_),
+                        ..
+                    }
             )
         });
         !moved && !under_way && !pending

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::nic::wire_bits;
+use super::node::nic::wire_bits;
 use super::{run, RunError, RunResult};
 use crate::engine::SimTime;
 use crate::fabric::{NodeKind, System};

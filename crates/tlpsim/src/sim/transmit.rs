@@ -7,19 +7,13 @@ use super::*;
 impl Simulator<'_> {
     /// Queues TLP `id` on channel `c` (input from its ingress port) and kicks the wire; a
     /// root complex with a shared outbound queue takes its own TLPs in issue order there.
-    pub(super) fn push(&mut self, c: u32, id: u32) {
+    pub(in crate::sim) fn push(&mut self, c: u32, id: u32) {
         let t = &self.tlps[id as usize];
         if t.ingress == NONE {
             let posted = t.class() == FcClass::Posted;
             let tx = self.rx_node[(c ^ 1) as usize] as usize;
-            if let Some(o) = &mut self.outbound[tx] {
-                let full = self.chans[c as usize].queued >= o.depth as usize;
-                if full || !o.posted.is_empty() || (!posted && !o.other.is_empty()) {
-                    o.seq += 1;
-                    let fifo = if posted { &mut o.posted } else { &mut o.other };
-                    fifo.push_back((o.seq, c, id));
-                    return;
-                }
+            if self.hold_in_outbound(tx, c, id, posted) {
+                return;
             }
         }
         self.enqueue_tlp(c, id);
@@ -28,7 +22,7 @@ impl Simulator<'_> {
     /// Puts TLP `id` into channel `c`'s egress queues (past any shared outbound queue) and
     /// wakes the transmitter.
     #[inline(always)]
-    pub(super) fn enqueue_tlp(&mut self, c: u32, id: u32) {
+    pub(in crate::sim) fn enqueue_tlp(&mut self, c: u32, id: u32) {
         let t = &self.tlps[id as usize];
         let input = if t.ingress != NONE {
             self.rx_port[t.ingress as usize] as usize
@@ -59,7 +53,7 @@ impl Simulator<'_> {
     /// the arbiter's pick), all starting when the wire is free; a TxFree event follows only
     /// while more waits.
     #[inline(always)]
-    pub(super) fn try_send(&mut self, c: u32) {
+    pub(in crate::sim) fn try_send(&mut self, c: u32) {
         let ch = &self.chans[c as usize];
         // Most calls find a wake-up pending or the wire busy: answered here, inline.
         if ch.tx_event {
@@ -102,32 +96,6 @@ impl Simulator<'_> {
         if ch.wire.free_at() > now && ch.has_work() {
             self.schedule_tx_free(c);
         }
-    }
-
-    /// Moves TLPs from the heads of the shared outbound queue of channel `c`'s transmitting
-    /// node (if it has one) into their root ports while the ports have room (a posted write first;
-    /// a completion or read request only when no older posted write is still waiting).
-    fn drain_outbound(&mut self, c: u32) {
-        let tx = self.rx_node[(c ^ 1) as usize] as usize;
-        if self.draining || self.outbound[tx].is_none() {
-            return;
-        }
-        self.draining = true;
-        while let Some(o) = &mut self.outbound[tx] {
-            let room = |ch: u32| self.chans[ch as usize].queued < o.depth as usize;
-            let next = match (o.posted.front(), o.other.front()) {
-                (Some(&(_, ch, _)), _) if room(ch) => o.posted.pop_front(),
-                (p, Some(&(seq, ch, _))) if p.is_none_or(|p| p.0 > seq) && room(ch) => {
-                    o.other.pop_front()
-                }
-                _ => None,
-            };
-            let Some((_, ch, id)) = next else { break };
-            // A TLP created while this one is sent joins the shared queue behind the rest
-            // (this loop takes it in its turn).
-            self.enqueue_tlp(ch, id);
-        }
-        self.draining = false;
     }
 
     /// Puts channel `c`'s next TLP (a replay, or the arbiter's pick) on the wire.
@@ -293,9 +261,7 @@ impl Simulator<'_> {
         end: SimTime,
     ) -> Option<SimTime> {
         let rx = self.rx_node[c as usize] as usize;
-        let NodeState::Switch { ports, table, .. } = &self.nodes[rx] else {
-            return None;
-        };
+        let crossing = self.nodes[rx].crossing()?;
         let out = self
             .route
             .get(rx * self.nodes.len() + dst)
@@ -305,8 +271,7 @@ impl Simulator<'_> {
             return None;
         }
         let prop = self.chans[c as usize].prop;
-        let (ct, lat) =
-            table[self.rx_port[c as usize] as usize * ports + self.tx_port[out as usize] as usize];
+        let (ct, lat) = crossing.hop(self.rx_port[c as usize], self.tx_port[out as usize]);
         Some(if ct { start } else { end } + prop + lat)
     }
 
@@ -403,7 +368,7 @@ impl Simulator<'_> {
     }
 
     /// Sends a DLLP about channel `c`'s TLPs (it travels on the other direction's wire).
-    pub(super) fn send_dllp(&mut self, c: u32, d: Dllp) {
+    pub(in crate::sim) fn send_dllp(&mut self, c: u32, d: Dllp) {
         self.queue_dllp(c, d);
         self.try_send(c ^ 1);
     }
@@ -412,7 +377,7 @@ impl Simulator<'_> {
     /// its transmitter (DLLPs due at one instant go out back to back, ahead of TLPs: the
     /// spec's recommended priority of scheduled transmissions, an implementation note of the
     /// Data Link Layer chapter, puts Ack and UpdateFC DLLPs before new TLPs).
-    pub(super) fn queue_dllp(&mut self, c: u32, d: Dllp) {
+    pub(in crate::sim) fn queue_dllp(&mut self, c: u32, d: Dllp) {
         let w = c ^ 1;
         if self.chans[w as usize].flit {
             // Flit mode: the DLLP rides in the DLP bytes of flits already on the wire.
@@ -433,7 +398,7 @@ impl Simulator<'_> {
     /// each falls due per interval.
     #[cold]
     #[inline(never)]
-    pub(super) fn drop_stale_dllps(&mut self, c: u32, ack: bool, classes: u8) {
+    pub(in crate::sim) fn drop_stale_dllps(&mut self, c: u32, ack: bool, classes: u8) {
         self.chans[(c ^ 1) as usize].dllp_out.retain(|d| match d {
             Dllp::Ack(_) => !ack,
             Dllp::UpdateFc(class, ..) => classes & (1 << *class as u8) == 0,
@@ -443,7 +408,7 @@ impl Simulator<'_> {
 
     /// Queues an UpdateFC for each class set in `classes` (bit k: class k), without kicking
     /// the transmitter that carries them.
-    pub(super) fn queue_update_fcs(&mut self, c: u32, classes: u8) {
+    pub(in crate::sim) fn queue_update_fcs(&mut self, c: u32, classes: u8) {
         for (k, class) in CLASSES.into_iter().enumerate() {
             if classes & (1 << k) != 0 {
                 let ch = &self.chans[c as usize];
@@ -456,7 +421,7 @@ impl Simulator<'_> {
     /// Channel `c`'s transmitter takes DLLP `d` about its TLPs: an Ack or Nak frees the
     /// replay buffer up to its sequence number (a Nak then replays the rest), an UpdateFC
     /// raises a credit limit; a corrupted one is dropped.
-    pub(super) fn on_dllp(&mut self, c: u32, d: Dllp, bad: bool) {
+    pub(in crate::sim) fn on_dllp(&mut self, c: u32, d: Dllp, bad: bool) {
         let ch = &mut self.chans[c as usize];
         if bad {
             ch.counters.bad_dllps += 1;
@@ -501,7 +466,7 @@ impl Simulator<'_> {
 
     /// The replay timer of `c` fires: reschedules itself to a later deadline, or replays
     /// every unacknowledged TLP if the deadline passed.
-    pub(super) fn on_replay_timer(&mut self, c: u32) {
+    pub(in crate::sim) fn on_replay_timer(&mut self, c: u32) {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
         ch.replay_event = false;

@@ -14,11 +14,39 @@
 
 use std::collections::VecDeque;
 
-use super::{Ev, NodeState, Role, Simulator, Tlp, NONE};
+use super::{AnyNode, Node, NodeEv};
 use crate::engine::{OpenSpan, SimTime};
 use crate::fabric::{CpuSpec, NicSpec, NodeKind};
 use crate::pcie::tlp::{self, TlpKind};
 use crate::sim::result::EthernetResult;
+use crate::sim::{Ev, Role, Simulator, Tlp, NONE};
+
+/// A NIC's PCIe side at run time: its read tags (its Ethernet side lives in [`Nics`]).
+#[derive(Debug)]
+pub(in crate::sim) struct NicEndpoint {
+    /// Read tags not in use.
+    pub(in crate::sim) free_tags: u32,
+}
+
+impl Node for NicEndpoint {
+    fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, _head: SimTime) {
+        if let Some(k) = sim.nics.at(n) {
+            sim.at_nic(k, c, id, t);
+        }
+    }
+
+    fn start(sim: &mut Simulator<'_>, n: usize) {
+        if let Some(k) = sim.nics.at(n) {
+            sim.start_nic(k);
+        }
+    }
+
+    fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
+        if let Some(k) = sim.nics.at(n) {
+            sim.on_nic_event(k, ev);
+        }
+    }
+}
 
 /// Bytes an Ethernet frame occupies on the wire beyond its own: preamble 8 + gap 12.
 pub const WIRE_OVERHEAD: u32 = 20;
@@ -149,7 +177,7 @@ struct RegEffect {
 
 /// The NICs and the CPU of a run.
 #[derive(Debug, Default)]
-pub(super) struct Nics {
+pub(in crate::sim) struct Nics {
     nics: Vec<Nic>,
     /// NIC index by node (NONE for other nodes).
     by_node: Vec<u32>,
@@ -166,14 +194,14 @@ pub(super) struct Nics {
 
 impl Nics {
     /// The NIC at `node`, if it is one.
-    pub(super) fn at(&self, node: usize) -> Option<u32> {
+    pub(in crate::sim) fn at(&self, node: usize) -> Option<u32> {
         self.by_node.get(node).copied().filter(|&i| i != NONE)
     }
 }
 
 impl Simulator<'_> {
     /// Builds the NIC and CPU state of the system.
-    pub(super) fn build_nics(&mut self) {
+    pub(in crate::sim) fn build_nics(&mut self) {
         let n = self.sys.nodes.len();
         let mut nics = Nics {
             by_node: vec![NONE; n],
@@ -243,26 +271,36 @@ impl Simulator<'_> {
         self.nics = nics;
     }
 
-    /// Schedules the first frame on every port with a bridge workload.
-    pub(super) fn start_nics(&mut self) {
-        for (k, nic) in self.nics.nics.iter().enumerate() {
-            for (p, port) in nic.ports.iter().enumerate() {
-                if port.flow != NONE {
-                    self.q.schedule(
-                        port.first,
-                        Ev::Frame {
-                            nic: k as u32,
-                            port: p as u32,
-                        },
-                    );
-                }
+    /// Schedules the first frame on every port of NIC `k` with a bridge workload.
+    fn start_nic(&mut self, k: u32) {
+        let nic = &self.nics.nics[k as usize];
+        for (p, port) in nic.ports.iter().enumerate() {
+            if port.flow != NONE {
+                let ev = self.nic_ev(k, NodeEv::Frame(p as u32));
+                self.q.schedule(port.first, ev);
             }
+        }
+    }
+
+    /// The event `ev` of NIC `k`.
+    fn nic_ev(&self, k: u32, ev: NodeEv) -> Ev {
+        Ev::Node {
+            node: self.nics.nics[k as usize].node,
+            ev,
+        }
+    }
+
+    /// The event of core `core` of the host CPU (it sits behind its root complex).
+    fn cpu_ev(&self, core: u32) -> Ev {
+        Ev::Node {
+            node: self.nics.root,
+            ev: NodeEv::Cpu(core),
         }
     }
 
     /// Per core, the fraction of the measurement window (which ends at `end`) it was busy:
     /// taking interrupts, reading registers, bridging frames, writing registers.
-    pub(super) fn cpu_busy(&self, end: SimTime) -> Vec<f64> {
+    pub(in crate::sim) fn cpu_busy(&self, end: SimTime) -> Vec<f64> {
         let window = end.saturating_sub(self.sys.warmup).ticks().max(1) as f64;
         self.nics
             .cores
@@ -272,13 +310,13 @@ impl Simulator<'_> {
     }
 
     /// The core that serves the NIC at `node`, if the node is a NIC.
-    pub(super) fn nic_core(&self, node: usize) -> Option<u32> {
+    pub(in crate::sim) fn nic_core(&self, node: usize) -> Option<u32> {
         self.nics.at(node).map(|k| self.nics.nics[k as usize].core)
     }
 
     /// The measurement window starts: snapshot the Ethernet counters, restart the cores'
     /// busy time.
-    pub(super) fn nics_start_window(&mut self) {
+    pub(in crate::sim) fn nics_start_window(&mut self) {
         let now = self.now();
         for c in &mut self.nics.cores {
             c.busy_ticks = 0;
@@ -297,17 +335,16 @@ impl Simulator<'_> {
         }
     }
 
-    /// Handles the Ethernet and CPU events.
-    pub(super) fn on_nic_event(&mut self, ev: Ev) {
+    /// Handles an Ethernet event of NIC `k`.
+    fn on_nic_event(&mut self, k: u32, ev: NodeEv) {
         match ev {
-            Ev::Frame { nic, port } => self.frame_arrives(nic, port),
-            Ev::Register { nic, tlp } => self.register_done(nic, tlp),
-            Ev::TxDone { nic, port } => self.tx_done(nic, port),
-            Ev::Interrupt(nic) => {
-                self.nics.nics[nic as usize].int_timer = false;
-                self.maybe_interrupt(nic);
+            NodeEv::Frame(port) => self.frame_arrives(k, port),
+            NodeEv::Register(tlp) => self.register_done(k, tlp),
+            NodeEv::TxDone(port) => self.tx_done(k, port),
+            NodeEv::Interrupt => {
+                self.nics.nics[k as usize].int_timer = false;
+                self.maybe_interrupt(k);
             }
-            Ev::Cpu(core) => self.advance(core),
             _ => {}
         }
     }
@@ -321,9 +358,13 @@ impl Simulator<'_> {
         let port = &mut nic.ports[p as usize];
         port.arrivals += 1;
         let next = port.first.ticks() as f64 + port.arrivals as f64 * port.interval_ticks;
+        let node = nic.node;
         self.q.schedule(
             SimTime::from_ticks(next.round() as u64),
-            Ev::Frame { nic: k, port: p },
+            Ev::Node {
+                node,
+                ev: NodeEv::Frame(p),
+            },
         );
         if port.fifo_bytes + port.frame > fifo {
             port.dropped += 1;
@@ -392,7 +433,7 @@ impl Simulator<'_> {
     }
 
     /// A TLP of the NIC or CPU left its source: frees FIFO space or the CPU's posted slot.
-    pub(super) fn nic_tlp_sent(&mut self, t: &Tlp) {
+    pub(in crate::sim) fn nic_tlp_sent(&mut self, t: &Tlp) {
         match t.role {
             Role::RxData if t.order == 1 => {
                 let Some(k) = self.nics.at(t.src as usize) else {
@@ -408,7 +449,8 @@ impl Simulator<'_> {
                 self.nics.posted_queued -= 1;
                 if let Some(core) = self.nics.posted_waiters.pop() {
                     let now = self.now();
-                    self.q.schedule(now, Ev::Cpu(core));
+                    let ev = self.cpu_ev(core);
+                    self.q.schedule(now, ev);
                 }
             }
             _ => {}
@@ -429,7 +471,11 @@ impl Simulator<'_> {
         if due > now {
             if !nic.int_timer {
                 nic.int_timer = true;
-                self.q.schedule(due, Ev::Interrupt(k));
+                let ev = Ev::Node {
+                    node: nic.node,
+                    ev: NodeEv::Interrupt,
+                };
+                self.q.schedule(due, ev);
             }
             return;
         }
@@ -443,7 +489,7 @@ impl Simulator<'_> {
     }
 
     /// A TLP of the NIC machinery reached the root complex.
-    pub(super) fn nic_at_root(&mut self, t: &Tlp) {
+    pub(in crate::sim) fn nic_at_root(&mut self, t: &Tlp) {
         let Some(k) = self.nics.at(t.src as usize) else {
             return;
         };
@@ -478,11 +524,12 @@ impl Simulator<'_> {
         c.phase = Phase::Interrupt;
         c.busy.open(now);
         self.nics.nics[k as usize].queued_on_core = false;
-        self.q.schedule(now + cost, Ev::Cpu(core));
+        let ev = self.cpu_ev(core);
+        self.q.schedule(now + cost, ev);
     }
 
     /// Runs core `core` until it has to wait (software time, a register read, posted space).
-    fn advance(&mut self, core: u32) {
+    pub(in crate::sim) fn advance(&mut self, core: u32) {
         let Some(cpu) = self.nics.cpu else {
             return;
         };
@@ -526,7 +573,8 @@ impl Simulator<'_> {
                                         * SimTime::TICKS_PER_PS as f64)
                                         .round() as u64,
                                 );
-                            self.q.schedule(now + cost, Ev::Cpu(core));
+                            let ev = self.cpu_ev(core);
+                            self.q.schedule(now + cost, ev);
                             return;
                         }
                         None => c.phase = Phase::EndWrites(cpu.writes_per_interrupt),
@@ -619,7 +667,7 @@ impl Simulator<'_> {
     }
 
     /// A TLP reached NIC `k` on channel `c`; consumes it (credits as the NIC frees them).
-    pub(super) fn at_nic(&mut self, k: u32, c: u32, id: u32, t: Tlp) {
+    pub(in crate::sim) fn at_nic(&mut self, k: u32, c: u32, id: u32, t: Tlp) {
         let now = self.now();
         match t.role {
             Role::RegWrite | Role::RegRead => {
@@ -628,7 +676,8 @@ impl Simulator<'_> {
                 let done = now.max(nic.reg_free) + nic.spec.register_time;
                 nic.reg_free = done;
                 self.tlps[id as usize].ingress = c;
-                self.q.schedule(done, Ev::Register { nic: k, tlp: id });
+                let ev = self.nic_ev(k, NodeEv::Register(id));
+                self.q.schedule(done, ev);
             }
             Role::TxDesc => {
                 self.rx_release(c, t.class(), 1, t.data_credits());
@@ -659,7 +708,8 @@ impl Simulator<'_> {
                         + SimTime::from_ticks(ticks(wire_bits(port.frame) / rate).round() as u64);
                     port.wire_free = done;
                     let tags = port.frame.div_ceil(mrrs);
-                    self.q.schedule(done, Ev::TxDone { nic: k, port: p });
+                    let ev = self.nic_ev(k, NodeEv::TxDone(p));
+                    self.q.schedule(done, ev);
                     self.free_tags(k, tags);
                     self.deliver(id);
                     self.tx_read(k, p);
@@ -675,8 +725,8 @@ impl Simulator<'_> {
 
     fn free_tags(&mut self, k: u32, n: u32) {
         let node = self.nics.nics[k as usize].node as usize;
-        if let NodeState::Endpoint { free_tags, .. } = &mut self.nodes[node] {
-            *free_tags += n;
+        if let AnyNode::Nic(nic) = &mut self.nodes[node] {
+            nic.free_tags += n;
         }
     }
 
@@ -684,8 +734,8 @@ impl Simulator<'_> {
     fn take_tags(&mut self, k: u32, n: u32) -> bool {
         let node = self.nics.nics[k as usize].node as usize;
         match &mut self.nodes[node] {
-            NodeState::Endpoint { free_tags, .. } if *free_tags >= n => {
-                *free_tags -= n;
+            AnyNode::Nic(nic) if nic.free_tags >= n => {
+                nic.free_tags -= n;
                 true
             }
             _ => false,
@@ -814,7 +864,7 @@ impl Simulator<'_> {
     }
 
     /// Ethernet results per bridge workload, over the measurement window.
-    pub(super) fn ethernet_results(&self) -> Vec<EthernetResult> {
+    pub(in crate::sim) fn ethernet_results(&self) -> Vec<EthernetResult> {
         let window = (self.sys.duration - self.sys.warmup).as_secs_f64();
         let mut out = Vec::new();
         for (f, w) in self.sys.workloads.iter().enumerate() {

@@ -1,11 +1,12 @@
-//! DMA sources: the write and read streams of DMA and storage workloads (transfers,
-//! outstanding requests, tags, MRRS splitting), and their media.
+//! DMA flows: the write and read streams of DMA and storage workloads (transfers,
+//! outstanding requests, tags, MRRS splitting) at their requester (a DMA engine, a storage
+//! HBA or a root complex), and their data arriving at the target.
 
 use super::*;
 
 impl Simulator<'_> {
     /// A storage-write transfer left the media: its slot takes the next I/O.
-    pub(super) fn transfer_done(&mut self, f: u32, slot: u32) {
+    pub(in crate::sim) fn transfer_done(&mut self, f: u32, slot: u32) {
         let flow = &mut self.flows[f as usize];
         flow.active -= 1;
         flow.free_transfers.push(slot);
@@ -15,7 +16,7 @@ impl Simulator<'_> {
     /// Keeps flow `f`'s write stream queued ahead of its link: MPS-sized MWr TLPs of the
     /// current transfer (a storage read's data once its media has read it), and a doorbell
     /// after every `doorbell_every` transfers.
-    pub(super) fn fill_writes(&mut self, f: u32) {
+    pub(in crate::sim) fn fill_writes(&mut self, f: u32) {
         let mps = self.flows[f as usize].tlp_payload;
         let now = self.now();
         let mut started_io = false;
@@ -29,9 +30,7 @@ impl Simulator<'_> {
                 flow.ios += 1;
                 started_io = true;
                 let random = flow.storage.is_some_and(|m| m.random);
-                if let NodeState::Endpoint { media: Some(m), .. } =
-                    &mut self.nodes[flow.source as usize]
-                {
+                if let Some(m) = self.nodes[flow.source as usize].media() {
                     m.begin_io(now, true, random);
                 }
             }
@@ -46,9 +45,9 @@ impl Simulator<'_> {
                 ..Tlp::at_source(TlpKind::MWr, src, dst, size, f, Role::Flow)
             });
             // A storage read: the data exists once the media has read it.
-            let ready = match &mut self.nodes[src as usize] {
-                NodeState::Endpoint { media: Some(m), .. } => m.pass(now, size, true),
-                _ => now,
+            let ready = match self.nodes[src as usize].media() {
+                Some(m) => m.pass(now, size, true),
+                None => now,
             };
             if ready > now {
                 self.q.schedule(ready, Ev::Enqueue { ch: out, tlp: id });
@@ -71,14 +70,11 @@ impl Simulator<'_> {
     /// Issues flow `f`'s read requests (MRRS-sized MRd TLPs) while a tag and a transfer slot
     /// are free, noting how long the flow waits for them.
     #[inline]
-    pub(super) fn issue_reads(&mut self, f: u32) {
+    pub(in crate::sim) fn issue_reads(&mut self, f: u32) {
         // With no tag free and the flow's wait for one already noted, issuing would change
         // nothing (most completions of a tag-bound stream): answered here, inline.
         let flow = &self.flows[f as usize];
-        let no_tag = matches!(
-            self.nodes[flow.source as usize],
-            NodeState::Endpoint { free_tags: 0, .. } | NodeState::Root { free_tags: 0, .. }
-        );
+        let no_tag = self.nodes[flow.source as usize].free_tags() == Some(0);
         if !(no_tag && flow.window_full.is_open()) {
             self.issue_reads_now(f);
         }
@@ -91,10 +87,8 @@ impl Simulator<'_> {
         let now = self.q.now();
         loop {
             let flow = &mut self.flows[f as usize];
-            let (free_tags, media) = match &mut self.nodes[flow.source as usize] {
-                NodeState::Endpoint { free_tags, media } => (free_tags, media.as_mut()),
-                NodeState::Root { free_tags, .. } => (free_tags, None),
-                NodeState::Switch { .. } => return,
+            let Some((free_tags, media)) = self.nodes[flow.source as usize].requester() else {
+                return;
             };
             if *free_tags == 0 {
                 flow.window_full.open(now);
@@ -160,5 +154,95 @@ impl Simulator<'_> {
             });
             self.push(out, id);
         }
+    }
+
+    /// A posted write reached its target: order check, bytes and latency.
+    pub(in crate::sim) fn write_arrived(&mut self, t: Tlp, now: SimTime) {
+        let measuring = self.measuring;
+        let flow = &mut self.flows[t.flow as usize];
+        if t.order != flow.expected_order {
+            self.audit.order_violations += 1;
+        }
+        flow.expected_order = t.order + 1;
+        if measuring {
+            flow.bytes += t.payload as u64;
+            flow.latency.record((now - t.born).as_ns_f64());
+        }
+    }
+
+    /// A DMA requester `n` (a DMA engine or storage HBA) takes TLP `id`, accepted on channel
+    /// `c` with its first byte in at `head`: a write into it counts for its flow, read data
+    /// completes its request.
+    pub(in crate::sim) fn requester_received(
+        &mut self,
+        n: usize,
+        c: u32,
+        id: u32,
+        t: Tlp,
+        head: SimTime,
+    ) {
+        let now = self.now();
+        self.rx_release(c, t.class(), 1, t.data_credits());
+        match t.kind {
+            TlpKind::MWr => self.write_arrived(t, now),
+            TlpKind::CplD => {
+                self.completion_arrived(n, id, t, head);
+                return;
+            }
+            _ => {}
+        }
+        self.deliver(id);
+    }
+
+    /// Read data for a flow reached its requester `n` (an endpoint, or a root complex reading
+    /// a bridge's scratchpads): counts it, records the latency at the first completion, and
+    /// frees the tag and transfer when the request is complete.
+    pub(in crate::sim) fn completion_arrived(&mut self, n: usize, id: u32, t: Tlp, head: SimTime) {
+        let now = self.now();
+        let r = self.reqs[t.req as usize];
+        let f = r.flow as usize;
+        if t.order != r.next_offset {
+            self.audit.order_violations += 1;
+        }
+        let measuring = self.measuring;
+        // A storage write: the media takes the data as it arrives; its bytes count
+        // when the media is done with them.
+        let media_done = self.nodes[n].media().map(|m| m.pass(now, t.payload, false));
+        let flow = &mut self.flows[f];
+        if let Some(done) = media_done {
+            if done >= self.sys.warmup && done < self.sys.duration {
+                flow.media_bytes += t.payload as u64;
+            }
+        } else if measuring {
+            flow.bytes += t.payload as u64;
+        }
+        if measuring && !r.answered {
+            flow.latency.record((head - r.issued).as_ns_f64());
+        }
+        let req = &mut self.reqs[t.req as usize];
+        req.answered = true;
+        req.next_offset += t.payload as u64;
+        req.remaining -= t.payload.min(req.remaining);
+        if req.remaining == 0 {
+            self.free_reqs.push(t.req);
+            if let Some((free_tags, _)) = self.nodes[n].requester() {
+                *free_tags += 1;
+            }
+            let slot = r.transfer as usize;
+            let flow = &mut self.flows[f];
+            flow.transfer_left[slot] -= r.length as u64;
+            if flow.transfer_left[slot] == 0 {
+                let done = media_done.unwrap_or(now);
+                if done > now {
+                    self.media_write_done_at(n, f as u32, slot as u32, done);
+                } else {
+                    let flow = &mut self.flows[f];
+                    flow.active -= 1;
+                    flow.free_transfers.push(slot as u32);
+                }
+            }
+        }
+        self.deliver(id);
+        self.issue_reads(f as u32);
     }
 }

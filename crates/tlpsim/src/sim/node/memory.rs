@@ -1,0 +1,75 @@
+//! Memory endpoints: a BAR of plain memory that other requesters write to and read from.
+//! Writes count, and free their credits, once the memory has absorbed them at its write
+//! rate; reads are answered after the read latency with MPS-sized completions.
+
+use super::{AnyNode, Node, NodeEv};
+use crate::engine::SimTime;
+use crate::pcie::tlp::TlpKind;
+use crate::sim::bottleneck::{Resource, UsedBy};
+use crate::sim::throttle::Throttle;
+use crate::sim::{Simulator, Tlp};
+
+/// A memory endpoint at run time.
+#[derive(Debug)]
+pub(in crate::sim) struct MemoryEndpoint {
+    /// Read request to the first byte of its completion.
+    read_latency: SimTime,
+    /// What paces written data into the memory, if its rate is limited.
+    write: Option<Throttle>,
+    /// Largest completion it sends (MPS).
+    cpl_size: u32,
+}
+
+impl MemoryEndpoint {
+    /// A memory answering reads after `read_latency`, absorbing writes at `write_rate`
+    /// bytes/s (unlimited if None), completing in pieces of up to `mps` bytes.
+    pub(in crate::sim) fn new(read_latency: SimTime, write_rate: Option<f64>, mps: u32) -> Self {
+        MemoryEndpoint {
+            read_latency,
+            write: write_rate.map(Throttle::new),
+            cpl_size: mps,
+        }
+    }
+}
+
+impl Node for MemoryEndpoint {
+    fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, _head: SimTime) {
+        let now = sim.now();
+        let AnyNode::Memory(m) = &mut sim.nodes[n] else {
+            return;
+        };
+        match t.kind {
+            TlpKind::MWr => {
+                let done = m.write.as_mut().map_or(now, |w| w.pass(now, t.payload));
+                sim.write_done_at(n, c, id, done);
+            }
+            TlpKind::MRd => {
+                let (ready, size) = (now + m.read_latency, m.cpl_size);
+                sim.complete_read(n, c, id, t, ready, size, |_, _, at| at);
+            }
+            _ => {
+                sim.rx_release(c, t.class(), 1, t.data_credits());
+                sim.deliver(id);
+            }
+        }
+    }
+
+    fn event(sim: &mut Simulator<'_>, _n: usize, ev: NodeEv) {
+        if let NodeEv::Written(id) = ev {
+            sim.written(sim.tlps[id as usize].ingress, id);
+        }
+    }
+
+    fn resources(&self, n: usize, name: &str, t: SimTime, out: &mut Vec<Resource>) {
+        if let Some(w) = &self.write {
+            out.push(Resource::of_node(
+                n,
+                UsedBy::WritesInto,
+                "memory",
+                format!("{name} memory (write)"),
+                w.busy_by(t),
+                Some(w.bytes_per_s()),
+            ));
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! The nodes of a simulated fabric, one module per kind, behind one interface.
+//!
+//! Every kind of node is a struct owning its state ([`root::RootComplex`],
+//! [`switch::Switch`], [`ntb::Ntb`], [`dma::DmaEndpoint`], [`storage::StorageHba`],
+//! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`]) and implements [`Node`]; [`AnyNode`] is the static-dispatch enum
+//! over them that the simulator holds, one per node of the system.
+//!
+//! [`Node`]'s handlers take the whole [`Simulator`] and the node's index rather than
+//! `&mut self`: what a node does in one instant (send a TLP, whose departure wakes its
+//! source; free credits; schedule an event) reaches back into the fabric and other nodes
+//! within that instant, and the order of those effects is part of the model. A handler
+//! borrows its own state from `sim.nodes[n]` while it needs it.
+//!
+//! Adding a kind of node: a module here with its struct and `impl Node`, a variant of
+//! [`AnyNode`] with its arm in [`AnyNode::build`] and in the `each_kind!` dispatch, the
+//! variant of `fabric::NodeKind` it is built from, and the scenario section that describes
+//! it (see docs/architecture.md).
+
+pub(in crate::sim) mod dma;
+pub(in crate::sim) mod memory;
+pub(in crate::sim) mod nic;
+pub(in crate::sim) mod ntb;
+pub(in crate::sim) mod root;
+pub(in crate::sim) mod storage;
+pub(in crate::sim) mod switch;
+
+use dma::DmaEndpoint;
+use memory::MemoryEndpoint;
+use nic::NicEndpoint;
+use ntb::Ntb;
+use root::RootComplex;
+use storage::{Media, StorageHba};
+use switch::{Crossing, Switch};
+
+use super::bottleneck::Resource;
+use super::{Simulator, Tlp};
+use crate::engine::SimTime;
+use crate::fabric::{NodeKind, System};
+
+/// An event of one node's own: a timer of its, or the end of work it started. Only the
+/// node's module interprets it (the simulator hands it to [`Node::event`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::sim) enum NodeEv {
+    /// A root complex or memory endpoint has taken posted write `tlp` into its memory (the
+    /// channel it came in on is the TLP's `ingress`): its credits free, its data counts.
+    Written(u32),
+    /// A storage HBA's media is done with a storage write (its entry in the HBA's table).
+    MediaDone(u32),
+    /// The next Ethernet frame reaches this port of a NIC.
+    Frame(u32),
+    /// A NIC's register engine is done with TLP `tlp`.
+    Register(u32),
+    /// A frame has left this port of a NIC on the Ethernet wire.
+    TxDone(u32),
+    /// A NIC's interrupt moderation timer expired.
+    Interrupt,
+    /// This core of the host CPU behind the root complex finished its current work.
+    Cpu(u32),
+}
+
+/// What every kind of node does. The simulator calls it through [`AnyNode`].
+pub(in crate::sim) trait Node {
+    /// TLP `id` (a copy in `t`), accepted on channel `c` with its first byte in at `head`,
+    /// is in node `n`'s receive buffer: the node consumes it, answers it or forwards it,
+    /// and frees its credits when its buffer no longer holds it.
+    fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, head: SimTime);
+
+    /// The run starts: node `n` schedules its first events.
+    fn start(_sim: &mut Simulator<'_>, _n: usize) {}
+
+    /// An event of node `n`'s own fired (see [`NodeEv`]).
+    fn event(_sim: &mut Simulator<'_>, _n: usize, _ev: NodeEv) {}
+
+    /// The node's resources (memory, a shared bus, media) with the service each gave by
+    /// `t`, for the bottleneck verdict; `name` is the node's name.
+    fn resources(&self, _n: usize, _name: &str, _t: SimTime, _out: &mut Vec<Resource>) {}
+}
+
+/// One node of any kind.
+#[derive(Debug)]
+pub(in crate::sim) enum AnyNode {
+    /// A root complex.
+    Root(RootComplex),
+    /// A switch.
+    Switch(Switch),
+    /// A non-transparent bridge.
+    Ntb(Ntb),
+    /// A DMA engine.
+    Dma(DmaEndpoint),
+    /// A storage HBA.
+    Storage(StorageHba),
+    /// A NIC.
+    Nic(NicEndpoint),
+    /// A memory endpoint.
+    Memory(MemoryEndpoint),
+}
+
+/// Runs `$call` with `$kind` naming the type of node `$node` (an [`AnyNode`] place).
+macro_rules! each_kind {
+    ($node:expr, $kind:ident => $call:expr) => {
+        match $node {
+            AnyNode::Root(_) => {
+                type $kind = RootComplex;
+                $call
+            }
+            AnyNode::Switch(_) => {
+                type $kind = Switch;
+                $call
+            }
+            AnyNode::Ntb(_) => {
+                type $kind = Ntb;
+                $call
+            }
+            AnyNode::Dma(_) => {
+                type $kind = DmaEndpoint;
+                $call
+            }
+            AnyNode::Storage(_) => {
+                type $kind = StorageHba;
+                $call
+            }
+            AnyNode::Nic(_) => {
+                type $kind = NicEndpoint;
+                $call
+            }
+            AnyNode::Memory(_) => {
+                type $kind = MemoryEndpoint;
+                $call
+            }
+        }
+    };
+}
+
+/// Runs `$call` on the node struct inside `$node` (an [`AnyNode`] reference) as `$x`.
+macro_rules! each_node {
+    ($node:expr, $x:ident => $call:expr) => {
+        match $node {
+            AnyNode::Root($x) => $call,
+            AnyNode::Switch($x) => $call,
+            AnyNode::Ntb($x) => $call,
+            AnyNode::Dma($x) => $call,
+            AnyNode::Storage($x) => $call,
+            AnyNode::Nic($x) => $call,
+            AnyNode::Memory($x) => $call,
+        }
+    };
+}
+
+impl AnyNode {
+    /// The run-time state of node `n` of `sys`, whose ports are links `ports` (the upstream
+    /// link first, then the downstream links in file order).
+    pub(in crate::sim) fn build(sys: &System, n: usize, ports: &[usize]) -> AnyNode {
+        match &sys.nodes[n].kind {
+            NodeKind::RootComplex {
+                read_latency,
+                memory_bandwidth,
+                posted_write_rate,
+                host_bridge,
+                completion,
+                shared_outbound,
+            } => AnyNode::Root(RootComplex::new(
+                &sys.pcie,
+                *read_latency,
+                *memory_bandwidth,
+                *posted_write_rate,
+                *host_bridge,
+                *completion,
+                *shared_outbound,
+            )),
+            NodeKind::Switch {
+                forwarding,
+                latency,
+                latency_by_width,
+                core,
+                ..
+            } => AnyNode::Switch(Switch::new(
+                sys,
+                ports,
+                *forwarding,
+                *latency,
+                latency_by_width,
+                *core,
+            )),
+            NodeKind::Ntb { latency, .. } => AnyNode::Ntb(Ntb::new(sys, ports, *latency)),
+            NodeKind::Endpoint {
+                tags,
+                media: Some(media),
+                ..
+            } => AnyNode::Storage(StorageHba::new(*tags, media)),
+            NodeKind::Endpoint {
+                tags, nic: Some(_), ..
+            } => AnyNode::Nic(NicEndpoint { free_tags: *tags }),
+            NodeKind::Endpoint { tags, .. } => AnyNode::Dma(DmaEndpoint { free_tags: *tags }),
+            NodeKind::Memory {
+                read_latency,
+                write_rate,
+                ..
+            } => AnyNode::Memory(MemoryEndpoint::new(
+                *read_latency,
+                *write_rate,
+                sys.pcie.mps,
+            )),
+        }
+    }
+
+    /// Hands accepted TLP `id` to node `n` (see [`Node::tlp_arrived`]).
+    #[inline(always)]
+    pub(in crate::sim) fn tlp_arrived(
+        sim: &mut Simulator<'_>,
+        n: usize,
+        c: u32,
+        id: u32,
+        t: Tlp,
+        head: SimTime,
+    ) {
+        each_kind!(sim.nodes[n], K => K::tlp_arrived(sim, n, c, id, t, head))
+    }
+
+    /// Node `n` starts (see [`Node::start`]).
+    pub(in crate::sim) fn start(sim: &mut Simulator<'_>, n: usize) {
+        each_kind!(sim.nodes[n], K => K::start(sim, n))
+    }
+
+    /// Hands node `n` its event `ev` (see [`Node::event`]).
+    pub(in crate::sim) fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
+        each_kind!(sim.nodes[n], K => K::event(sim, n, ev))
+    }
+
+    /// The node's resources (see [`Node::resources`]).
+    pub(in crate::sim) fn resources(
+        &self,
+        n: usize,
+        name: &str,
+        t: SimTime,
+        out: &mut Vec<Resource>,
+    ) {
+        each_node!(self, x => x.resources(n, name, t, out))
+    }
+
+    /// How TLPs cross it, if it forwards them (a switch, a non-transparent bridge).
+    #[inline(always)]
+    pub(in crate::sim) fn crossing(&self) -> Option<&Crossing> {
+        match self {
+            AnyNode::Switch(s) => Some(&s.crossing),
+            AnyNode::Ntb(b) => Some(&b.crossing),
+            _ => None,
+        }
+    }
+
+    /// Free read tags, if it issues reads.
+    #[inline(always)]
+    pub(in crate::sim) fn free_tags(&self) -> Option<u32> {
+        match self {
+            AnyNode::Root(r) => Some(r.free_tags),
+            AnyNode::Dma(d) => Some(d.free_tags),
+            AnyNode::Storage(s) => Some(s.free_tags),
+            AnyNode::Nic(k) => Some(k.free_tags),
+            AnyNode::Switch(_) | AnyNode::Ntb(_) | AnyNode::Memory(_) => None,
+        }
+    }
+
+    /// A DMA requester's free read tags and its media (a storage HBA's), if it is one.
+    #[inline(always)]
+    pub(in crate::sim) fn requester(&mut self) -> Option<(&mut u32, Option<&mut Media>)> {
+        match self {
+            AnyNode::Root(r) => Some((&mut r.free_tags, None)),
+            AnyNode::Dma(d) => Some((&mut d.free_tags, None)),
+            AnyNode::Storage(s) => Some((&mut s.free_tags, Some(&mut s.media))),
+            AnyNode::Nic(_) | AnyNode::Switch(_) | AnyNode::Ntb(_) | AnyNode::Memory(_) => None,
+        }
+    }
+
+    /// The drives behind it, if it is a storage HBA.
+    #[inline(always)]
+    pub(in crate::sim) fn media(&mut self) -> Option<&mut Media> {
+        match self {
+            AnyNode::Storage(s) => Some(&mut s.media),
+            _ => None,
+        }
+    }
+
+    /// The host bridge its memory traffic crosses, if it is a root complex behind one.
+    pub(in crate::sim) fn host_bridge(&self) -> Option<usize> {
+        match self {
+            AnyNode::Root(r) => r.bridge,
+            _ => None,
+        }
+    }
+}

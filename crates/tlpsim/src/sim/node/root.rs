@@ -1,0 +1,311 @@
+//! Root complexes: memory behind an optional posted-write sink and host bridge, completions
+//! for memory reads at RCB or MPS size, the CPU's own read tags, and an optional outbound
+//! queue shared by all root ports (a HyperTransport host bridge's issue order).
+
+use std::collections::VecDeque;
+
+use super::{AnyNode, Node, NodeEv};
+use crate::engine::rng::Latency;
+use crate::engine::SimTime;
+use crate::fabric::{CompletionRule, PcieSettings};
+use crate::pcie::tlp::{self, TlpKind};
+use crate::sim::bottleneck::{Resource, UsedBy};
+use crate::sim::channel::FcClass;
+use crate::sim::throttle::Throttle;
+use crate::sim::{Ev, Role, Simulator, Tlp};
+
+/// Reads a root complex's CPUs may have outstanding at once (uncached MMIO reads).
+const ROOT_READ_TAGS: u32 = 32;
+
+/// A root complex at run time.
+#[derive(Debug)]
+pub(in crate::sim) struct RootComplex {
+    read_latency: Latency,
+    memory: Option<Throttle>,
+    /// The posted-write sink ahead of the memory.
+    write_sink: Option<Throttle>,
+    /// The host bridge its memory traffic crosses, if any.
+    pub(in crate::sim) bridge: Option<usize>,
+    cpl_size: u32,
+    /// Tags for the CPU's own reads (of a bridge's scratchpad registers).
+    pub(in crate::sim) free_tags: u32,
+    /// The one outbound queue of all its root ports, if they share one.
+    outbound: Option<Outbound>,
+}
+
+/// A root complex's one outbound queue for all its root ports (a HyperTransport host
+/// bridge): posted writes in issue order, and completions and requests in issue order,
+/// which may not pass an older posted write.
+#[derive(Debug, Default)]
+struct Outbound {
+    /// TLPs each root port holds beyond this queue.
+    depth: u32,
+    /// Issue order stamp of the last TLP queued.
+    seq: u64,
+    /// (stamp, channel, TLP) of waiting posted writes.
+    posted: VecDeque<(u64, u32, u32)>,
+    /// (stamp, channel, TLP) of waiting completions and non-posted requests.
+    other: VecDeque<(u64, u32, u32)>,
+}
+
+impl RootComplex {
+    /// A root complex as `fabric::NodeKind::RootComplex` describes it.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::sim) fn new(
+        pcie: &PcieSettings,
+        read_latency: Latency,
+        memory_bandwidth: Option<f64>,
+        posted_write_rate: Option<f64>,
+        host_bridge: Option<usize>,
+        completion: CompletionRule,
+        shared_outbound: Option<u32>,
+    ) -> Self {
+        RootComplex {
+            read_latency,
+            memory: memory_bandwidth.map(Throttle::new),
+            write_sink: posted_write_rate.map(Throttle::new),
+            bridge: host_bridge,
+            cpl_size: match completion {
+                CompletionRule::Rcb => pcie.rcb.min(pcie.mps),
+                CompletionRule::Mps => pcie.mps,
+            },
+            free_tags: ROOT_READ_TAGS,
+            outbound: shared_outbound.map(|depth| Outbound {
+                depth,
+                ..Outbound::default()
+            }),
+        }
+    }
+}
+
+impl Node for RootComplex {
+    fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
+        match t.kind {
+            TlpKind::MWr => sim.root_write(n, c, id, t),
+            TlpKind::MRd => sim.root_read(n, c, id, t),
+            _ => {
+                sim.rx_release(c, t.class(), 1, t.data_credits());
+                if t.kind == TlpKind::CplD && t.role == Role::Flow {
+                    // The CPU's own read (of a bridge's scratchpads) completes.
+                    sim.completion_arrived(n, id, t, head);
+                    return;
+                }
+                sim.deliver(id);
+                if t.role != Role::Flow {
+                    sim.nic_at_root(&t);
+                }
+            }
+        }
+    }
+
+    fn event(sim: &mut Simulator<'_>, _n: usize, ev: NodeEv) {
+        match ev {
+            NodeEv::Written(id) => sim.written(sim.tlps[id as usize].ingress, id),
+            // The host CPU behind this root complex.
+            NodeEv::Cpu(core) => sim.advance(core),
+            _ => {}
+        }
+    }
+
+    fn resources(&self, n: usize, name: &str, t: SimTime, out: &mut Vec<Resource>) {
+        if let Some(w) = &self.write_sink {
+            out.push(Resource::of_node(
+                n,
+                UsedBy::WritesInto,
+                "write_sink",
+                format!("{name} posted-write sink"),
+                w.busy_by(t),
+                Some(w.bytes_per_s()),
+            ));
+        }
+        if let Some(m) = &self.memory {
+            out.push(Resource::of_node(
+                n,
+                UsedBy::Every,
+                "memory",
+                format!("{name} memory"),
+                m.busy_by(t),
+                Some(m.bytes_per_s()),
+            ));
+        }
+    }
+}
+
+impl Simulator<'_> {
+    /// Posted write `id` reached root complex `n` on channel `c`: it crosses the host bridge,
+    /// the posted-write sink and the memory before it counts.
+    fn root_write(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
+        let now = self.now();
+        let AnyNode::Root(r) = &mut self.nodes[n] else {
+            return;
+        };
+        let mut done = now;
+        if let Some(b) = r.bridge {
+            done = self.bridges[b].0.pass(done, t.payload);
+        }
+        if let Some(w) = &mut r.write_sink {
+            done = w.pass(done, t.payload);
+        }
+        if let Some(m) = &mut r.memory {
+            done = m.pass(done, t.payload);
+        }
+        // The write counts, and its credits free, once the memory has it: a root
+        // advertising infinite posted credits still takes data at its sink's and
+        // memory's rates.
+        self.write_done_at(n, c, id, done);
+    }
+
+    /// Read request `id` reached root complex `n` on channel `c`: completions leave once the
+    /// memory (and host bridge) has the data.
+    fn root_read(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
+        let now = self.now();
+        let AnyNode::Root(r) = &mut self.nodes[n] else {
+            return;
+        };
+        let size = r.cpl_size;
+        let bridge_lat = r.bridge.map_or(SimTime::ZERO, |b| self.bridges[b].1);
+        let ready = now + r.read_latency.sample(&mut self.rng) + bridge_lat + bridge_lat;
+        self.complete_read(n, c, id, t, ready, size, |sim, piece, mut at| {
+            let AnyNode::Root(r) = &mut sim.nodes[n] else {
+                return at;
+            };
+            if let Some(m) = &mut r.memory {
+                at = m.pass(at, piece);
+            }
+            if let Some(b) = r.bridge {
+                at = sim.bridges[b].0.pass(at, piece);
+            }
+            at
+        });
+    }
+
+    /// Completer `n` answers read request `id`, received on channel `c`, with completions of
+    /// at most `size` bytes whose data is ready from `ready` on, each as `pace` (given the
+    /// simulator, its bytes and when it could go) says it is through the completer's
+    /// memory; completions ready at one instant are queued by one event, as a chain.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::sim) fn complete_read(
+        &mut self,
+        n: usize,
+        c: u32,
+        id: u32,
+        t: Tlp,
+        ready: SimTime,
+        size: u32,
+        mut pace: impl FnMut(&mut Self, u32, SimTime) -> SimTime,
+    ) {
+        let out = self.route[n * self.sys.nodes.len() + t.src as usize];
+        let mut offset = 0u64;
+        // (time, last TLP) of the chain the latest Enqueue event will queue.
+        let mut chain: Option<(SimTime, u32)> = None;
+        for piece in tlp::split(t.length as u64, size) {
+            let at = pace(self, piece, ready);
+            let cpl = self.new_tlp(Tlp {
+                req: t.req,
+                order: offset,
+                ..Tlp::at_source(TlpKind::CplD, n as u32, t.src, piece, t.flow, t.role)
+            });
+            offset += piece as u64;
+            match chain {
+                // Ready with the one before: queued right after it, by its event.
+                Some((t0, last)) if t0 == at => self.tlps[last as usize].next = cpl,
+                _ => self.q.schedule(at, Ev::Enqueue { ch: out, tlp: cpl }),
+            }
+            chain = Some((at, cpl));
+        }
+        self.rx_release(c, FcClass::NonPosted, 1, 0);
+        self.deliver(id);
+    }
+
+    /// Posted write `id`, received on channel `c` by node `n`, will be in its memory at
+    /// `done`: it takes effect then ([`Self::written`]), by an event if that is later.
+    pub(in crate::sim) fn write_done_at(&mut self, n: usize, c: u32, id: u32, done: SimTime) {
+        if done > self.now() {
+            self.tlps[id as usize].ingress = c;
+            let ev = Ev::Node {
+                node: n as u32,
+                ev: NodeEv::Written(id),
+            };
+            self.q.schedule(done, ev);
+        } else {
+            self.written(c, id);
+        }
+    }
+
+    /// Posted write `id`, received on channel `c`, is in the root complex's memory: its
+    /// credits free and it takes effect (flow bytes, an NTB's interrupt, a NIC's DMA).
+    pub(in crate::sim) fn written(&mut self, c: u32, id: u32) {
+        let t = self.tlps[id as usize];
+        let now = self.now();
+        self.rx_release(c, FcClass::Posted, 1, t.data_credits());
+        match t.role {
+            Role::Flow => self.write_arrived(t, now),
+            Role::NtbMsi => self.ntb_interrupt(t),
+            _ => self.nic_at_root(&t),
+        }
+        self.deliver(id);
+    }
+
+    /// A root complex `tx` with a shared outbound queue takes TLP `id`, created for channel
+    /// `c`, into that queue if it must wait there (the port is full, or older TLPs it may
+    /// not pass wait); true if it did.
+    #[inline]
+    pub(in crate::sim) fn hold_in_outbound(
+        &mut self,
+        tx: usize,
+        c: u32,
+        id: u32,
+        posted: bool,
+    ) -> bool {
+        let AnyNode::Root(RootComplex {
+            outbound: Some(o), ..
+        }) = &mut self.nodes[tx]
+        else {
+            return false;
+        };
+        let full = self.chans[c as usize].queued >= o.depth as usize;
+        if full || !o.posted.is_empty() || (!posted && !o.other.is_empty()) {
+            o.seq += 1;
+            let fifo = if posted { &mut o.posted } else { &mut o.other };
+            fifo.push_back((o.seq, c, id));
+            return true;
+        }
+        false
+    }
+
+    /// Moves TLPs from the heads of the shared outbound queue of channel `c`'s transmitting
+    /// node (if it has one) into their root ports while the ports have room (a posted write
+    /// first; a completion or read request only when no older posted write is still waiting).
+    pub(in crate::sim) fn drain_outbound(&mut self, c: u32) {
+        let tx = self.rx_node[(c ^ 1) as usize] as usize;
+        let shared = matches!(
+            &self.nodes[tx],
+            AnyNode::Root(RootComplex {
+                outbound: Some(_),
+                ..
+            })
+        );
+        if self.draining || !shared {
+            return;
+        }
+        self.draining = true;
+        while let AnyNode::Root(RootComplex {
+            outbound: Some(o), ..
+        }) = &mut self.nodes[tx]
+        {
+            let room = |ch: u32| self.chans[ch as usize].queued < o.depth as usize;
+            let next = match (o.posted.front(), o.other.front()) {
+                (Some(&(_, ch, _)), _) if room(ch) => o.posted.pop_front(),
+                (p, Some(&(seq, ch, _))) if p.is_none_or(|p| p.0 > seq) && room(ch) => {
+                    o.other.pop_front()
+                }
+                _ => None,
+            };
+            let Some((_, ch, id)) = next else { break };
+            // A TLP created while this one is sent joins the shared queue behind the rest
+            // (this loop takes it in its turn).
+            self.enqueue_tlp(ch, id);
+        }
+        self.draining = false;
+    }
+}
