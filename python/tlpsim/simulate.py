@@ -130,7 +130,9 @@ def run(
         scenario = load_scenario(scenario)
     if trace is not None:
         if not isinstance(trace_limit, int) or trace_limit < 1:
-            raise ConfigError(f"trace_limit {trace_limit!r} is not allowed; allowed: a whole number of packets, 1 or more")
+            raise ConfigError(
+                f"trace_limit {trace_limit!r} is not allowed; allowed: a whole number of packets, 1 or more"
+            )
         # Checked before the run, so that a long run is not lost to a typo in the path.
         path = Path(trace)
         parent = path.parent
