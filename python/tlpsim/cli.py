@@ -138,7 +138,8 @@ def _run_rows(result) -> list[dict]:
     for link in result.links:
         rows.append({"kind": "link", **link})
     for r in result.resources:
-        rows.append({"kind": "resource", "name": r["name"], "resource_kind": r["kind"], "busy": r["busy"]})
+        others = {k: v for k, v in r.items() if k not in ("name", "kind", "busy")}
+        rows.append({"kind": "resource", "name": r["name"], "resource_kind": r["kind"], "busy": r["busy"], **others})
     keys: dict[str, None] = {}
     for r in rows:
         keys.update(dict.fromkeys(r))
