@@ -108,8 +108,8 @@ def simpy_speed(duration_us: float, repeats: int = 3) -> dict:
 def memory_point(duration_ms: float) -> float:
     """Peak RSS of a fresh interpreter that loads tlpsim and runs `duration_ms`."""
     code = (
-        "import sys; sys.path.insert(0, %r); import engine; "
-        "engine.tlpsim_speed(%r, repeats=1); print(engine.peak_rss_mb())" % (str(HERE), duration_ms)
+        f"import sys; sys.path.insert(0, {str(HERE)!r}); import engine; "
+        f"engine.tlpsim_speed({duration_ms!r}, repeats=1); print(engine.peak_rss_mb())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])

@@ -61,9 +61,9 @@ def ack_factor_tenths(mps: int, width: int) -> int:
 
 def timer_symbols(gen: int, width: int, mps: int) -> int:
     """Ack / UpdateFC latency interval in symbol times (integer arithmetic, truncated)."""
-    return (mps + TIMER_TLP_OVERHEAD_SYMBOLS) * ack_factor_tenths(mps, width) // (
-        10 * width
-    ) + INTERNAL_DELAY_SYMBOLS[gen]
+    return (mps + TIMER_TLP_OVERHEAD_SYMBOLS) * ack_factor_tenths(mps, width) // (10 * width) + INTERNAL_DELAY_SYMBOLS[
+        gen
+    ]
 
 
 class Wire:
@@ -149,8 +149,17 @@ class LatencyTimer:
 
 
 class Link:
-    def __init__(self, env: simpy.Environment, gen: int, width: int, mps: int, prop_ticks: int,
-                 ph_credits: int, pd_credits: int, replay_bytes: int):
+    def __init__(
+        self,
+        env: simpy.Environment,
+        gen: int,
+        width: int,
+        mps: int,
+        prop_ticks: int,
+        ph_credits: int,
+        pd_credits: int,
+        replay_bytes: int,
+    ):
         self.env = env
         sym = SYMBOL_TICKS[gen]
         self.tlp_bytes = MWR_4DW_HEADER_BYTES + mps + TLP_FRAMING_BYTES
@@ -190,9 +199,11 @@ class Link:
     # --- A: TLP transmitter -------------------------------------------------------------
 
     def _can_send(self) -> bool:
-        return (self.ph_limit - self.ph_consumed >= 1
-                and self.pd_limit - self.pd_consumed >= self.tlp_pd
-                and self.replay_used + self.tlp_bytes <= self.replay_capacity)
+        return (
+            self.ph_limit - self.ph_consumed >= 1
+            and self.pd_limit - self.pd_consumed >= self.tlp_pd
+            and self.replay_used + self.tlp_bytes <= self.replay_capacity
+        )
 
     def _transmitter(self):
         env = self.env
@@ -269,8 +280,7 @@ class Link:
             up.deliver(dllp)
 
 
-def run_simpy(gen: int = 1, width: int = 8, mps: int = 128, duration_us: float = 200.0,
-              prop_ns: float = 0.0) -> dict:
+def run_simpy(gen: int = 1, width: int = 8, mps: int = 128, duration_us: float = 200.0, prop_ns: float = 0.0) -> dict:
     """Returns {"tlps": delivered TLP count, "payload_gbps": payload Gb/s over the run,
     "wall_s": seconds of wall time, "tlp_hops_per_s": tlps / wall_s}."""
     if gen not in SYMBOL_TICKS:
@@ -289,10 +299,16 @@ def run_simpy(gen: int = 1, width: int = 8, mps: int = 128, duration_us: float =
 
     start = time.perf_counter()
     env = simpy.Environment()
-    link = Link(env, gen, width, mps, prop_ticks,
-                ph_credits=DEFAULT_PH_CREDITS,
-                pd_credits=DEFAULT_PH_CREDITS * mps // DATA_CREDIT_BYTES,
-                replay_bytes=DEFAULT_REPLAY_BYTES)
+    link = Link(
+        env,
+        gen,
+        width,
+        mps,
+        prop_ticks,
+        ph_credits=DEFAULT_PH_CREDITS,
+        pd_credits=DEFAULT_PH_CREDITS * mps // DATA_CREDIT_BYTES,
+        replay_bytes=DEFAULT_REPLAY_BYTES,
+    )
     env.run(until=duration_ticks)
     wall_s = time.perf_counter() - start
 
@@ -314,8 +330,11 @@ def main() -> None:
     parser.add_argument("--duration-us", type=float, default=200.0)
     parser.add_argument("--prop-ns", type=float, default=0.0)
     args = parser.parse_args()
-    print(json.dumps(run_simpy(gen=args.gen, width=args.width, mps=args.mps,
-                               duration_us=args.duration_us, prop_ns=args.prop_ns)))
+    print(
+        json.dumps(
+            run_simpy(gen=args.gen, width=args.width, mps=args.mps, duration_us=args.duration_us, prop_ns=args.prop_ns)
+        )
+    )
 
 
 if __name__ == "__main__":

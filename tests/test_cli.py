@@ -58,7 +58,7 @@ def test_sizes_are_written_as_in_scenario_files(cli):
         (["--gen", "1", "--width", "1", "--mps", "100"], "128, 256"),
         (["--gen", "1", "--width", "1", "--rcb", "32"], "64, 128"),
         (["--gen", "1", "--width", "1", "--payload", "0"], "payload 0"),
-        (["--gen", "1", "--width", "1", "--payload", "lots"], "payload \"lots\" is not allowed"),
+        (["--gen", "1", "--width", "1", "--payload", "lots"], 'payload "lots" is not allowed'),
         (["--gen", "one", "--width", "1"], "--gen"),
         (["--width", "1"], "Missing option"),
         (["--gen", "1", "--width", "1", "--format", "xml"], "--format"),

@@ -50,21 +50,39 @@ BASE = EXAMPLE.read_text()
 BAD = [
     (BASE.replace("seed = 7", "seed = 7\nspeed = 3"), ["line 6", "unknown field `speed`"]),
     (BASE.replace('between = ["sw2", "ex"]', 'between = ["sw2", "nic"]'), ['"nic"', "known nodes", "[[link]] 3"]),
-    (BASE.replace("width = 8\n\n[[link]]\nbetween = [\"sw2\"", "width = 3\n\n[[link]]\nbetween = [\"sw2\""), ["width 3 is not allowed", "1, 2, 4, 8, 12, 16, 32"]),
+    (
+        BASE.replace('width = 8\n\n[[link]]\nbetween = ["sw2"', 'width = 3\n\n[[link]]\nbetween = ["sw2"'),
+        ["width 3 is not allowed", "1, 2, 4, 8, 12, 16, 32"],
+    ),
     (BASE.replace("mps = 128", "mps = 100"), ["[pcie]", "mps 100 is not allowed", "128, 256"]),
     (BASE.replace('between = ["rc", "sw1"]', 'between = ["sw2", "sw1"]'), ["loop", "tree"]),
     (BASE + '\n[[link]]\nbetween = ["sw1", "ex"]\n', ['"ex" already has an upstream link']),
-    (BASE.replace('endpoint = "ex"', 'endpoint = "exerciser"'), ['[[workload]] 1 (reads)', '"exerciser" is not a node']),
-    (BASE.replace('direction = "read"', 'direction = "sideways"'), ['direction "sideways" is not allowed', "read, write, both"]),
+    (
+        BASE.replace('endpoint = "ex"', 'endpoint = "exerciser"'),
+        ["[[workload]] 1 (reads)", '"exerciser" is not a node'],
+    ),
+    (
+        BASE.replace('direction = "read"', 'direction = "sideways"'),
+        ['direction "sideways" is not allowed', "read, write, both"],
+    ),
     (BASE.replace('transfer_size = "4KiB"', 'transfer_size = "4 parsecs"'), ["transfer_size", "KiB"]),
-    (BASE.replace('latency = "150ns"', 'latency = 150', 1), ["line 19 (`latency = 150`)", "invalid type", "in quotes with its unit", '"150ns"']),
+    (
+        BASE.replace('latency = "150ns"', "latency = 150", 1),
+        ["line 19 (`latency = 150`)", "invalid type", "in quotes with its unit", '"150ns"'],
+    ),
     (BASE.replace("seed = 7", "seed = -7"), ["seed = -7", "a whole number of 0 or more"]),
     (BASE.replace("mps = 128", 'mps = "128"'), ["a whole number without quotes"]),
     (BASE.replace("mps = 128", "mps = 128\nber = 2e-3"), ["ber 0.002 is not allowed", "0 to 1e-3"]),
-    (BASE.replace("mps = 128", 'mps = 128\nack = "sometimes"'), ["[pcie]", 'ack "sometimes" is not allowed', "timer, immediate"]),
-    (BASE.replace('latency = "150ns"', 'latency = "150ns"\narbitration = "fifo"', 1), ['arbitration "fifo" is not allowed', "round-robin, weighted, oldest"]),
+    (
+        BASE.replace("mps = 128", 'mps = 128\nack = "sometimes"'),
+        ["[pcie]", 'ack "sometimes" is not allowed', "timer, immediate"],
+    ),
+    (
+        BASE.replace('latency = "150ns"', 'latency = "150ns"\narbitration = "fifo"', 1),
+        ['arbitration "fifo" is not allowed', "round-robin, weighted, oldest"],
+    ),
     (BASE.replace('kind = "dma"', 'kind = "nic"', 1), ['"ex" is a NIC', 'kind = "bridge"']),
-    (BASE.replace('memory_read_latency', 'memory_bandwidth = "1e-9B/s"\nmemory_read_latency', 1), ["at least 1KB/s"]),
+    (BASE.replace("memory_read_latency", 'memory_bandwidth = "1e-9B/s"\nmemory_read_latency', 1), ["at least 1KB/s"]),
     ("", ["no [[root_complex]]", "scenarios/"]),
     ("# nothing here\n[simulation]\n", ["no [[root_complex]]"]),
     (BASE[: BASE.index("[[workload]]")], ["no [[workload]]", "nothing would move"]),
@@ -159,7 +177,6 @@ def test_cli_run_formats(cli, cli_json):
     assert proc.returncode == 0 and "audit passed" in proc.stdout and "sw2-ex" in proc.stdout
 
 
-
 def test_a_flow_with_no_completed_read_shows_no_latency(tmp_path, cli, cli_json):
     # Reads slower than the run: latency is null in JSON and a dash in the table, not 0 ns.
     path = tmp_path / "slow.toml"
@@ -170,6 +187,7 @@ def test_a_flow_with_no_completed_read_shows_no_latency(tmp_path, cli, cli_json)
     table = cli("run", str(path)).stdout
     row = next(line for line in table.splitlines() if "reads" in line and "│" in line)
     assert [c.strip() for c in row.split("│")[5:9]] == ["-"] * 4
+
 
 MEMORY_BOUND = """
 [simulation]
@@ -220,7 +238,9 @@ def test_each_flow_names_its_bottleneck(tmp_path, cli, cli_json):
 
 def test_schema_comes_from_the_core_types(cli):
     schema = tlpsim.schema()
-    assert {"simulation", "pcie", "root_complex", "switch", "endpoint", "link", "workload"} <= schema["properties"].keys()
+    assert {"simulation", "pcie", "root_complex", "switch", "endpoint", "link", "workload"} <= schema[
+        "properties"
+    ].keys()
     link = schema["$defs"]["LinkSection"]
     assert "width" in link["properties"] and link["additionalProperties"] is False
     proc = cli("schema")
@@ -356,8 +376,26 @@ def test_a_run_can_be_traced_for_perfetto(tmp_path, cli):
 
 
 #: Values a user might mistype into any key: wrong types, signs, units, sizes, overflows.
-MANGLED_VALUES = ['0', '-1', '3', '1e308', 'nan', 'inf', '"-5ns"', '"abc"', '""', '"1fs"', '"3B"',
-                  '18446744073709551616', '4294967296', '"0GB/s"', '"1TB/s"', 'true', '[]', '{}']
+MANGLED_VALUES = [
+    "0",
+    "-1",
+    "3",
+    "1e308",
+    "nan",
+    "inf",
+    '"-5ns"',
+    '"abc"',
+    '""',
+    '"1fs"',
+    '"3B"',
+    "18446744073709551616",
+    "4294967296",
+    '"0GB/s"',
+    '"1TB/s"',
+    "true",
+    "[]",
+    "{}",
+]
 #: Keys a user might add in the wrong section.
 STRAY_KEYS = ["mps", "width", "latency", "credits", "ber", "outstanding", "tags", "memory_bandwidth"]
 

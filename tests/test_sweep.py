@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+
 import tlpsim
 from tlpsim.sweep import split_values
 
@@ -29,7 +30,7 @@ def test_every_combination_runs_and_a_dask_client_gets_the_same_work():
         """What tlpsim uses of a dask.distributed.Client, run in this process."""
 
         def map(self, fn, *iterables, pure=True):
-            return [fn(*args) for args in zip(*iterables)]
+            return [fn(*args) for args in zip(*iterables, strict=True)]
 
         def gather(self, futures):
             return futures

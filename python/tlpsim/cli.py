@@ -13,9 +13,9 @@ import typer
 from rich.console import Console
 
 from tlpsim import ConfigError, _core, link_bandwidth, message_bandwidth, validate
+from tlpsim.output import Format, console, emit, emit_json
 from tlpsim.simulate import TRACE_LIMIT, RunResult, Scenario, SimulationError, load_scenario, schema
 from tlpsim.simulate import run as run_scenario
-from tlpsim.output import Format, console, emit, emit_json
 from tlpsim.validation import write_report
 
 T = TypeVar("T")
@@ -29,6 +29,7 @@ app = typer.Typer(
 )
 
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
+
 
 def parse_sizes(text: str, name: str) -> list[int]:
     """Comma-separated byte counts, each as a scenario file writes one: ``64,128,4KiB``."""
@@ -50,7 +51,8 @@ def link(
     dllp: Annotated[str, typer.Option(help="DLLP charge: spec, none, or bytes per TLP.")] = "spec",
     no_skp: Annotated[bool, typer.Option("--no-skp", help="Do not charge SKP ordered sets.")] = False,
     flit: Annotated[
-        bool | None, typer.Option("--flit/--no-flit", help="Flit mode (default: only where the generation requires it).")
+        bool | None,
+        typer.Option("--flit/--no-flit", help="Flit mode (default: only where the generation requires it)."),
     ] = None,
     completion: Annotated[str, typer.Option(help="Completion size: rcb (one per RCB block) or mps.")] = "rcb",
     message: Annotated[
@@ -136,7 +138,8 @@ def _run_rows(result) -> list[dict]:
     for link in result.links:
         rows.append({"kind": "link", **link})
     for r in result.resources:
-        rows.append({"kind": "resource", "name": r["name"], "resource_kind": r["kind"], "busy": r["busy"]})
+        others = {k: v for k, v in r.items() if k not in ("name", "kind", "busy")}
+        rows.append({"kind": "resource", "name": r["name"], "resource_kind": r["kind"], "busy": r["busy"], **others})
     keys: dict[str, None] = {}
     for r in rows:
         keys.update(dict.fromkeys(r))
@@ -149,7 +152,10 @@ def run_cmd(
     format: FormatOpt = Format.table,
     trace: Annotated[
         Path | None,
-        typer.Option(help="Write the packets on every wire (TLPs, replays, DLLPs) to this file as Chrome trace JSON, for Perfetto or chrome://tracing."),
+        typer.Option(
+            help="Write the packets on every wire (TLPs, replays, DLLPs) to this file as Chrome trace JSON, "
+            "for Perfetto or chrome://tracing."
+        ),
     ] = None,
     trace_limit: Annotated[int, typer.Option(help="Packets the trace keeps (the first ones).", min=1)] = TRACE_LIMIT,
 ) -> None:
@@ -164,16 +170,19 @@ def run_cmd(
         emit(_run_rows(result), format, [])
     else:
         emit(result.flow_rows(), format, [
-            ("name", " flow", ""), ("target", " target", ""), ("bytes", "bytes", ","), ("throughput_gbps", "Gb/s", ".3f"),
-            ("latency_ns_mean", "latency mean ns", ".1f"), ("latency_ns_p50", "p50 ns", ".0f"),
-            ("latency_ns_p99", "p99 ns", ".0f"), ("latency_ns_max", "max ns", ".0f"), ("requests", "requests", ","),
+            ("name", " flow", ""), ("target", " target", ""), ("bytes", "bytes", ","),
+            ("throughput_gbps", "Gb/s", ".3f"), ("latency_ns_mean", "latency mean ns", ".1f"),
+            ("latency_ns_p50", "p50 ns", ".0f"), ("latency_ns_p99", "p99 ns", ".0f"),
+            ("latency_ns_max", "max ns", ".0f"), ("requests", "requests", ","),
         ], title=f"{scenario.name}: flows")  # fmt: skip
         for f in result.flows:
             if f.get("address"):
                 console().print(f"{f['name']}: address {f['address']}")
         for f in result.flows:
             b = f["bottleneck"]
-            console().print(f"{f['name']}: limited by {b['kind'].replace('_', ' ')} ({b['resource'] or 'none'}): {b['detail']}")
+            console().print(
+                f"{f['name']}: limited by {b['kind'].replace('_', ' ')} ({b['resource'] or 'none'}): {b['detail']}"
+            )
         emit(result.links, format, [
             ("name", " link", ""), ("direction", " dir", ""), ("utilization", "utilization", "%"),
             ("payload_gbps", "payload Gb/s", ".3f"), ("tlps", "TLPs", ","), ("dllps", "DLLPs", ","),
@@ -190,7 +199,8 @@ def run_cmd(
             f"{a['tlps_delivered']:,} delivered, {a['tlps_in_flight']:,} in flight at the end; "
             f"payload {'conserved' if conserved else 'NOT conserved'}; "
             f"{a['order_violations']} ordering and {a['credit_violations']} credit violations. "
-            f"{result.simulated_s * 1e6:.1f} us measured after warmup, {result.events:,} events in {result.wall_s:.3f} s"
+            f"{result.simulated_s * 1e6:.1f} us measured after warmup, "
+            f"{result.events:,} events in {result.wall_s:.3f} s"
         )
     if not result.audit["passed"]:
         Console(stderr=True).print(f"tlpsim: audit FAILED: {result.audit}")

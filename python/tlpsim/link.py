@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numbers
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tlpsim import _core
 from tlpsim._core import ConfigError
+from tlpsim._records import CoreRecord
 
 #: Field order of a link row, as DESIGN.md names them (extras after).
 LINK_FIELDS = (
@@ -18,8 +19,10 @@ LINK_FIELDS = (
 
 
 @dataclass(frozen=True)
-class LinkBandwidth:
-    """Per-direction closed-form figures of one link (Gb/s unless named otherwise)."""
+class LinkBandwidth(CoreRecord):
+    """Per-direction closed-form figures of one link (Gb/s unless named otherwise).
+
+    Fields the core adds beyond these are kept in ``extra`` (see :meth:`from_dict`)."""
 
     gen: int
     width: int
@@ -36,15 +39,14 @@ class LinkBandwidth:
     flit: bool
     write_tlps: int
     read_limit: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """The figures as a plain dict with the DESIGN.md field names."""
-        return asdict(self)
+    #: Fields of the core's result this version does not name, kept as they came.
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
-class MessageBandwidth:
-    """Payload rate of messages plus protocol headers cut into equal TLPs."""
+class MessageBandwidth(CoreRecord):
+    """Payload rate of messages plus protocol headers cut into equal TLPs (fields the core
+    adds beyond these in ``extra``)."""
 
     gen: int
     width: int
@@ -55,10 +57,8 @@ class MessageBandwidth:
     max_gbps: float
     message_gbps: float
     reduction: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """The figures as a plain dict."""
-        return asdict(self)
+    #: Fields of the core's result this version does not name, kept as they came.
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
 def _whole(name: str, value: Any, optional: bool = False) -> int | None:
@@ -114,7 +114,7 @@ def link_bandwidth(
     Raises :class:`ConfigError` naming the allowed values on bad input.
     """
     args = _args(gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion)
-    return LinkBandwidth(**_core.link_bandwidth(args))
+    return LinkBandwidth.from_dict(_core.link_bandwidth(args))
 
 
 def message_bandwidth(
@@ -141,4 +141,4 @@ def message_bandwidth(
     """
     args = _args(gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion)
     result = _core.message_bandwidth(args, _whole("message", message), _whole("header", header))
-    return MessageBandwidth(**result)
+    return MessageBandwidth.from_dict(result)

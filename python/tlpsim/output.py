@@ -52,7 +52,8 @@ def emit_json(data) -> None:
 def emit(rows: Sequence[dict], fmt: Format, columns: Sequence[Column], title: str | None = None) -> None:
     """Prints ``rows``; ``columns`` chooses and formats the table view's columns.
 
-    JSON and CSV carry every field of every row, names and values unchanged. Table
+    JSON and CSV carry every field of every row, names and values unchanged (CSV: the
+    columns of all rows in order of first appearance, blank where a row lacks one). Table
     headings that start with a space are left-aligned text columns.
     """
     if fmt is Format.json:
@@ -61,7 +62,10 @@ def emit(rows: Sequence[dict], fmt: Format, columns: Sequence[Column], title: st
         if not rows:
             return
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        fields: dict[str, None] = {}
+        for row in rows:
+            fields.update(dict.fromkeys(row))
+        writer = csv.DictWriter(buf, fieldnames=list(fields), restval="", lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
         sys.stdout.write(buf.getvalue())

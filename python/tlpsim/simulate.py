@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from tlpsim import _core
 from tlpsim._core import ConfigError, Scenario, ScenarioError, SimulationError
+from tlpsim._records import CoreRecord
 
 __all__ = ["Scenario", "ScenarioError", "SimulationError", "RunResult", "load_scenario", "run", "schema"]
 
@@ -49,8 +50,12 @@ def load_scenario(source: str | os.PathLike[str]) -> Scenario:
 
 
 @dataclass(frozen=True)
-class RunResult:
-    """A run's results; field names as in the design's JSON (``flows``, ``links``)."""
+class RunResult(CoreRecord):
+    """A run's results; field names as in the design's JSON (``flows``, ``links``).
+
+    Build one from the core's JSON with :meth:`from_dict`: top-level fields this version
+    does not name go to ``extra``; rows of ``flows``, ``links`` ... are dicts and keep every
+    field. :meth:`to_dict` gives all of them back."""
 
     simulated_s: float
     wall_s: float
@@ -63,6 +68,8 @@ class RunResult:
     #: Memory, host bridges, shared switch buses, storage media and CPU cores:
     #: ``{"name", "kind", "busy"}`` with ``busy`` the fraction of the window.
     resources: list[dict[str, Any]] = field(default_factory=list)
+    #: Top-level fields of the core's result this version does not name, kept as they came.
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON-ready data."""
@@ -76,6 +83,7 @@ class RunResult:
             "resources": [dict(r) for r in self.resources],
             "ethernet": [dict(e) for e in self.ethernet],
             "audit": dict(self.audit),
+            **self.extra,
         }
 
     def flow_rows(self) -> list[dict[str, Any]]:
@@ -100,7 +108,10 @@ class RunResult:
         if what == "links":
             return pd.DataFrame(self.links)
         if what == "resources":
-            return pd.DataFrame(self.resources, columns=["name", "kind", "busy"])
+            columns = dict.fromkeys(["name", "kind", "busy"])
+            for r in self.resources:
+                columns.update(dict.fromkeys(r))
+            return pd.DataFrame(self.resources, columns=list(columns))
         raise ValueError(f"what {what!r} is not allowed; allowed: flows, links, resources")
 
 
@@ -130,7 +141,9 @@ def run(
         scenario = load_scenario(scenario)
     if trace is not None:
         if not isinstance(trace_limit, int) or trace_limit < 1:
-            raise ConfigError(f"trace_limit {trace_limit!r} is not allowed; allowed: a whole number of packets, 1 or more")
+            raise ConfigError(
+                f"trace_limit {trace_limit!r} is not allowed; allowed: a whole number of packets, 1 or more"
+            )
         # Checked before the run, so that a long run is not lost to a typo in the path.
         path = Path(trace)
         parent = path.parent
@@ -149,7 +162,7 @@ def run(
             path.write_text(chrome, encoding="utf-8")
         except OSError as e:
             raise ConfigError(f"{path}: cannot write the trace: {e.strerror or e}") from None
-    return RunResult(**json.loads(text))
+    return RunResult.from_dict(json.loads(text))
 
 
 def schema() -> dict[str, Any]:

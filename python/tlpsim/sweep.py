@@ -85,7 +85,7 @@ class SweepResult:
         for an Ethernet bridging workload the Mb/s it forwarded and the frames it lost (None
         for the others)."""
         out = []
-        for point, run in zip(self.points, self.runs):
+        for point, run in zip(self.points, self.runs, strict=True):
             ethernet = {e["name"]: e for e in run.get("ethernet", [])}
             for f in run["flows"]:
                 b = f["bottleneck"]
@@ -136,7 +136,7 @@ def sweep(
     for k in keys:
         if isinstance(values[k], (str, bytes)) or not isinstance(values[k], Sequence) or not values[k]:
             raise ConfigError(f"sweep values of {k} must be a non-empty list, not {values[k]!r}")
-    points = [dict(zip(keys, combo)) for combo in itertools.product(*(values[k] for k in keys))]
+    points = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(values[k] for k in keys))]
     texts = []
     for point in points:
         t = text
@@ -171,7 +171,7 @@ def sweep(
                 runs[i] = run
                 if progress:
                     progress(done, total)
-    for point, run in zip(points, runs):
+    for point, run in zip(points, runs, strict=True):
         if run is not None and "error" in run:
             where = ", ".join(f"{k}={v}" for k, v in point.items())
             raise SimulationError(f"sweep point {where}: {run['error']}")

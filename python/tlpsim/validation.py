@@ -163,7 +163,12 @@ def write_charts(report: ValidationReport, directory: Path) -> list[Path]:
             ax.plot(xs, [r["published"] for _, r in pts], "o-", color=color, label=f"{name} (published)")
             ax.plot(xs, [r["simulated"] for _, r in pts], "s--", color=color, mfc="none", label=f"{name} (tlpsim)")
         ax.set_xticks(range(len(columns)))
-        ax.set_xticklabels(columns, rotation=20 if max(map(len, columns)) > 8 else 0, ha="right" if max(map(len, columns)) > 8 else "center", fontsize=8)
+        ax.set_xticklabels(
+            columns,
+            rotation=20 if max(map(len, columns)) > 8 else 0,
+            ha="right" if max(map(len, columns)) > 8 else "center",
+            fontsize=8,
+        )
         ax.set_ylabel(rows[0]["unit"][:60])
         ax.set_title(f"{system}.{table}: published vs tlpsim")
         ax.grid(alpha=0.3)
@@ -188,10 +193,16 @@ def write_report(report: ValidationReport, directory: Path) -> Path:
     lines += ["", "## Per table (predicted cells)", "", "| table | predicted | median |error| |", "|---|---|---|"]
     tables = dict.fromkeys((r["system"], r["table"]) for r in report)
     for system, table in tables:
-        errors = [abs(r["error"]) for r in report if (r["system"], r["table"]) == (system, table) and r["role"] == "predict"]
+        errors = [
+            abs(r["error"]) for r in report if (r["system"], r["table"]) == (system, table) and r["role"] == "predict"
+        ]
         if errors:
             lines.append(f"| {system}.{table} | {len(errors)} | {100 * statistics.median(errors):.1f} % |")
-    effects = [(system, e) for system in _systems_in(report) for e in switch_effects([r for r in report if r["system"] == system])]
+    effects = [
+        (system, e)
+        for system in _systems_in(report)
+        for e in switch_effects([r for r in report if r["system"] == system])
+    ]
     if effects:
         lines += ["", "## Switch effects (published with/without difference over 10 %)", ""]
         lines += ["| table | series | column | published | tlpsim | same sign |", "|---|---|---|---|---|---|"]
@@ -203,7 +214,10 @@ def write_report(report: ValidationReport, directory: Path) -> Path:
     lines += ["", "## Charts", ""]
     lines += [f"![{p.stem}]({p.name})" for p in charts]
     fields = (*ROW_FIELDS, "limit")
-    note = "What limited the simulation is given for throughput cells: each flow's bottleneck (for an RFC 2544 cell, at full load)."
+    note = (
+        "What limited the simulation is given for throughput cells: "
+        "each flow's bottleneck (for an RFC 2544 cell, at full load)."
+    )
     lines += ["", "## Cells", "", note, "", "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
     for r in report:
         cells = [
