@@ -8,44 +8,13 @@ use crate::engine::SimTime;
 use crate::pcie::phy::Generation;
 use crate::pcie::tlp::Addressing;
 
+pub use crate::pcie::flow_control::{CreditType, CREDIT_TYPES};
+
 /// Index of a node in [`System::nodes`].
 pub type NodeId = usize;
 
-/// Flow-control credit types, in the order of [`Credits`]' array.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CreditType {
-    /// Posted request headers.
-    Ph = 0,
-    /// Posted request data (16-byte units).
-    Pd = 1,
-    /// Non-posted request headers.
-    Nph = 2,
-    /// Non-posted request data.
-    Npd = 3,
-    /// Completion headers.
-    CplH = 4,
-    /// Completion data.
-    CplD = 5,
-}
-
-/// The six credit types, indexable by `CreditType as usize`.
-pub const CREDIT_TYPES: [CreditType; 6] = [
-    CreditType::Ph,
-    CreditType::Pd,
-    CreditType::Nph,
-    CreditType::Npd,
-    CreditType::CplH,
-    CreditType::CplD,
-];
-
-impl CreditType {
-    /// The spec's name: PH, PD, NPH, NPD, CplH, CplD.
-    pub fn name(self) -> &'static str {
-        ["PH", "PD", "NPH", "NPD", "CplH", "CplD"][self as usize]
-    }
-}
-
-/// Credits a receiving port advertises per type; `None` is infinite.
+/// Credits a receiving port advertises per type (in the order of [`CREDIT_TYPES`]); `None`
+/// is infinite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Credits(pub [Option<u32>; 6]);
 

@@ -1,13 +1,16 @@
 //! The PCI Express protocol, one module per specification layer.
 //!
 //! - [`phy`]: signalling rate, encoding, lane width, SKP ordered sets.
-//! - [`dll`]: TLP framing, DLLPs, the Ack and UpdateFC latency timers.
+//! - [`dll`]: TLP framing, DLLPs, the Ack and UpdateFC latency timers; the transmitting
+//!   end (sequence numbers, replay buffer, replay timer) and the receiving end (Ack, Nak).
+//! - [`flow_control`]: credit types, the transmitter's credit gate, the receiver's credits.
 //! - [`tlp`]: TLP kinds, header sizes, MPS/MRRS/RCB splitting.
 //! - [`flit`]: the flit layout of flit mode (Gen6 and above).
 //! - [`wire`]: serialization timing of one link direction (the simulator's clock).
 
 pub mod dll;
 pub mod flit;
+pub mod flow_control;
 pub mod phy;
 pub mod tlp;
 pub mod wire;

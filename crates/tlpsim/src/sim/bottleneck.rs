@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::{Simulator, NONE};
 use crate::engine::SimTime;
-use crate::fabric::CREDIT_TYPES;
+use crate::fabric::{CreditType, CREDIT_TYPES};
 use crate::sim::result::LinkResult;
 
 /// Busy fraction at or above which a resource counts as saturated.
@@ -390,13 +390,14 @@ impl Simulator<'_> {
                 link.payload_gbps
             ),
         }];
-        let by_type: Vec<u64> = (0..6)
-            .map(|ty| now.credit_stall_by_type[ty] - then.credit_stall_by_type[ty])
-            .collect();
-        if let Some(ty) = (0..6).rev().max_by_key(|&ty| by_type[ty]) {
-            let busy = (by_type[ty] as f64 / window).min(1.0);
-            let adv = ch.rx_advertised[ty].map_or("infinite".to_string(), |a| a.to_string());
-            let credit = CREDIT_TYPES[ty].name();
+        let by_type = |ty: CreditType| now.credit_stall_by_type[ty] - then.credit_stall_by_type[ty];
+        if let Some(ty) = CREDIT_TYPES.into_iter().rev().max_by_key(|&ty| by_type(ty)) {
+            let busy = (by_type(ty) as f64 / window).min(1.0);
+            let adv = ch
+                .rx_credits
+                .advertised(ty)
+                .map_or("infinite".to_string(), |a| a.to_string());
+            let credit = ty.name();
             out.push(Candidate {
                 limit: Limit::Stall,
                 kind: "credits",
@@ -419,7 +420,7 @@ impl Simulator<'_> {
                 "{tx} waits for replay buffer room toward {rx} {:.0} % of the time ({} B): \
                  it does not cover the Ack round trip",
                 replay * 100.0,
-                ch.replay_capacity
+                ch.tx_dll.capacity
             ),
         });
         out

@@ -31,9 +31,7 @@ use std::time::Instant;
 
 use crate::engine::rng::Rng;
 use crate::engine::{EventQueue, OpenSpan, SimTime, Table};
-use crate::fabric::{
-    AckPolicy, Arbitration, DmaDirection, Doorbell, NodeKind, StorageMix, System, CREDIT_TYPES,
-};
+use crate::fabric::{AckPolicy, Arbitration, DmaDirection, Doorbell, NodeKind, StorageMix, System};
 use crate::pcie::dll::{self, DLLP_BYTES};
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::{symbol_ticks, Wire};
@@ -399,18 +397,18 @@ impl<'a> Simulator<'a> {
                 };
                 let wire = Wire::new(l.gen, l.width, l.flit, l.skp);
                 let mut ch = Channel::new(wire, l.flit, &weights, sys.nodes[rx].credits);
-                ch.oldest_first = oldest_first;
-                ch.prop = l.propagation;
-                ch.byte_error = -(8.0 * (-l.ber).ln_1p()); // -ln(1 - p_byte)
+                ch.arbiter.oldest_first = oldest_first;
+                ch.phy.prop = l.propagation;
+                ch.phy.byte_error = -(8.0 * (-l.ber).ln_1p()); // -ln(1 - p_byte)
                 let interval =
                     dll::ack_latency_symbols(l.gen, l.width, mps) as u64 * symbol_ticks(l.gen);
-                ch.ack_interval = match l.ack {
+                ch.rx_dll.ack_interval = match l.ack {
                     AckPolicy::Timer => SimTime::from_ticks(interval),
                     AckPolicy::Immediate => SimTime::ZERO,
                 };
-                ch.replay_timeout =
+                ch.tx_dll.timeout =
                     SimTime::from_ticks(3 * interval) + l.propagation + l.propagation;
-                ch.replay_capacity = l.replay_buffer;
+                ch.tx_dll.capacity = l.replay_buffer;
                 chans.push(ch);
                 rx_node.push(rx as u32);
                 rx_port.push(port_of(rx, i));
@@ -509,7 +507,7 @@ impl<'a> Simulator<'a> {
             trace: None,
             errors: false,
         };
-        sim.errors = sim.chans.iter().any(|c| c.byte_error > 0.0);
+        sim.errors = sim.chans.iter().any(|c| c.phy.byte_error > 0.0);
         sim.build_nics();
         sim
     }
@@ -575,7 +573,7 @@ impl<'a> Simulator<'a> {
             && self
                 .chans
                 .iter()
-                .any(|c| c.queued > 0 && matches!(c.blocked, Blocked::Credits(_)))
+                .any(|c| c.arbiter.queued > 0 && matches!(c.blocked, Blocked::Credits(_)))
         {
             return Err(self.deadlock());
         }
@@ -595,7 +593,7 @@ impl<'a> Simulator<'a> {
                 self.try_send(c);
             }
             Ev::TlpArrive(c) => {
-                let a = self.chans[c as usize].arriving.pop_front();
+                let a = self.chans[c as usize].phy.arriving.pop_front();
                 if let Some(a) = a {
                     let frees_wire = a.frees_wire;
                     self.on_tlp(c, a);
@@ -621,7 +619,7 @@ impl<'a> Simulator<'a> {
             }
             Ev::DllpArrive(c) => {
                 while let Some((dllp, bad, last)) =
-                    self.chans[c as usize].dllps_arriving.pop_front()
+                    self.chans[c as usize].phy.dllps_arriving.pop_front()
                 {
                     self.on_dllp(c, dllp, bad);
                     if last {
@@ -633,16 +631,16 @@ impl<'a> Simulator<'a> {
             Ev::DllTimer(c) => {
                 let now = self.now();
                 let ch = &mut self.chans[c as usize];
-                let ack = std::mem::take(&mut ch.rx_unacked).then(|| ch.rx_expected - 1);
-                let dirty = std::mem::take(&mut ch.fc_dirty);
+                let ack = ch.rx_dll.take_ack();
+                let dirty = ch.rx_credits.take_dirty();
                 if ack.is_none() && dirty == 0 {
-                    ch.dll_timer = false;
+                    ch.rx_dll.stop_timer();
                 } else {
                     // Immediate Acks (a zero interval): the timer fires again at once and
                     // stops unless more became owed in this instant.
-                    let next = now + ch.ack_interval;
+                    let next = now + ch.rx_dll.ack_interval;
                     self.q.schedule(next, Ev::DllTimer(c));
-                    if ch.ack_interval == SimTime::ZERO {
+                    if ch.rx_dll.ack_interval == SimTime::ZERO {
                         self.drop_stale_dllps(c, ack.is_some(), dirty);
                     }
                     if let Some(seq) = ack {
@@ -654,9 +652,7 @@ impl<'a> Simulator<'a> {
             }
             Ev::FcRefresh(c) => {
                 // Spec §2.6.1.2: UpdateFCs at least every 30 us, which recovers lost ones.
-                let finite = (0..3u8)
-                    .filter(|k| self.chans[c as usize].rx_advertised[2 * *k as usize].is_some())
-                    .fold(0u8, |m, k| m | 1 << k);
+                let finite = self.chans[c as usize].rx_credits.finite_classes();
                 self.queue_update_fcs(c, finite);
                 self.try_send(c ^ 1);
                 self.q
@@ -693,7 +689,7 @@ impl<'a> Simulator<'a> {
                     .iter()
                     .zip(&self.sent_at_watchdog)
                     .filter(|(c, &sent)| {
-                        c.queued > 0
+                        c.arbiter.queued > 0
                             && matches!(c.blocked, Blocked::Credits(_))
                             && c.counters.tlps == sent
                     })
@@ -722,10 +718,10 @@ impl<'a> Simulator<'a> {
                 .zip(&self.sent_at_watchdog)
                 .any(|(c, &sent)| c.counters.tlps != sent);
         let under_way = self.chans.iter().any(|c| {
-            !c.arriving.is_empty()
-                || !c.dllps_arriving.is_empty()
+            !c.phy.arriving.is_empty()
+                || !c.phy.dllps_arriving.is_empty()
                 || !c.forwarding.is_empty()
-                || !c.dllp_out.is_empty()
+                || !c.phy.dllp_out.is_empty()
         });
         let pending = self.q.any(|e| {
             !matches!(
@@ -745,7 +741,7 @@ impl<'a> Simulator<'a> {
     fn deadlock(&self) -> RunError {
         let mut parts = Vec::new();
         for (c, ch) in self.chans.iter().enumerate() {
-            if ch.queued == 0 || !matches!(ch.blocked, Blocked::Credits(_)) {
+            if ch.arbiter.queued == 0 || !matches!(ch.blocked, Blocked::Credits(_)) {
                 continue;
             }
             let link = &self.sys.links[c / 2];
@@ -756,12 +752,12 @@ impl<'a> Simulator<'a> {
             };
             let why = match ch.blocked {
                 Blocked::Credits(ty) => {
-                    let adv =
-                        ch.rx_advertised[ty].map_or("infinite".to_string(), |a| a.to_string());
+                    let adv = ch.rx_credits.advertised(ty);
+                    let adv = adv.map_or("infinite".to_string(), |a| a.to_string());
                     format!(
                         "waiting for {} credits ({} available, {} advertised by {})",
-                        CREDIT_TYPES[ty].name(),
-                        ch.credit_limit[ty].saturating_sub(ch.credit_consumed[ty]),
+                        ty.name(),
+                        ch.tx_credits.available(ty),
                         adv,
                         self.sys.nodes[rx].name
                     )
@@ -771,7 +767,7 @@ impl<'a> Simulator<'a> {
             };
             parts.push(format!(
                 "port {} -> {}: {} TLP(s) {why}",
-                self.sys.nodes[tx].name, self.sys.nodes[rx].name, ch.queued
+                self.sys.nodes[tx].name, self.sys.nodes[rx].name, ch.arbiter.queued
             ));
         }
         RunError::Deadlock(format!(
@@ -794,8 +790,8 @@ impl<'a> Simulator<'a> {
                 ch.replay_stall.open(now);
             }
             ch.account_queue(now);
-            ch.queue_max = ch.queued;
-            ch.counters.busy_ticks = ch.wire.busy_ticks();
+            ch.arbiter.queue_max = ch.arbiter.queued;
+            ch.counters.busy_ticks = ch.phy.wire.busy_ticks();
             self.snapshot[c] = ch.counters;
         }
         for f in self.flows.iter_mut() {
@@ -853,7 +849,7 @@ impl<'a> Simulator<'a> {
             ch.end_stall(now);
             ch.end_replay_stall(now);
             ch.account_queue(now);
-            ch.counters.busy_ticks = ch.wire.busy_ticks();
+            ch.counters.busy_ticks = ch.phy.wire.busy_ticks();
             hops += ch.counters.tlps + ch.counters.replays;
             let a = ch.counters;
             let b = self.snapshot[c];
@@ -873,7 +869,7 @@ impl<'a> Simulator<'a> {
                 bad_dllps: a.bad_dllps - b.bad_dllps,
                 nullified: a.nullified - b.nullified,
                 queue_mean_tlps: (a.queue_area - b.queue_area) as f64 / window_ticks,
-                queue_max_tlps: ch.queue_max as u64,
+                queue_max_tlps: ch.arbiter.queue_max as u64,
             });
         }
         let at_warmup = std::mem::take(&mut self.busy_at_warmup);

@@ -9,9 +9,8 @@ impl Simulator<'_> {
     pub(in crate::sim) fn rx_release(&mut self, c: u32, class: FcClass, h: u32, d: u32) {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
-        if ch.rx_free(class, h, d) && !ch.dll_timer {
-            ch.dll_timer = true;
-            let at = now + ch.ack_interval;
+        if ch.rx_credits.free(class, h, d) && ch.rx_dll.start_timer() {
+            let at = now + ch.rx_dll.ack_interval;
             self.q.schedule(at, Ev::DllTimer(c));
         }
     }
@@ -37,38 +36,37 @@ impl Simulator<'_> {
     /// arrived: a corrupted one is Nak'd, a duplicate Ack'd again, the expected one accepted
     /// (Ack owed). Returns whether it was accepted.
     fn dll_receive(&mut self, c: u32, a: &Arrival) -> bool {
+        use crate::pcie::dll::receive::Received;
         let &Arrival { seq, bad, tail, .. } = a;
         let now = self.now();
         let ch = &mut self.chans[c as usize];
         if bad {
             ch.counters.bad_tlps += 1;
-            if !ch.rx_nak_sent {
-                ch.rx_nak_sent = true;
-                let s = ch.rx_expected - 1;
-                self.send_dllp(c, Dllp::Nak(s));
-            }
-            return false;
         }
-        if seq != ch.rx_expected {
-            if seq < ch.rx_expected {
+        match ch.rx_dll.receive(seq, bad) {
+            Received::Accepted => {
+                if ch.rx_dll.start_timer() {
+                    let at = (tail + ch.rx_dll.ack_interval).max(now);
+                    self.q.schedule(at, Ev::DllTimer(c));
+                }
+                true
+            }
+            Received::Nak(s) => {
+                self.send_dllp(c, Dllp::Nak(s));
+                false
+            }
+            Received::Duplicate(s) => {
                 // A duplicate from a replay: discard, acknowledge again.
-                let s = ch.rx_expected - 1;
                 self.send_dllp(c, Dllp::Ack(s));
-            } else if !ch.rx_nak_sent {
+                false
+            }
+            Received::Missing => {
                 // A TLP is missing before this one.
                 self.audit.sequence_violations += 1;
+                false
             }
-            return false;
+            Received::Dropped => false,
         }
-        ch.rx_expected += 1;
-        ch.rx_nak_sent = false;
-        ch.rx_unacked = true;
-        if !ch.dll_timer {
-            ch.dll_timer = true;
-            let at = (tail + ch.ack_interval).max(now);
-            self.q.schedule(at, Ev::DllTimer(c));
-        }
-        true
     }
 
     /// The transaction layer of channel `c`'s receiver takes accepted TLP `id` (first byte
@@ -81,7 +79,7 @@ impl Simulator<'_> {
             self.audit.duplicates += 1;
             return;
         }
-        if !ch.rx_take(t.class(), 1, t.data_credits()) {
+        if !ch.rx_credits.take(t.class(), 1, t.data_credits()) {
             self.audit.credit_violations += 1;
         }
         let n = self.rx_node[c as usize] as usize;

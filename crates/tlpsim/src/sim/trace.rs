@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
-use super::channel::Dllp;
 use crate::engine::SimTime;
 use crate::fabric::System;
+use crate::pcie::dll::Dllp;
 use crate::pcie::tlp::TlpKind;
 
 /// Packets a trace keeps unless told otherwise.
@@ -226,13 +226,6 @@ fn dllp_name(d: Dllp) -> String {
     match d {
         Dllp::Ack(s) => format!("Ack {s}"),
         Dllp::Nak(s) => format!("Nak {s}"),
-        Dllp::UpdateFc(class, ..) => format!(
-            "UpdateFC-{}",
-            match class {
-                super::channel::FcClass::Posted => "P",
-                super::channel::FcClass::NonPosted => "NP",
-                super::channel::FcClass::Completion => "Cpl",
-            }
-        ),
+        Dllp::UpdateFc(class, ..) => format!("UpdateFC-{}", class.name()),
     }
 }

@@ -3,6 +3,7 @@
 //! arrival at their last byte, a switch's forward at its port-to-port latency).
 
 use super::*;
+use crate::pcie::dll::transmit::ReplayTimer;
 
 impl Simulator<'_> {
     /// Queues TLP `id` on channel `c` (input from its ingress port) and kicks the wire; a
@@ -35,7 +36,9 @@ impl Simulator<'_> {
         let bytes = tlp::tlp_bytes(t.kind, pcie.addressing, t.payload, pcie.ecrc);
         let (class, data) = (t.class(), t.data_credits());
         let ch = &mut self.chans[c as usize];
-        ch.enqueue(self.q.now(), input, class, id, data, bytes + ch.framing);
+        let bytes = bytes + ch.phy.framing;
+        ch.arbiter
+            .enqueue(self.q.now(), input, class, id, data, bytes);
         self.try_send(c);
     }
 
@@ -44,7 +47,7 @@ impl Simulator<'_> {
         let ch = &mut self.chans[c as usize];
         if !ch.tx_event {
             ch.tx_event = true;
-            let at = ch.wire.free_at();
+            let at = ch.phy.wire.free_at();
             self.q.schedule(at, Ev::TxFree(c));
         }
     }
@@ -59,7 +62,7 @@ impl Simulator<'_> {
         if ch.tx_event {
             return;
         }
-        if ch.wire.free_at() > self.now() {
+        if ch.phy.wire.free_at() > self.now() {
             if ch.has_work() {
                 self.schedule_tx_free(c);
             }
@@ -74,17 +77,18 @@ impl Simulator<'_> {
         let now = self.now();
         // Back-to-back DLLPs reach the other end as one burst (one event at the last one's
         // arrival: the earlier ones are at most a few DLLP times early).
-        while let Some(d) = self.chans[c as usize].dllp_out.pop_front() {
+        while let Some(d) = self.chans[c as usize].phy.dllp_out.pop_front() {
             let ch = &mut self.chans[c as usize];
-            let (start, end) = ch.wire.send(now, DLLP_BYTES);
+            let (start, end) = ch.phy.wire.send(now, DLLP_BYTES);
             if let Some(tr) = &mut self.trace {
                 tr.record(c, start, end, Packet::Dllp(d));
             }
             ch.counters.dllps += 1;
-            let bad = lost(&mut self.rng, ch.byte_error, DLLP_BYTES);
-            let last = ch.dllp_out.is_empty();
-            let at = end + ch.prop;
+            let bad = lost(&mut self.rng, ch.phy.byte_error, DLLP_BYTES);
+            let last = ch.phy.dllp_out.is_empty();
+            let at = end + ch.phy.prop;
             self.chans[(c ^ 1) as usize]
+                .phy
                 .dllps_arriving
                 .push_back((d, bad, last));
             if last {
@@ -93,7 +97,7 @@ impl Simulator<'_> {
         }
         self.send_tlp(c);
         let ch = &self.chans[c as usize];
-        if ch.wire.free_at() > now && ch.has_work() {
+        if ch.phy.wire.free_at() > now && ch.has_work() {
             self.schedule_tx_free(c);
         }
     }
@@ -102,9 +106,7 @@ impl Simulator<'_> {
     fn send_tlp(&mut self, c: u32) {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
-        if let Some(i) = ch.replay_next {
-            let e = ch.replay[i];
-            ch.replay_next = (i + 1 < ch.replay.len()).then_some(i + 1);
+        if let Some(e) = ch.tx_dll.next_replay() {
             ch.counters.replays += 1;
             self.transmit(c, e, true);
             return;
@@ -130,17 +132,10 @@ impl Simulator<'_> {
             Ok((q, class)) => {
                 ch.end_stall(now);
                 ch.end_replay_stall(now);
-                if !ch.consume(class, q.data_credits) {
+                if !ch.tx_credits.consume(class, q.data_credits) {
                     self.audit.credit_violations += 1;
                 }
-                let e = ReplayEntry {
-                    seq: ch.next_seq,
-                    tlp: q.tlp,
-                    bytes: q.bytes,
-                };
-                ch.next_seq += 1;
-                ch.replay.push_back(e);
-                ch.replay_bytes += q.bytes;
+                let e = ch.tx_dll.push(q.tlp, q.bytes);
                 let t = &self.tlps[q.tlp as usize];
                 let (ingress, role, kind) = (t.ingress, t.role, t.kind);
                 ch.counters.tlps += 1;
@@ -179,15 +174,15 @@ impl Simulator<'_> {
     fn transmit(&mut self, c: u32, e: ReplayEntry, replay: bool) -> SimTime {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
-        let (start, end) = ch.wire.send(now, e.bytes);
+        let (start, end) = ch.phy.wire.send(now, e.bytes);
         if self.trace.is_some() {
             self.trace_tlp(c, e, (start, end), replay);
         }
         let ch = &mut self.chans[c as usize];
-        let p = ch.byte_error;
-        let prop = ch.prop;
-        if ch.replay_deadline.is_none() {
-            self.restart_replay_timer(c);
+        let p = ch.phy.byte_error;
+        let prop = ch.phy.prop;
+        if let Some(at) = ch.tx_dll.start_timer(now) {
+            self.q.schedule(at, Ev::ReplayTimer(c));
         }
         let bad = lost(&mut self.rng, p, e.bytes);
         let tail = end + prop;
@@ -196,10 +191,10 @@ impl Simulator<'_> {
         let ch = &mut self.chans[c as usize];
         // The receiver's data link layer takes TLPs in the order they were sent: whether it
         // will accept this one is known now.
-        let expected = e.seq == ch.rx_predicted;
+        let expected = e.seq == ch.phy.predicted_seq;
         let accepted = !bad && expected;
         if accepted {
-            ch.rx_predicted += 1;
+            ch.phy.predicted_seq += 1;
         }
         let forwarded = forward_at.is_some();
         if let (Some(f), true) = (forward_at, accepted) {
@@ -239,12 +234,12 @@ impl Simulator<'_> {
     #[inline]
     fn arrive(&mut self, c: u32, mut a: Arrival) {
         let ch = &mut self.chans[c as usize];
-        debug_assert!(ch.arriving.back().is_none_or(|b| b.tail <= a.tail));
+        debug_assert!(ch.phy.arriving.back().is_none_or(|b| b.tail <= a.tail));
         // Arriving just as the wire frees (no propagation delay, no SKP due): one event does
         // both.
-        a.frees_wire = !ch.tx_event && a.tail == ch.wire.free_at();
+        a.frees_wire = !ch.tx_event && a.tail == ch.phy.wire.free_at();
         ch.tx_event |= a.frees_wire;
-        ch.arriving.push_back(a);
+        ch.phy.arriving.push_back(a);
         self.q.schedule(a.tail, Ev::TlpArrive(c));
     }
 
@@ -270,7 +265,7 @@ impl Simulator<'_> {
         if out == NONE {
             return None;
         }
-        let prop = self.chans[c as usize].prop;
+        let prop = self.chans[c as usize].phy.prop;
         let (ct, lat) = crossing.hop(self.rx_port[c as usize], self.tx_port[out as usize]);
         Some(if ct { start } else { end } + prop + lat)
     }
@@ -299,9 +294,9 @@ impl Simulator<'_> {
             return false;
         }
         let ch = &mut self.chans[c as usize];
-        let (start, end) = ch.wire.send(now, q.bytes);
+        let (start, end) = ch.phy.wire.send(now, q.bytes);
         ch.counters.nullified += 1;
-        let tail = end + ch.prop;
+        let tail = end + ch.phy.prop;
         if let Some(tr) = &mut self.trace {
             let t = &self.tlps[id as usize];
             let bytes = t.payload.max(t.length);
@@ -321,9 +316,9 @@ impl Simulator<'_> {
             .filter(|&f| f < tail);
         if let Some(f) = onward {
             self.tlps[id as usize].born = tail;
-            self.schedule_forward(c, id, start + self.chans[c as usize].prop, f);
+            self.schedule_forward(c, id, start + self.chans[c as usize].phy.prop, f);
         }
-        let head = start + self.chans[c as usize].prop;
+        let head = start + self.chans[c as usize].phy.prop;
         self.arrive(
             c,
             Arrival {
@@ -347,7 +342,7 @@ impl Simulator<'_> {
     fn trace_tlp(&mut self, c: u32, e: ReplayEntry, span: (SimTime, SimTime), replay: bool) {
         // A replay of a TLP the receiver already took: its slab entry may hold another TLP
         // by now, so only its size is known.
-        let packet = if replay && e.seq < self.chans[c as usize].rx_expected {
+        let packet = if replay && e.seq < self.chans[c as usize].rx_dll.expected() {
             Packet::Duplicate {
                 seq: e.seq,
                 wire_bytes: e.bytes,
@@ -379,16 +374,17 @@ impl Simulator<'_> {
     /// Data Link Layer chapter, puts Ack and UpdateFC DLLPs before new TLPs).
     pub(in crate::sim) fn queue_dllp(&mut self, c: u32, d: Dllp) {
         let w = c ^ 1;
-        if self.chans[w as usize].flit {
+        if self.chans[w as usize].phy.flit {
             // Flit mode: the DLLP rides in the DLP bytes of flits already on the wire.
-            let at = self.now() + self.chans[w as usize].prop;
+            let at = self.now() + self.chans[w as usize].phy.prop;
             self.chans[w as usize].counters.dllps += 1;
             self.chans[c as usize]
+                .phy
                 .dllps_arriving
                 .push_back((d, false, true));
             self.q.schedule(at, Ev::DllpArrive(c));
         } else {
-            self.chans[w as usize].dllp_out.push_back(d);
+            self.chans[w as usize].phy.dllp_out.push_back(d);
         }
     }
 
@@ -399,11 +395,14 @@ impl Simulator<'_> {
     #[cold]
     #[inline(never)]
     pub(in crate::sim) fn drop_stale_dllps(&mut self, c: u32, ack: bool, classes: u8) {
-        self.chans[(c ^ 1) as usize].dllp_out.retain(|d| match d {
-            Dllp::Ack(_) => !ack,
-            Dllp::UpdateFc(class, ..) => classes & (1 << *class as u8) == 0,
-            Dllp::Nak(_) => true,
-        });
+        self.chans[(c ^ 1) as usize]
+            .phy
+            .dllp_out
+            .retain(|d| match d {
+                Dllp::Ack(_) => !ack,
+                Dllp::UpdateFc(class, ..) => classes & (1 << *class as u8) == 0,
+                Dllp::Nak(_) => true,
+            });
     }
 
     /// Queues an UpdateFC for each class set in `classes` (bit k: class k), without kicking
@@ -411,8 +410,7 @@ impl Simulator<'_> {
     pub(in crate::sim) fn queue_update_fcs(&mut self, c: u32, classes: u8) {
         for (k, class) in CLASSES.into_iter().enumerate() {
             if classes & (1 << k) != 0 {
-                let ch = &self.chans[c as usize];
-                let d = Dllp::UpdateFc(class, ch.rx_allocated[2 * k], ch.rx_allocated[2 * k + 1]);
+                let d = self.chans[c as usize].rx_credits.update_fc(class);
                 self.queue_dllp(c, d);
             }
         }
@@ -428,39 +426,18 @@ impl Simulator<'_> {
             return;
         }
         match d {
-            Dllp::Ack(seq) | Dllp::Nak(seq) => {
-                if ch.purge_acked(seq) > 0 {
-                    if ch.replay.is_empty() {
-                        ch.replay_deadline = None;
-                    } else {
-                        self.restart_replay_timer(c);
-                    }
-                }
-                let ch = &mut self.chans[c as usize];
-                if matches!(d, Dllp::Nak(_)) {
-                    ch.counters.naks += 1;
-                    if !ch.replay.is_empty() {
-                        ch.replay_next = Some(0);
-                    }
+            Dllp::Ack(seq) => {
+                if let Some(at) = ch.tx_dll.on_ack(seq, self.q.now()) {
+                    self.q.schedule(at, Ev::ReplayTimer(c));
                 }
             }
-            Dllp::UpdateFc(class, h, dd) => {
-                let k = class as usize * 2;
-                ch.credit_limit[k] = ch.credit_limit[k].max(h);
-                ch.credit_limit[k + 1] = ch.credit_limit[k + 1].max(dd);
+            Dllp::Nak(seq) => {
+                ch.counters.naks += 1;
+                if let Some(at) = ch.tx_dll.on_nak(seq, self.q.now()) {
+                    self.q.schedule(at, Ev::ReplayTimer(c));
+                }
             }
-        }
-    }
-
-    /// The replay timer of `c` (re)starts now; a ReplayTimer event is scheduled unless one
-    /// is already pending (it reschedules itself to a later deadline).
-    fn restart_replay_timer(&mut self, c: u32) {
-        let ch = &mut self.chans[c as usize];
-        let deadline = self.q.now() + ch.replay_timeout;
-        ch.replay_deadline = Some(deadline);
-        if !ch.replay_event {
-            ch.replay_event = true;
-            self.q.schedule(deadline, Ev::ReplayTimer(c));
+            Dllp::UpdateFc(class, h, dd) => ch.tx_credits.update(class, h, dd),
         }
     }
 
@@ -469,20 +446,12 @@ impl Simulator<'_> {
     pub(in crate::sim) fn on_replay_timer(&mut self, c: u32) {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
-        ch.replay_event = false;
-        match ch.replay_deadline {
-            None => {}
-            Some(d) if d > now => {
-                ch.replay_event = true;
-                self.q.schedule(d, Ev::ReplayTimer(c));
-            }
-            Some(_) => {
-                ch.replay_deadline = None;
-                if !ch.replay.is_empty() {
-                    ch.counters.timeouts += 1;
-                    ch.replay_next = Some(0);
-                    self.try_send(c);
-                }
+        match ch.tx_dll.on_timer(now) {
+            ReplayTimer::Idle => {}
+            ReplayTimer::Pending(d) => self.q.schedule(d, Ev::ReplayTimer(c)),
+            ReplayTimer::Expired => {
+                ch.counters.timeouts += 1;
+                self.try_send(c);
             }
         }
     }

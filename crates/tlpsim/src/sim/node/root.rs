@@ -263,7 +263,7 @@ impl Simulator<'_> {
         else {
             return false;
         };
-        let full = self.chans[c as usize].queued >= o.depth as usize;
+        let full = self.chans[c as usize].arbiter.queued >= o.depth as usize;
         if full || !o.posted.is_empty() || (!posted && !o.other.is_empty()) {
             o.seq += 1;
             let fifo = if posted { &mut o.posted } else { &mut o.other };
@@ -293,7 +293,7 @@ impl Simulator<'_> {
             outbound: Some(o), ..
         }) = &mut self.nodes[tx]
         {
-            let room = |ch: u32| self.chans[ch as usize].queued < o.depth as usize;
+            let room = |ch: u32| self.chans[ch as usize].arbiter.queued < o.depth as usize;
             let next = match (o.posted.front(), o.other.front()) {
                 (Some(&(_, ch, _)), _) if room(ch) => o.posted.pop_front(),
                 (p, Some(&(seq, ch, _))) if p.is_none_or(|p| p.0 > seq) && room(ch) => {

@@ -1,4 +1,6 @@
-//! Data link layer: TLP framing, DLLPs, and the Ack / UpdateFC latency timers.
+//! Data link layer: TLP framing, DLLPs, the Ack / UpdateFC latency timers, and the two
+//! ends' state machines: [`transmit`] (sequence numbers, replay buffer, replay timer) and
+//! [`receive`] (next expected sequence number, Ack and Nak).
 //!
 //! Timer values come from the PCI Express Base Specification:
 //! - Ack latency limits: Rev. 6.3 Tables 3-10 (2.5 GT/s), 3-11 (5.0 GT/s) and 3-12
@@ -16,7 +18,22 @@
 //! encoding); during one symbol time an xN link carries N bytes. The timers are per
 //! lane, so an interval of T symbol times is T × N bytes of link capacity, not T bytes.
 
+pub mod receive;
+pub mod transmit;
+
+use super::flow_control::FcClass;
 use super::phy::Generation;
+
+/// A DLLP and what it carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dllp {
+    /// Everything up to and including this sequence number arrived.
+    Ack(u64),
+    /// The TLP after this sequence number arrived corrupted: replay from there.
+    Nak(u64),
+    /// Cumulative credits allocated for a class: (headers, data units).
+    UpdateFc(FcClass, u64, u64),
+}
 
 /// Bytes of framing a non-flit TLP carries on the wire.
 ///

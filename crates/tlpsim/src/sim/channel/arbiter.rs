@@ -1,0 +1,378 @@
+//! The egress arbiter of one link direction: the TLPs waiting for the wire, one set of
+//! queues per ingress port (input), and the choice of which goes next.
+//!
+//! Among inputs it serves round-robin, weighted (`weight` TLPs per turn) or oldest first;
+//! within an input, the transaction ordering rules: nothing passes an older posted
+//! request, posted requests pass blocked non-posted requests and completions. A TLP may go
+//! only if the receiver granted its credits and the replay buffer has room for it.
+
+use std::collections::VecDeque;
+
+use crate::engine::{SimTime, Table};
+use crate::pcie::dll::transmit::DllTransmitter;
+use crate::pcie::flow_control::{CreditType, FcClass, FcTransmitter, CLASSES};
+
+/// A TLP waiting in an egress queue.
+#[derive(Debug, Clone, Copy)]
+pub struct Queued {
+    /// Slab index of the TLP.
+    pub tlp: u32,
+    /// Data credits it needs (16-byte units).
+    pub data_credits: u32,
+    /// Wire bytes on this channel.
+    pub bytes: u32,
+    /// Arrival order in its input, for the ordering rules.
+    stamp: u64,
+}
+
+/// One ingress port's TLPs waiting for this egress: posted, non-posted, completion queues.
+#[derive(Debug, Default)]
+struct Input {
+    queues: [VecDeque<Queued>; 3],
+    weight: u32,
+}
+
+impl Input {
+    /// True when no TLP waits in any of its queues.
+    fn is_empty(&self) -> bool {
+        self.queues.iter().all(VecDeque::is_empty)
+    }
+}
+
+/// Why the arbiter found nothing to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)] // a plain tag byte: matched on every blocked pick
+pub enum Blocked {
+    /// Nothing queued.
+    Empty,
+    /// The oldest eligible TLP lacks credits of this type.
+    Credits(CreditType),
+    /// The replay buffer is full.
+    ReplayBuffer,
+}
+
+/// The egress queues and arbiter of one link direction.
+#[derive(Debug)]
+pub struct Arbiter {
+    inputs: Table<Input>,
+    /// Sends the oldest ready TLP of all inputs (else round-robin or weighted).
+    pub oldest_first: bool,
+    /// The input whose turn it is, and the TLPs left in its turn.
+    current: usize,
+    left: u32,
+    next_stamp: u64,
+    /// TLPs waiting in every input.
+    pub queued: usize,
+    /// Sum of the times (ticks) TLPs joined the egress queues, and of the times they left:
+    /// the queue's time integral up to `t` is `left + queued × t - joined`.
+    queue_joined: u128,
+    queue_left: u128,
+    /// Most TLPs waiting at once since measuring started.
+    pub queue_max: usize,
+}
+
+impl Arbiter {
+    /// An arbiter among `weights.len()` inputs, input `i` taking `weights[i]` TLPs per turn
+    /// (at least one).
+    pub fn new(weights: &[u32]) -> Self {
+        let inputs = weights
+            .iter()
+            .map(|&w| Input {
+                weight: w.max(1),
+                ..Input::default()
+            })
+            .collect::<Table<_>>();
+        let left = inputs[0].weight;
+        Arbiter {
+            inputs,
+            oldest_first: false,
+            current: 0,
+            left,
+            next_stamp: 0,
+            queued: 0,
+            queue_joined: 0,
+            queue_left: 0,
+            queue_max: 0,
+        }
+    }
+
+    /// TLPs waiting, integrated over time up to `now` (TLP-ticks): each counts from when it
+    /// joined to when it left (or `now`, if it still waits).
+    pub fn queue_area(&self, now: SimTime) -> u128 {
+        self.queue_left + self.queued as u128 * now.ticks() as u128 - self.queue_joined
+    }
+
+    /// Queues a TLP from `input` in `class` at `now`.
+    #[inline]
+    pub fn enqueue(
+        &mut self,
+        now: SimTime,
+        input: usize,
+        class: FcClass,
+        tlp: u32,
+        data_credits: u32,
+        bytes: u32,
+    ) {
+        self.queue_joined += now.ticks() as u128;
+        let stamp = self.next_stamp;
+        self.next_stamp += 1;
+        self.inputs[input].queues[class as usize].push_back(Queued {
+            tlp,
+            data_credits,
+            bytes,
+            stamp,
+        });
+        self.queued += 1;
+        self.queue_max = self.queue_max.max(self.queued);
+    }
+
+    /// Chooses the next TLP to send (round-robin, weighted or oldest first among inputs;
+    /// within an input the oldest TLP the ordering rules let go) among those `credits` and
+    /// the room in `replay` allow. Takes it out of its queue and returns it with its class,
+    /// or says why nothing can go.
+    #[inline(always)] // into `Channel::pick`, which addresses all three from one pointer
+    pub fn pick(
+        &mut self,
+        now: SimTime,
+        credits: &FcTransmitter,
+        replay: &DllTransmitter,
+    ) -> Result<(Queued, FcClass), Blocked> {
+        if self.queued == 0 {
+            return Err(Blocked::Empty);
+        }
+        let gate = Gate { credits, replay };
+        if self.oldest_first {
+            return self.pick_oldest(now, gate);
+        }
+        let n = self.inputs.len();
+        let mut blocked = Blocked::Empty;
+        // The input after `i`, round the ring.
+        let after = |i: usize| if i + 1 == n { 0 } else { i + 1 };
+        let mut idx = self.current;
+        for _ in 0..n {
+            if self.inputs[idx].is_empty() {
+                idx = after(idx);
+                continue;
+            }
+            if let Some(c) = self.choose(idx, gate, &mut blocked) {
+                let entry = self.take(idx, c, now);
+                // Round-robin or weighted turns only matter among several inputs.
+                if n > 1 {
+                    if idx != self.current {
+                        self.current = idx;
+                        self.left = self.inputs[idx].weight;
+                    }
+                    self.left -= 1;
+                    if self.left == 0 {
+                        self.current = after(idx);
+                        self.left = self.inputs[self.current].weight;
+                    }
+                }
+                return Ok((entry, CLASSES[c]));
+            }
+            idx = after(idx);
+        }
+        Err(blocked)
+    }
+
+    /// [`Self::pick`] for an egress that sends the oldest ready TLP of all its inputs: each
+    /// input offers the TLP its ordering rules and credits let go, and the one that joined
+    /// this egress first wins.
+    #[inline(never)]
+    fn pick_oldest(&mut self, now: SimTime, gate: Gate) -> Result<(Queued, FcClass), Blocked> {
+        let mut blocked = Blocked::Empty;
+        let mut best: Option<(u64, usize, usize)> = None;
+        for idx in 0..self.inputs.len() {
+            if self.inputs[idx].is_empty() {
+                continue;
+            }
+            if let Some(c) = self.choose(idx, gate, &mut blocked) {
+                let stamp = self.inputs[idx].queues[c]
+                    .front()
+                    .expect("head exists")
+                    .stamp;
+                if best.is_none_or(|(s, ..)| stamp < s) {
+                    best = Some((stamp, idx, c));
+                }
+            }
+        }
+        match best {
+            Some((_, idx, c)) => Ok((self.take(idx, c, now), CLASSES[c])),
+            None => Err(blocked),
+        }
+    }
+
+    /// Takes the head of queue `c` of input `idx` out at `now`.
+    #[inline(always)]
+    fn take(&mut self, idx: usize, c: usize, now: SimTime) -> Queued {
+        let entry = self.inputs[idx].queues[c].pop_front().expect("head exists");
+        self.queue_left += now.ticks() as u128;
+        self.queued -= 1;
+        entry
+    }
+
+    /// The queue (class index) of input `idx` whose head goes next, if any may: candidates
+    /// oldest first, a non-posted request or completion only if it is older than the posted
+    /// head (nothing passes an older posted request), then the posted head. Notes in
+    /// `blocked` why a candidate could not go.
+    #[inline(always)]
+    fn choose(&self, idx: usize, gate: Gate, blocked: &mut Blocked) -> Option<usize> {
+        let [p, np, cpl] = &self.inputs[idx].queues;
+        let posted = p.front();
+        let (np, cpl) = (np.front(), cpl.front());
+        if np.is_some() || cpl.is_some() {
+            let posted_stamp = posted.map_or(u64::MAX, |q| q.stamp);
+            let stamp = |q: Option<&Queued>| q.map_or(u64::MAX, |q| q.stamp);
+            let ((c1, h1), (c2, h2)) = if stamp(np) < stamp(cpl) {
+                ((1, np), (2, cpl))
+            } else {
+                ((2, cpl), (1, np))
+            };
+            // The older of the two first; the later one only if the older could not go,
+            // and neither unless older than the posted head.
+            if let Some(h) = h1.filter(|h| h.stamp < posted_stamp) {
+                if gate.may_send(c1, h, blocked) {
+                    return Some(c1);
+                }
+                if let Some(h) = h2.filter(|h| h.stamp < posted_stamp) {
+                    if gate.may_send(c2, h, blocked) {
+                        return Some(c2);
+                    }
+                }
+            }
+        }
+        match posted {
+            Some(h) if gate.may_send(0, h, blocked) => Some(0),
+            _ => None,
+        }
+    }
+}
+
+/// What lets a queue's head go besides the ordering rules: the transmitter's credits and
+/// its replay buffer's room.
+#[derive(Clone, Copy)]
+struct Gate<'a> {
+    credits: &'a FcTransmitter,
+    replay: &'a DllTransmitter,
+}
+
+impl Gate<'_> {
+    /// Whether the head `h` of queue `c` has the credits and the replay buffer room to go;
+    /// if not, notes why in `blocked` (a full replay buffer outranks a lack of credits).
+    #[inline]
+    fn may_send(self, c: usize, h: &Queued, blocked: &mut Blocked) -> bool {
+        match self.credits.check(CLASSES[c], h.data_credits) {
+            Ok(()) => {
+                if self.replay.has_room(h.bytes) {
+                    true
+                } else {
+                    *blocked = Blocked::ReplayBuffer;
+                    false
+                }
+            }
+            Err(ty) => {
+                if matches!(*blocked, Blocked::Empty) {
+                    *blocked = Blocked::Credits(ty);
+                }
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcie::flow_control::PerCreditType;
+
+    /// Two inputs; TLP `k` is queued `k`-th, from the input `inputs[k]` names, all posted.
+    fn queued(oldest_first: bool, inputs: &[usize]) -> Arbiter {
+        let mut arb = Arbiter::new(&[1, 1]);
+        arb.oldest_first = oldest_first;
+        for (k, &i) in inputs.iter().enumerate() {
+            arb.enqueue(SimTime::ZERO, i, FcClass::Posted, k as u32, 8, 156);
+        }
+        arb
+    }
+
+    /// The TLPs in the order the arbiter sends them, with infinite credits.
+    fn sent(mut arb: Arbiter) -> Vec<u32> {
+        let credits = FcTransmitter::new(PerCreditType([None; 6]));
+        let replay = DllTransmitter::default();
+        std::iter::from_fn(|| {
+            arb.pick(SimTime::ZERO, &credits, &replay)
+                .ok()
+                .map(|(q, _)| q.tlp)
+        })
+        .collect()
+    }
+
+    #[test]
+    fn round_robin_alternates_inputs_and_oldest_first_keeps_arrival_order() {
+        let inputs = [0, 0, 0, 1, 0, 1];
+        assert_eq!(sent(queued(false, &inputs)), [0, 3, 1, 5, 2, 4]);
+        assert_eq!(sent(queued(true, &inputs)), [0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn weighted_inputs_take_their_turns() {
+        let mut arb = Arbiter::new(&[2, 1]);
+        for (k, i) in [0, 0, 0, 0, 1, 1].into_iter().enumerate() {
+            arb.enqueue(SimTime::ZERO, i, FcClass::Posted, k as u32, 8, 156);
+        }
+        assert_eq!(sent(arb), [0, 1, 4, 2, 3, 5]);
+    }
+
+    #[test]
+    fn oldest_first_still_lets_no_request_pass_an_older_posted_write() {
+        // Input 0: a posted write (TLP 0) with no data credits left, then a read (TLP 1);
+        // input 1: a younger read (TLP 2). Only input 1's read may go.
+        let mut limits = PerCreditType([None; 6]);
+        limits[CreditType::Pd] = Some(0);
+        let credits = FcTransmitter::new(limits);
+        let replay = DllTransmitter::default();
+        let mut arb = Arbiter::new(&[1, 1]);
+        arb.oldest_first = true;
+        arb.enqueue(SimTime::ZERO, 0, FcClass::Posted, 0, 8, 156);
+        arb.enqueue(SimTime::ZERO, 0, FcClass::NonPosted, 1, 0, 28);
+        arb.enqueue(SimTime::ZERO, 1, FcClass::NonPosted, 2, 0, 28);
+        let (q, class) = arb.pick(SimTime::ZERO, &credits, &replay).unwrap();
+        assert_eq!((q.tlp, class), (2, FcClass::NonPosted));
+        assert_eq!(
+            arb.pick(SimTime::ZERO, &credits, &replay).unwrap_err(),
+            Blocked::Credits(CreditType::Pd)
+        );
+    }
+
+    #[test]
+    fn a_full_replay_buffer_outranks_missing_credits() {
+        // The read lacks NPH credits, the completion behind it has no replay buffer room.
+        let mut limits = PerCreditType([None; 6]);
+        limits[CreditType::Nph] = Some(0);
+        let credits = FcTransmitter::new(limits);
+        let mut replay = DllTransmitter::new(200, SimTime::ZERO);
+        replay.push(9, 100);
+        let mut arb = Arbiter::new(&[1]);
+        arb.enqueue(SimTime::ZERO, 0, FcClass::NonPosted, 0, 0, 28);
+        arb.enqueue(SimTime::ZERO, 0, FcClass::Completion, 1, 8, 156);
+        assert_eq!(
+            arb.pick(SimTime::ZERO, &credits, &replay).unwrap_err(),
+            Blocked::ReplayBuffer
+        );
+        assert_eq!(arb.queued, 2);
+    }
+
+    #[test]
+    fn queue_area_integrates_waiting_tlps() {
+        let mut arb = Arbiter::new(&[1]);
+        arb.enqueue(SimTime::from_ticks(10), 0, FcClass::Posted, 0, 0, 28);
+        arb.enqueue(SimTime::from_ticks(20), 0, FcClass::Posted, 1, 0, 28);
+        let credits = FcTransmitter::new(PerCreditType([None; 6]));
+        let replay = DllTransmitter::default();
+        arb.pick(SimTime::from_ticks(30), &credits, &replay)
+            .unwrap();
+        // TLP 0 waited 20 ticks, TLP 1 waits from 20 to 50.
+        assert_eq!(arb.queue_area(SimTime::from_ticks(50)), 20 + 30);
+        assert_eq!(arb.queue_max, 2);
+    }
+}
