@@ -108,11 +108,6 @@ impl CreditType {
 pub struct PerCreditType<T>(pub [T; 6]);
 
 impl<T> PerCreditType<T> {
-    /// The values in the order of [`CREDIT_TYPES`], each with its type.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (CreditType, &T)> {
-        CREDIT_TYPES.into_iter().zip(&self.0)
-    }
-
     /// Applies `f` to each value.
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> PerCreditType<U> {
         PerCreditType(self.0.map(f))

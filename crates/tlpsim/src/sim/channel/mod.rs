@@ -137,12 +137,6 @@ impl Phy {
             dllps_arriving: VecDeque::new(),
         }
     }
-
-    /// True when nothing is in flight or waiting for the wire: no TLP or DLLP on its way
-    /// and no DLLP queued.
-    pub fn is_idle(&self) -> bool {
-        self.arriving.is_empty() && self.dllps_arriving.is_empty() && self.dllp_out.is_empty()
-    }
 }
 
 /// One direction of a link.
