@@ -445,4 +445,20 @@ fn a_word_or_a_required_key_gets_its_words_at_its_line() {
         e.contains("distribution \"gaussian\" is not allowed; allowed: uniform, exponential"),
         "{e}"
     );
+    let e = refused(
+        "name = \"sw\"\n",
+        "name = \"sw\"\ncredits = { ph = true }\n",
+    );
+    assert!(
+        e.contains("expected a credit count such as 32, or \"infinite\""),
+        "{e}"
+    );
+    let e = refused(
+        "name = \"sw\"\n",
+        "name = \"sw\"\ncredits = { ph = \"lots\" }\n",
+    );
+    assert!(
+        e.contains("credits.ph \"lots\" is not allowed; allowed: 1 to 1048576, or \"infinite\""),
+        "{e}"
+    );
 }

@@ -21,7 +21,12 @@ pub fn describe(text: &str, e: &toml::de::Error) -> String {
     let msg = match Section::at(text, line) {
         Some(section) => {
             let hint = section.hint(&msg).unwrap_or_default();
-            format!("{}: {msg}{hint}", section.place)
+            // A table's own header line names it already.
+            if section.place.to_string() == source {
+                format!("{msg}{hint}")
+            } else {
+                format!("{}: {msg}{hint}", section.place)
+            }
         }
         None => msg,
     };

@@ -7,11 +7,13 @@
 //! Defaults for values the file leaves out are serde defaults on the section types (the
 //! schema shows them) and the `DEFAULT_*` constants below.
 //!
-//! The jobs, one module each: [`file`](ScenarioFile) (the format and its parse), `values`
-//! (words, units, latencies, credits), `nodes` (root complexes, switches, host bridges, the
-//! CPU), `endpoint` and `workload` (one section type per kind), `ntb` (bridges, their windows,
+//! One module per job: `file` (the format and its parse), `values` (words, units,
+//! latencies, credits), `nodes` (root complexes, switches, host bridges, the CPU),
+//! `endpoint` and `workload` (one section type per kind: a new kind is a word, a variant, a
+//! section type and its build function in that one file), `ntb` (bridges, their windows,
 //! address resolution), `links` (links and the tree), `build` (the order of the steps),
-//! `located` (a TOML error as one line) and `set` (one key replaced, for sweeps).
+//! `error` (what can be wrong, and where), `located` (a TOML error as one line) and `set`
+//! (one key replaced, for sweeps).
 
 mod build;
 mod endpoint;

@@ -208,14 +208,38 @@ pub struct DistributionSection {
     pub mean: Option<String>,
 }
 
-/// A credit count as written: a number or "infinite".
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+/// A credit count as written: a number or "infinite" (any word is read; [`credits`] checks
+/// it, naming the credit type).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum CreditValue {
     /// Credits (headers, or 16-byte data units).
     Count(i64),
     /// "infinite".
     Word(String),
+}
+
+impl<'de> Deserialize<'de> for CreditValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        /// A whole number or a word.
+        struct CountOrWord;
+        impl Visitor<'_> for CountOrWord {
+            type Value = CreditValue;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a credit count such as 32, or \"infinite\"")
+            }
+
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<CreditValue, E> {
+                Ok(CreditValue::Count(n))
+            }
+
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<CreditValue, E> {
+                Ok(CreditValue::Word(s.to_string()))
+            }
+        }
+        d.deserialize_any(CountOrWord)
+    }
 }
 
 /// Credits allowed in one credit type.
