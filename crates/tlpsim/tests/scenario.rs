@@ -433,7 +433,7 @@ fn a_word_or_a_required_key_gets_its_words_at_its_line() {
     );
     let e = refused("transfer_size = \"4KiB\"\n", "");
     assert!(
-        e.contains("missing field `transfer_size` (bytes per transfer, e.g. \"4KiB\")"),
+        e.contains("missing field `transfer_size` (Bytes per transfer, e.g. \"4KiB\")"),
         "{e}"
     );
     let e = refused(

@@ -147,7 +147,7 @@ impl Section {
                 return Some(format!("; allowed: {}", words.join(", ")));
             }
             let d = props.get(key)?.get("description")?.as_str()?;
-            return Some(format!(" ({})", sentence_part(d)));
+            return Some(format!(" ({})", parenthetical(d)));
         }
         let key = quoted_key(msg, "unknown field `")?;
         let kinds: Vec<String> = kinds_with(root, &self.path, Some(key))?
@@ -245,15 +245,10 @@ fn properties<'a>(
     node.get("properties")?.as_object()
 }
 
-/// A description as the middle of a sentence: lower-case start, no final period.
-fn sentence_part(d: &str) -> String {
-    let d = d.replace('\n', " ");
-    let d = d.trim().trim_end_matches('.');
-    let mut chars = d.chars();
-    match chars.next() {
-        Some(c) if !chars.as_str().starts_with(|n: char| n.is_uppercase()) => {
-            c.to_lowercase().chain(chars).collect()
-        }
-        _ => d.to_string(),
-    }
+/// A description inside parentheses: one line, no final period.
+fn parenthetical(d: &str) -> String {
+    d.replace('\n', " ")
+        .trim()
+        .trim_end_matches('.')
+        .to_string()
 }
