@@ -473,7 +473,7 @@ fn storage_mistakes_get_one_clear_message() {
                 "1GB/s",
                 "direction = \"read\"\nread_percent = 100\n",
             ),
-            "instead of direction",
+            "unknown field `direction`",
         ),
         (
             storage(
@@ -485,7 +485,7 @@ fn storage_mistakes_get_one_clear_message() {
                 "kind = \"storage\"\nmedia_read",
                 "kind = \"dma\"\nmedia_read",
             ),
-            "need kind = \"storage\"",
+            "media_read needs kind = \"storage\"",
         ),
     ];
     for (text, want) in bad {

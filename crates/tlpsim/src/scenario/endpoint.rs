@@ -1,0 +1,226 @@
+//! `[[endpoint]]` sections, one section type per `kind`, and the nodes they become.
+//!
+//! Adding a kind: a word in [`EndpointKind`], a variant of [`EndpointSection`] with its
+//! section type, one arm in [`Tagged::deserialize_kind`] and one in [`endpoints`]' build.
+
+use schemars::JsonSchema;
+use serde::de::{Deserializer, IgnoredAny};
+use serde::Deserialize;
+
+use super::error::{BuildError, Place};
+use super::file::Tagged;
+use super::nodes::NodeTable;
+use super::values::{self, defaults, words, CreditsSection};
+use super::{DEFAULT_ENDPOINT_CREDITS, DEFAULT_TAGS};
+use crate::fabric::{MediaSpec, NicSpec, NodeKind, NodeSpec};
+
+defaults! {
+    default_tags: i64 = DEFAULT_TAGS;
+    default_zero_ns: String = "0ns";
+    default_ports: i64 = 2;
+    default_rx_fifo: String = "48KiB";
+    default_ring: i64 = 256;
+    default_register_time: String = "100ns";
+    default_line_rate: String = "1Gb/s";
+}
+
+/// The credits of an endpoint, as a file would write them.
+fn endpoint_credits() -> CreditsSection {
+    CreditsSection::written(DEFAULT_ENDPOINT_CREDITS)
+}
+
+words! {
+    /// What an endpoint is.
+    pub enum EndpointKind for "kind" {
+        /// A DMA engine.
+        Dma = "dma",
+        /// A storage HBA with its drives.
+        Storage = "storage",
+        /// A Gigabit Ethernet NIC.
+        Nic = "nic",
+    }
+}
+
+/// `[[endpoint]]`: the section of its `kind`.
+#[derive(Debug, Clone, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EndpointSection {
+    /// `kind = "dma"`: a DMA engine.
+    Dma(DmaEndpointSection),
+    /// `kind = "storage"`: a storage HBA with its drives.
+    Storage(StorageEndpointSection),
+    /// `kind = "nic"`: a Gigabit Ethernet NIC.
+    Nic(NicEndpointSection),
+}
+
+impl Tagged for EndpointSection {
+    type Kind = EndpointKind;
+
+    fn deserialize_kind<'de, D: Deserializer<'de>>(
+        kind: EndpointKind,
+        d: D,
+    ) -> Result<Self, D::Error> {
+        Ok(match kind {
+            EndpointKind::Dma => EndpointSection::Dma(Deserialize::deserialize(d)?),
+            EndpointKind::Storage => EndpointSection::Storage(Deserialize::deserialize(d)?),
+            EndpointKind::Nic => EndpointSection::Nic(Deserialize::deserialize(d)?),
+        })
+    }
+}
+
+impl EndpointSection {
+    /// The node name.
+    pub fn name(&self) -> &str {
+        match self {
+            EndpointSection::Dma(s) => &s.name,
+            EndpointSection::Storage(s) => &s.name,
+            EndpointSection::Nic(s) => &s.name,
+        }
+    }
+}
+
+/// `[[endpoint]]` with `kind = "dma"`: a DMA engine.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DmaEndpointSection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique node name.
+    pub name: String,
+    /// Read tags (default 32).
+    #[serde(default = "default_tags")]
+    pub tags: i64,
+    /// Credits it advertises.
+    #[schemars(default = "endpoint_credits")]
+    pub credits: Option<CreditsSection>,
+}
+
+/// `[[endpoint]]` with `kind = "storage"`: an HBA with its drives.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StorageEndpointSection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique node name.
+    pub name: String,
+    /// Read tags (default 32).
+    #[serde(default = "default_tags")]
+    pub tags: i64,
+    /// Credits it advertises.
+    #[schemars(default = "endpoint_credits")]
+    pub credits: Option<CreditsSection>,
+    /// Rate the drives deliver reads, e.g. "800MB/s".
+    pub media_read: String,
+    /// Rate the drives absorb writes, e.g. "700MB/s".
+    pub media_write: String,
+    /// Time lost when the drives switch between reads and writes (default "0ns").
+    #[serde(default = "default_zero_ns")]
+    pub media_turnaround: String,
+    /// Reads and writes proceed at once, each at its own rate (default false).
+    #[serde(default)]
+    pub media_duplex: bool,
+    /// Access time of a random I/O (default "0ns").
+    #[serde(default = "default_zero_ns")]
+    pub media_seek: String,
+}
+
+/// `[[endpoint]]` with `kind = "nic"`: a Gigabit Ethernet NIC.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NicEndpointSection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique node name.
+    pub name: String,
+    /// Read tags (default 32).
+    #[serde(default = "default_tags")]
+    pub tags: i64,
+    /// Credits it advertises.
+    #[schemars(default = "endpoint_credits")]
+    pub credits: Option<CreditsSection>,
+    /// Ethernet ports, 1 or 2 (default 2).
+    #[serde(default = "default_ports")]
+    pub ports: i64,
+    /// Receive FIFO per port (default "48KiB"); frames that do not fit are dropped.
+    #[serde(default = "default_rx_fifo")]
+    pub rx_fifo: String,
+    /// Receive descriptors per port (default 256).
+    #[serde(default = "default_ring")]
+    pub rx_ring: i64,
+    /// Transmit descriptors per port (default 256).
+    #[serde(default = "default_ring")]
+    pub tx_ring: i64,
+    /// Time to absorb a register write or answer a register read (default "100ns").
+    #[serde(default = "default_register_time")]
+    pub register_time: String,
+    /// Least time between interrupts (default "0ns": no moderation).
+    #[serde(default = "default_zero_ns")]
+    pub interrupt_interval: String,
+    /// Ethernet line rate per port (default "1Gb/s").
+    #[serde(default = "default_line_rate")]
+    pub line_rate: String,
+}
+
+/// Adds the `[[endpoint]]` sections to `nodes`.
+pub fn endpoints(sections: &[EndpointSection], nodes: &mut NodeTable) -> Result<(), BuildError> {
+    for (i, ep) in sections.iter().enumerate() {
+        let place = Place::element("endpoint", i, ep.name());
+        let (tags, credits, media, nic) = match ep {
+            EndpointSection::Dma(s) => (s.tags, &s.credits, None, None),
+            EndpointSection::Storage(s) => (s.tags, &s.credits, Some(media(&place, s)?), None),
+            EndpointSection::Nic(s) => (s.tags, &s.credits, None, Some(nic(&place, s)?)),
+        };
+        let tags = values::count(&place, "tags", tags, 1..=16384, "1 to 16384 (14-bit tags)")?;
+        let credits = values::credits(&place, credits, DEFAULT_ENDPOINT_CREDITS)?;
+        nodes.add(
+            &place,
+            NodeSpec {
+                name: ep.name().to_string(),
+                kind: NodeKind::Endpoint { tags, media, nic },
+                credits,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// The drives behind a storage endpoint.
+fn media(place: &Place, s: &StorageEndpointSection) -> Result<MediaSpec, BuildError> {
+    Ok(MediaSpec {
+        read: values::rate(place, "media_read", &s.media_read)?,
+        write: values::rate(place, "media_write", &s.media_write)?,
+        turnaround: values::duration(place, "media_turnaround", &s.media_turnaround)?,
+        duplex: s.media_duplex,
+        seek: values::duration(place, "media_seek", &s.media_seek)?,
+    })
+}
+
+/// The Ethernet side of a NIC endpoint.
+fn nic(place: &Place, s: &NicEndpointSection) -> Result<NicSpec, BuildError> {
+    let count = |key, v, max: i64| values::count(place, key, v, 1..=max, &format!("1 to {max}"));
+    let rx_fifo = values::bytes(place, "rx_fifo", &s.rx_fifo)?;
+    if !(2048..=1 << 24).contains(&rx_fifo) {
+        return Err(BuildError::not_allowed(
+            place,
+            "rx_fifo",
+            &s.rx_fifo,
+            "2 KiB to 16 MiB (at least one full-size frame)",
+        ));
+    }
+    let line_rate = values::rate(place, "line_rate", &s.line_rate)? * 8.0;
+    Ok(NicSpec {
+        ports: count("ports", s.ports, 2)?,
+        rx_fifo: rx_fifo as u32,
+        rx_ring: count("rx_ring", s.rx_ring, 4096)?,
+        tx_ring: count("tx_ring", s.tx_ring, 4096)?,
+        register_time: values::duration(place, "register_time", &s.register_time)?,
+        interrupt_interval: values::duration(place, "interrupt_interval", &s.interrupt_interval)?,
+        line_rate,
+    })
+}

@@ -1,0 +1,117 @@
+//! Scenario files: the TOML format users write, its JSON Schema, and the checks that turn a
+//! file into a runnable [`System`].
+//!
+//! Every error names the file, the line or section, the key, what is wrong and what is
+//! allowed; the section types reject unknown keys, and `[[endpoint]]` and `[[workload]]`
+//! tables are read as the section of their `kind`, so a key of another kind is refused too.
+//! Defaults for values the file leaves out are serde defaults on the section types (the
+//! schema shows them) and the `DEFAULT_*` constants below.
+//!
+//! One module per job: `file` (the format and its parse), `values` (words, units,
+//! latencies, credits), `nodes` (root complexes, switches, host bridges, the CPU),
+//! `endpoint` and `workload` (one section type per kind: a new kind is a word, a variant, a
+//! section type and its build function in that one file), `ntb` (bridges, their windows,
+//! address resolution), `links` (links and the tree), `build` (the order of the steps),
+//! `error` (what can be wrong, and where), `located` (a TOML error as one line) and `set`
+//! (one key replaced, for sweeps).
+
+mod build;
+mod endpoint;
+mod error;
+mod file;
+mod links;
+mod located;
+mod nodes;
+mod ntb;
+mod set;
+mod values;
+mod workload;
+
+use std::fmt;
+
+pub use endpoint::{
+    DmaEndpointSection, EndpointKind, EndpointSection, NicEndpointSection, StorageEndpointSection,
+};
+pub use file::{PcieSection, ScenarioFile, SimulationSection};
+pub use links::{AckWord, LinkSection};
+pub use nodes::{
+    ArbitrationWord, CompletionWord, CoreWord, CpuSection, ForwardingWord, HostBridgeSection,
+    OutboundQueueWord, RootComplexSection, SwitchSection,
+};
+pub use ntb::{NtbSection, NtbWindowSection, SideWord};
+pub use set::set_value;
+pub use values::{
+    CreditValue, CreditsSection, DistributionSection, DistributionWord, LatencyValue,
+};
+pub use workload::{
+    BridgeWorkloadSection, DirectionWord, DmaWorkloadSection, StorageWorkloadSection, WorkloadKind,
+    WorkloadSection,
+};
+
+use crate::fabric::System;
+
+/// Credits an endpoint advertises unless told otherwise: PH, PD, NPH, NPD (CplH/CplD
+/// infinite, as the spec requires of endpoints).
+pub const DEFAULT_ENDPOINT_CREDITS: [Option<u32>; 6] =
+    [Some(32), Some(512), Some(32), Some(32), None, None];
+/// Credits a root port advertises unless told otherwise (completions infinite).
+pub const DEFAULT_ROOT_CREDITS: [Option<u32>; 6] =
+    [Some(64), Some(1024), Some(64), Some(64), None, None];
+/// Credits a switch port advertises unless told otherwise (16 KiB of data per type).
+pub const DEFAULT_SWITCH_CREDITS: [Option<u32>; 6] = [
+    Some(64),
+    Some(1024),
+    Some(64),
+    Some(64),
+    Some(64),
+    Some(1024),
+];
+/// Replay buffer bytes unless told otherwise.
+pub const DEFAULT_REPLAY_BUFFER: &str = "16KiB";
+/// Read tags an endpoint has unless told otherwise.
+pub const DEFAULT_TAGS: u32 = 32;
+/// Transfers a DMA workload keeps in flight unless told otherwise.
+pub const DEFAULT_OUTSTANDING: u32 = 4;
+
+/// A scenario file that could not be used: where, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioError {
+    /// The file's path, or `<text>` for a string.
+    pub origin: String,
+    /// One line: the key or section, the problem, what is allowed.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.origin, self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// The JSON Schema of the scenario format, generated from [`ScenarioFile`].
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(ScenarioFile);
+    serde_json::to_string_pretty(&schema).unwrap_or_default()
+}
+
+/// Parses and checks scenario text; `origin` names it in errors.
+pub fn load_str(text: &str, origin: &str) -> Result<System, ScenarioError> {
+    let fail = |message: String| ScenarioError {
+        origin: origin.to_string(),
+        message,
+    };
+    let file = ScenarioFile::parse(text).map_err(|e| fail(located::describe(text, &e)))?;
+    build::build(&file).map_err(|e| fail(e.to_string()))
+}
+
+/// Reads, parses and checks a scenario file.
+pub fn load_path(path: &std::path::Path) -> Result<System, ScenarioError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        origin: origin.clone(),
+        message: format!("cannot read the file: {e}"),
+    })?;
+    load_str(&text, &origin)
+}

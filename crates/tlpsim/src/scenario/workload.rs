@@ -1,0 +1,665 @@
+//! `[[workload]]` sections, one section type per `kind`, and the flows they become: DMA
+//! transfers, Iometer-style storage I/Os, Ethernet frames bridged by the host CPU.
+
+use schemars::JsonSchema;
+use serde::de::{Deserializer, IgnoredAny};
+use serde::Deserialize;
+
+use super::error::{at, BuildError, Place};
+use super::file::Tagged;
+use super::links::Topology;
+use super::nodes::NodeTable;
+use super::ntb::WindowMap;
+use super::values::{self, defaults, words};
+use super::DEFAULT_OUTSTANDING;
+use crate::fabric::{
+    AddressPath, BridgeSpec, DmaDirection, Doorbell, NodeId, NodeKind, NodeSpec, PcieSettings,
+    StorageMix, WorkloadSpec, SCRATCHPAD_BYTES,
+};
+use crate::pcie::tlp::Addressing;
+use crate::units;
+
+defaults! {
+    default_outstanding: i64 = DEFAULT_OUTSTANDING;
+}
+
+words! {
+    /// What a workload moves.
+    pub enum WorkloadKind for "kind" {
+        /// DMA transfers.
+        Dma = "dma",
+        /// Iometer-style I/Os on a storage endpoint.
+        Storage = "storage",
+        /// Ethernet frames offered on a NIC's ports, bridged by the `[cpu]`.
+        Bridge = "bridge",
+    }
+}
+
+words! {
+    /// What a DMA workload moves.
+    pub enum DirectionWord for "direction" => DmaDirection {
+        /// Reads from the target's memory.
+        Read = "read",
+        /// Writes to the target's memory.
+        Write = "write",
+        /// Both at once.
+        Both = "both",
+    }
+}
+
+/// `[[workload]]`: the section of its `kind`.
+#[derive(Debug, Clone, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkloadSection {
+    /// `kind = "dma"`: DMA transfers.
+    Dma(DmaWorkloadSection),
+    /// `kind = "storage"`: Iometer-style I/Os on a storage endpoint.
+    Storage(StorageWorkloadSection),
+    /// `kind = "bridge"`: Ethernet frames offered on a NIC's ports, bridged by the `[cpu]`.
+    Bridge(BridgeWorkloadSection),
+}
+
+impl Tagged for WorkloadSection {
+    type Kind = WorkloadKind;
+
+    fn deserialize_kind<'de, D: Deserializer<'de>>(
+        kind: WorkloadKind,
+        d: D,
+    ) -> Result<Self, D::Error> {
+        Ok(match kind {
+            WorkloadKind::Dma => WorkloadSection::Dma(Deserialize::deserialize(d)?),
+            WorkloadKind::Storage => WorkloadSection::Storage(Deserialize::deserialize(d)?),
+            WorkloadKind::Bridge => WorkloadSection::Bridge(Deserialize::deserialize(d)?),
+        })
+    }
+}
+
+impl WorkloadSection {
+    /// The flow name.
+    pub fn name(&self) -> &str {
+        match self {
+            WorkloadSection::Dma(w) => &w.name,
+            WorkloadSection::Storage(w) => &w.name,
+            WorkloadSection::Bridge(w) => &w.name,
+        }
+    }
+
+    /// The node issuing the requests.
+    pub fn endpoint(&self) -> &str {
+        match self {
+            WorkloadSection::Dma(w) => &w.endpoint,
+            WorkloadSection::Storage(w) => &w.endpoint,
+            WorkloadSection::Bridge(w) => &w.endpoint,
+        }
+    }
+}
+
+/// `[[workload]]` with `kind = "dma"`: DMA transfers.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DmaWorkloadSection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique flow name.
+    pub name: String,
+    /// The endpoint (or root complex, writes only) issuing the requests.
+    pub endpoint: String,
+    /// Whose memory (the root complex above the endpoint when left out).
+    pub target: Option<String>,
+    /// Instead of target: the address written or read, in the source's domain, e.g.
+    /// "0x8000_0000"; non-transparent bridges' windows translate it into the domain whose
+    /// root complex's memory it reaches.
+    pub target_address: Option<String>,
+    /// "read", "write" or "both".
+    pub direction: DirectionWord,
+    /// Bytes per transfer, e.g. "4KiB".
+    pub transfer_size: String,
+    /// Transfers in flight (default 4).
+    #[serde(default = "default_outstanding")]
+    pub outstanding: i64,
+    /// Largest write TLP payload, e.g. "64B" for an x86 CPU or DMA engine writing whole
+    /// cache lines (MPS when left out).
+    pub tlp_payload: Option<String>,
+    /// Writes to a root complex behind a non-transparent bridge: ring the bridge's doorbell
+    /// after every this many transfers (1 = a doorbell per frame); the bridge then sends an
+    /// MSI to that root complex (no doorbell when left out).
+    pub doorbell_every: Option<i64>,
+}
+
+/// `[[workload]]` with `kind = "storage"`: Iometer-style I/Os on a storage endpoint.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StorageWorkloadSection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique flow name.
+    pub name: String,
+    /// The storage endpoint issuing the DMA.
+    pub endpoint: String,
+    /// Whose memory (the root complex above the endpoint when left out).
+    pub target: Option<String>,
+    /// Instead of target: the address written or read, in the source's domain.
+    pub target_address: Option<String>,
+    /// Storage-write I/Os in flight (default 4).
+    #[serde(default = "default_outstanding")]
+    pub outstanding: i64,
+    /// Percent of I/Os that are reads, 0 to 100.
+    pub read_percent: i64,
+    /// Bytes per read I/O, e.g. "310KB" (needed unless read_percent = 0).
+    pub read_size: Option<String>,
+    /// Bytes per write I/O, e.g. "2MB" (needed unless read_percent = 100).
+    pub write_size: Option<String>,
+    /// Random rather than sequential access (default false).
+    #[serde(default)]
+    pub random: bool,
+    /// Largest write TLP payload, e.g. "64B" (MPS when left out).
+    pub tlp_payload: Option<String>,
+    /// Ring a non-transparent bridge's doorbell after every this many transfers (no
+    /// doorbell when left out).
+    pub doorbell_every: Option<i64>,
+}
+
+/// `[[workload]]` with `kind = "bridge"`: Ethernet frames offered on both ports of a NIC.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BridgeWorkloadSection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique flow name.
+    pub name: String,
+    /// The NIC whose ports the frames arrive on.
+    pub endpoint: String,
+    /// Ethernet frame size in bytes with CRC, 64 to 9018 (jumbo frames).
+    pub frame_size: i64,
+    /// Offered load per port, a fraction of line rate in (0, 1].
+    pub load: f64,
+}
+
+/// The fabric a workload runs on: every node, link and bridge window.
+pub struct Fabric<'a> {
+    /// The nodes by name.
+    pub nodes: &'a NodeTable,
+    /// The links.
+    pub topology: &'a Topology,
+    /// The bridges' windows, for `target_address`.
+    pub windows: &'a WindowMap,
+    /// MPS and addressing.
+    pub pcie: &'a PcieSettings,
+    /// Whether the scenario has a `[cpu]`.
+    pub has_cpu: bool,
+}
+
+impl Fabric<'_> {
+    fn node(&self, n: NodeId) -> &NodeSpec {
+        &self.nodes.nodes()[n]
+    }
+}
+
+/// Builds the `[[workload]]` sections.
+pub fn workloads(
+    sections: &[WorkloadSection],
+    fabric: &Fabric,
+) -> Result<Vec<WorkloadSpec>, BuildError> {
+    let mut out = Vec::new();
+    for (i, w) in sections.iter().enumerate() {
+        let place = Place::element("workload", i, w.name());
+        if sections[..i].iter().any(|o| o.name() == w.name()) {
+            return Err(BuildError::Duplicate {
+                place,
+                what: "workload name",
+                name: w.name().to_string(),
+            });
+        }
+        let source = fabric.nodes.lookup(&place, "endpoint", w.endpoint())?;
+        out.push(match w {
+            WorkloadSection::Dma(d) => dma(&place, d, source, fabric)?,
+            WorkloadSection::Storage(s) => storage(&place, s, source, fabric)?,
+            WorkloadSection::Bridge(b) => bridge(&place, b, source, fabric)?,
+        });
+    }
+    Ok(out)
+}
+
+/// The keys a DMA and a storage workload share: where the requests go and how many.
+struct Transfers<'a> {
+    name: &'a str,
+    endpoint: &'a str,
+    target: &'a Option<String>,
+    target_address: &'a Option<String>,
+    outstanding: i64,
+    tlp_payload: &'a Option<String>,
+    doorbell_every: Option<i64>,
+}
+
+/// A DMA workload.
+fn dma(
+    place: &Place,
+    d: &DmaWorkloadSection,
+    source: NodeId,
+    fabric: &Fabric,
+) -> Result<WorkloadSpec, BuildError> {
+    refuse_nic(place, &d.endpoint, source, fabric)?;
+    let transfer_size = size(place, "transfer_size", &d.transfer_size)?;
+    let keys = Transfers {
+        name: &d.name,
+        endpoint: &d.endpoint,
+        target: &d.target,
+        target_address: &d.target_address,
+        outstanding: d.outstanding,
+        tlp_payload: &d.tlp_payload,
+        doorbell_every: d.doorbell_every,
+    };
+    transfers(
+        place,
+        &keys,
+        source,
+        d.direction.into(),
+        transfer_size,
+        None,
+        fabric,
+    )
+}
+
+/// A storage workload: storage reads travel as DMA writes toward host memory, storage writes
+/// as DMA reads.
+fn storage(
+    place: &Place,
+    s: &StorageWorkloadSection,
+    source: NodeId,
+    fabric: &Fabric,
+) -> Result<WorkloadSpec, BuildError> {
+    refuse_nic(place, &s.endpoint, source, fabric)?;
+    if !matches!(
+        fabric.node(source).kind,
+        NodeKind::Endpoint { media: Some(_), .. }
+    ) {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "{:?} is not a storage endpoint (kind = \"storage\" with media rates)",
+                s.endpoint
+            ),
+        ));
+    }
+    let read_percent = values::count(place, "read_percent", s.read_percent, 0..=100, "0 to 100")?;
+    let sized = |key: &'static str, v: &Option<String>| match v {
+        Some(v) => size(place, key, v),
+        None => Err(BuildError::Missing {
+            place: place.clone(),
+            key,
+            hint: "bytes, e.g. \"4KiB\"",
+        }),
+    };
+    let read_size = if read_percent > 0 {
+        sized("read_size", &s.read_size)?
+    } else {
+        0
+    };
+    let write_size = if read_percent < 100 {
+        sized("write_size", &s.write_size)?
+    } else {
+        0
+    };
+    let direction = match read_percent {
+        100 => DmaDirection::Write,
+        0 => DmaDirection::Read,
+        _ => DmaDirection::Both,
+    };
+    let mix = StorageMix {
+        read_percent,
+        read_size,
+        write_size,
+        random: s.random,
+    };
+    let keys = Transfers {
+        name: &s.name,
+        endpoint: &s.endpoint,
+        target: &s.target,
+        target_address: &s.target_address,
+        outstanding: s.outstanding,
+        tlp_payload: &s.tlp_payload,
+        doorbell_every: s.doorbell_every,
+    };
+    let transfer_size = read_size.max(write_size);
+    transfers(
+        place,
+        &keys,
+        source,
+        direction,
+        transfer_size,
+        Some(mix),
+        fabric,
+    )
+}
+
+/// A NIC moves Ethernet frames: a DMA or storage workload on one is refused.
+fn refuse_nic(
+    place: &Place,
+    endpoint: &str,
+    source: NodeId,
+    fabric: &Fabric,
+) -> Result<(), BuildError> {
+    if matches!(
+        fabric.node(source).kind,
+        NodeKind::Endpoint { nic: Some(_), .. }
+    ) {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "{endpoint:?} is a NIC, which moves Ethernet frames: give it a kind = \"bridge\" \
+                 workload, or make the endpoint kind = \"dma\""
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A transfer size: 1 B to 1 GiB.
+fn size(place: &Place, key: &'static str, text: &str) -> Result<u64, BuildError> {
+    let b = values::bytes(place, key, text)?;
+    if (1..=crate::analytic::MAX_TRANSFER_BYTES).contains(&b) {
+        Ok(b)
+    } else {
+        Err(BuildError::not_allowed(place, key, text, "1 B to 1 GiB"))
+    }
+}
+
+/// A DMA or storage workload's flow: its target, checked against its source, and the
+/// transfers in flight, write TLP size and doorbell.
+fn transfers(
+    place: &Place,
+    keys: &Transfers,
+    source: NodeId,
+    direction: DmaDirection,
+    transfer_size: u64,
+    storage: Option<StorageMix>,
+    fabric: &Fabric,
+) -> Result<WorkloadSpec, BuildError> {
+    let (target, address) = target(place, keys, source, transfer_size, fabric)?;
+    check_pair(
+        place,
+        keys.endpoint,
+        source,
+        target,
+        direction,
+        transfer_size,
+        fabric,
+    )?;
+    let outstanding = values::count(
+        place,
+        "outstanding",
+        keys.outstanding,
+        1..=4096,
+        "1 to 4096",
+    )?;
+    let tlp_payload = match keys.tlp_payload {
+        None => fabric.pcie.mps,
+        Some(v) => tlp_payload(place, v, direction, fabric.pcie.mps)?,
+    };
+    let doorbell = match keys.doorbell_every {
+        None => None,
+        Some(n) => Some(doorbell(place, n, target, direction, fabric)?),
+    };
+    Ok(WorkloadSpec {
+        name: keys.name.to_string(),
+        source,
+        target,
+        direction,
+        transfer_size,
+        outstanding,
+        storage,
+        bridge: None,
+        tlp_payload,
+        doorbell,
+        address,
+    })
+}
+
+/// Whose memory a flow reaches: a named node, an address through the bridges' windows, or
+/// the root complex above an endpoint.
+fn target(
+    place: &Place,
+    keys: &Transfers,
+    source: NodeId,
+    transfer_size: u64,
+    fabric: &Fabric,
+) -> Result<(NodeId, Option<AddressPath>), BuildError> {
+    match (keys.target, keys.target_address) {
+        (Some(_), Some(_)) => Err(BuildError::conflict(
+            place,
+            "give target (a node) or target_address (an address), not both",
+        )),
+        (None, Some(text)) => {
+            let a = units::parse_address("target_address", text).map_err(at(place))?;
+            let nodes = fabric.nodes.nodes();
+            let (t, path) = fabric
+                .windows
+                .resolve(place, text, a, transfer_size, source, nodes)?;
+            // An address above 4 GiB on any bus the requests cross needs 4-DW headers.
+            let above_4g = |x: &u64| x.saturating_add(transfer_size.max(1) - 1) > u32::MAX as u64;
+            let mut high = std::iter::once(a).chain(path.crossings.iter().map(|c| c.1));
+            if let (Addressing::A32, Some(x)) = (fabric.pcie.addressing, high.find(above_4g)) {
+                return Err(BuildError::conflict(
+                    place,
+                    format!(
+                        "target_address {text} reaches {x:#x}, above 4 GiB, where memory \
+                         requests need 4-DW (64-bit) headers; set [pcie] addressing = 64"
+                    ),
+                ));
+            }
+            Ok((t, Some(path)))
+        }
+        (Some(t), None) => Ok((fabric.nodes.lookup(place, "target", t)?, None)),
+        (None, None) => match fabric.node(source).kind {
+            NodeKind::Endpoint { .. } => Ok((fabric.topology.root_above(source), None)),
+            _ => Err(BuildError::conflict(
+                place,
+                format!("a workload on {:?} needs a target endpoint", keys.endpoint),
+            )),
+        },
+    }
+}
+
+/// Checks that `source` may move data to or from `target` this way.
+fn check_pair(
+    place: &Place,
+    endpoint: &str,
+    source: NodeId,
+    target: NodeId,
+    direction: DmaDirection,
+    transfer_size: u64,
+    fabric: &Fabric,
+) -> Result<(), BuildError> {
+    use NodeKind::{Endpoint, Ntb, RootComplex, Switch};
+    let target_name = &fabric.node(target).name;
+    if matches!(fabric.node(target).kind, Endpoint { nic: Some(_), .. }) {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "the target {target_name:?} is a NIC, whose registers take the [cpu]'s writes \
+                 only: write into a kind = \"dma\" endpoint or a root complex"
+            ),
+        ));
+    }
+    let write = direction == DmaDirection::Write;
+    match (&fabric.node(source).kind, &fabric.node(target).kind) {
+        (Endpoint { .. }, RootComplex { .. }) => {}
+        (RootComplex { .. }, Endpoint { .. }) if !write => {
+            return Err(BuildError::conflict(
+                place,
+                "a root complex workload can only write (direction = \"write\")",
+            ))
+        }
+        (Endpoint { .. } | RootComplex { .. }, Ntb { .. }) => {
+            // The bridge's scratchpad registers: whole DWs, a few at a time.
+            if transfer_size % 4 != 0 || !(4..=SCRATCHPAD_BYTES).contains(&transfer_size) {
+                return Err(BuildError::not_allowed(
+                    place,
+                    "transfer_size",
+                    format!("{transfer_size} B"),
+                    format!(
+                        "a multiple of 4 B up to {SCRATCHPAD_BYTES} B: the target \
+                         {target_name:?} is a non-transparent bridge, whose scratchpad \
+                         registers are read and written in DWs"
+                    ),
+                ));
+            }
+        }
+        (RootComplex { .. }, Endpoint { .. } | RootComplex { .. }) if write && source != target => {
+        }
+        (Switch { .. } | Ntb { .. }, _) => {
+            return Err(BuildError::conflict(
+                place,
+                format!(
+                    "{endpoint:?} is a switch or bridge; a workload runs on an endpoint or a \
+                     root complex"
+                ),
+            ))
+        }
+        _ => {
+            return Err(BuildError::conflict(
+                place,
+                format!(
+                    "the target {target_name:?} must be a root complex (or, for a root \
+                     complex's writes, an endpoint or another domain's root complex)"
+                ),
+            ))
+        }
+    }
+    if fabric.topology.root_above(source) != fabric.topology.root_above(target) {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "{:?} and {target_name:?} are under different root complexes",
+                fabric.node(source).name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The largest write TLP payload `text` allows: a multiple of 4 B up to MPS.
+fn tlp_payload(
+    place: &Place,
+    text: &str,
+    direction: DmaDirection,
+    mps: u32,
+) -> Result<u32, BuildError> {
+    let b = values::bytes(place, "tlp_payload", text)?;
+    if !(4..=mps as u64).contains(&b) || b % 4 != 0 {
+        return Err(BuildError::not_allowed(
+            place,
+            "tlp_payload",
+            text,
+            format!("a multiple of 4 B from 4 B to MPS ({mps} B)"),
+        ));
+    }
+    if direction == DmaDirection::Read {
+        return Err(BuildError::conflict(
+            place,
+            "tlp_payload sizes writes; this workload only reads",
+        ));
+    }
+    Ok(b as u32)
+}
+
+/// The doorbell rung after every `every` transfers: the bridge directly above the target.
+fn doorbell(
+    place: &Place,
+    every: i64,
+    target: NodeId,
+    direction: DmaDirection,
+    fabric: &Fabric,
+) -> Result<Doorbell, BuildError> {
+    if !(1..=65536).contains(&every) {
+        return Err(BuildError::not_allowed(
+            place,
+            "doorbell_every",
+            every,
+            "1 to 65536 transfers per doorbell",
+        ));
+    }
+    let ntb = fabric
+        .topology
+        .up(target)
+        .filter(|&u| matches!(fabric.node(u).kind, NodeKind::Ntb { .. }));
+    match (ntb, direction) {
+        (Some(ntb), DmaDirection::Write) => Ok(Doorbell {
+            every: every as u32,
+            ntb,
+        }),
+        _ => Err(BuildError::conflict(
+            place,
+            format!(
+                "doorbell_every needs direction = \"write\" and a target root complex directly \
+                 below a non-transparent bridge ([[ntb]]), whose doorbell the writer rings; {:?} \
+                 is not one",
+                fabric.node(target).name
+            ),
+        )),
+    }
+}
+
+/// An Ethernet bridging workload: frames on both ports of a NIC, bridged by the `[cpu]`.
+fn bridge(
+    place: &Place,
+    b: &BridgeWorkloadSection,
+    source: NodeId,
+    fabric: &Fabric,
+) -> Result<WorkloadSpec, BuildError> {
+    if !matches!(
+        fabric.node(source).kind,
+        NodeKind::Endpoint { nic: Some(_), .. }
+    ) {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "{:?} is not a NIC (an [[endpoint]] with kind = \"nic\")",
+                b.endpoint
+            ),
+        ));
+    }
+    if !fabric.has_cpu {
+        return Err(BuildError::conflict(
+            place,
+            "a bridge workload needs a [cpu] section (frame_cost, ...) to bridge the frames",
+        ));
+    }
+    let frame_size = values::count(
+        place,
+        "frame_size",
+        b.frame_size,
+        64..=9018,
+        "64 to 9018 bytes (Ethernet frame with CRC)",
+    )?;
+    if !(b.load > 0.0 && b.load <= 1.0) {
+        return Err(BuildError::not_allowed(
+            place,
+            "load",
+            b.load,
+            "a fraction of line rate in (0, 1]",
+        ));
+    }
+    Ok(WorkloadSpec {
+        name: b.name.clone(),
+        source,
+        target: fabric.topology.root_above(source),
+        direction: DmaDirection::Both,
+        transfer_size: frame_size as u64,
+        outstanding: 1,
+        storage: None,
+        bridge: Some(BridgeSpec {
+            frame_size,
+            load: b.load,
+        }),
+        tlp_payload: u32::MAX, // NIC writes are MPS-sized
+        doorbell: None,
+        address: None,
+    })
+}
