@@ -367,7 +367,16 @@ mod tests {
     /// the registry validates it, with no Rust written for it.
     #[test]
     fn a_new_system_folder_needs_no_rust() {
-        let root = std::env::temp_dir().join(format!("tlpsim-new-system-{}", std::process::id()));
+        /// Removes the folder when the test ends, passed or failed.
+        struct TempDir(PathBuf);
+        impl Drop for TempDir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        let tmp =
+            TempDir(std::env::temp_dir().join(format!("tlpsim-new-system-{}", std::process::id())));
+        let root = &tmp.0;
         let dir = root.join("example_sys");
         std::fs::create_dir_all(dir.join("topologies")).unwrap();
         std::fs::create_dir_all(root.join("notes")).unwrap();
@@ -394,7 +403,7 @@ mod tests {
              [[endpoint]]\nname = \"ex\"\nkind = \"dma\"\n\n\
              [[link]]\nbetween = [\"rc\", \"ex\"]\ngen = 1\nwidth = 4\n",
         );
-        let (dirs, skipped) = discover(&root).unwrap();
+        let (dirs, skipped) = discover(root).unwrap();
         assert_eq!(skipped, [root.join("notes")]);
         assert_eq!(dirs.len(), 1);
         assert_eq!(dirs[0].name, "example_sys");
@@ -408,7 +417,6 @@ mod tests {
         let report =
             crate::validation::runner::validate(&registry, Some("example_sys"), &|_, _| true, true)
                 .unwrap();
-        std::fs::remove_dir_all(&root).unwrap();
         assert!(report.unmodelled_tables.is_empty());
         let [raw, dma] = &report.rows[..] else {
             panic!("{:?}", report.rows)

@@ -50,12 +50,21 @@ pub(crate) fn validate(
         };
         rows.push(row(root, cell, computed)?);
     }
+    Ok(ValidationReport {
+        rows,
+        unmodelled_tables: unmodelled_tables(registry, only),
+    })
+}
+
+/// The `system.table` keys of the reference (of `only` if given) that no cell compares.
+fn unmodelled_tables(registry: &Registry, only: Option<&str>) -> Vec<String> {
     let covered: BTreeSet<(&str, &str)> = registry
         .cells
         .iter()
         .map(|c| system_and_table(&c.reference))
         .collect();
-    let unmodelled_tables = root
+    registry
+        .reference
         .iter()
         .filter(|(s, _)| only.is_none_or(|o| o == s.as_str()))
         .flat_map(|(s, t)| {
@@ -65,11 +74,7 @@ pub(crate) fn validate(
         })
         .filter(|k| !covered.contains(k))
         .map(|(s, k)| format!("{s}.{k}"))
-        .collect();
-    Ok(ValidationReport {
-        rows,
-        unmodelled_tables,
-    })
+        .collect()
 }
 
 /// The cell's row: its published number, its computed value and what limited it.
