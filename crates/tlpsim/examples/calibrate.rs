@@ -5,6 +5,8 @@
 //!     cargo run --release --example calibrate -- CELL --scenario            # its scenario TOML
 //!     cargo run --release --example calibrate -- CELL KEY LO HI UNIT [K=V ...]
 //!
+//! CELL is a cell's `reference` in validation/SYSTEM/cells.toml (`--scenario` prints the
+//! scenario a simulated cell runs: its topology template, catalog values filled in).
 //! KEY is `section.key` in validation/catalog.toml; LO and HI bound the value, UNIT is
 //! appended to it ("MB/s", "us", or "" for a plain number); K=V pairs hold other catalog
 //! values fixed while fitting. The simulated value must rise or fall monotonically with KEY.

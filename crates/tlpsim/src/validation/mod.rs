@@ -1,22 +1,30 @@
 //! The validation suite: every published number of the seed reports that tlpsim models,
 //! computed from the stated hardware and compared with the document.
 //!
-//! The reference numbers (`validation/reference/seed-tables.toml`, transcribed from the
-//! five seed documents and never edited) and the cell definitions (`validation/*.toml`)
-//! are compiled into the library, so a fresh install validates without the source tree.
-//! A published value is only read to be compared; it never enters a model.
+//! The suite is a registry of systems, one folder of `validation/` each: `reference.toml`
+//! (the document's numbers, transcribed and never edited), `cells.toml` (what tlpsim
+//! computes for each number, and with which measure) and `topologies/*.toml`
+//! (the scenario templates its cells run), beside one shared device catalog
+//! (`validation/catalog.toml`). `build.rs` finds the folders and compiles their files into
+//! the library, so a fresh install validates without the source tree and a new system that
+//! uses existing measures needs no Rust. A published value is only read to be compared; it
+//! never enters a model.
 
-use crate::analytic::{CompletionSize, DllpPolicy, LinkRequest};
-use crate::error::{ConfigError, Result};
+use crate::error::Result;
 use serde::Deserialize;
-use std::collections::BTreeSet;
 
+mod catalog;
+mod cell;
+#[cfg(test)]
+mod discover;
+mod measures;
+mod reference;
+mod registry;
+mod runner;
 pub mod simulated;
+mod template;
 
-/// The seed reports' published numbers, as transcribed.
-pub const REFERENCE_TOML: &str = include_str!("../../../../validation/reference/seed-tables.toml");
-/// Cells computed by the closed-form link model.
-pub const CLOSED_FORM_TOML: &str = include_str!("../../../../validation/closed_form.toml");
+pub use cell::{DllpSpec, LinkSpec};
 
 /// Whether a cell was used to fit a parameter or is a prediction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -71,279 +79,24 @@ pub struct ValidationRow {
 pub struct ValidationReport {
     /// Compared cells.
     pub rows: Vec<ValidationRow>,
-    /// `system.table` keys of the reference file that no cell covers yet.
+    /// `system.table` keys of the reference files that no cell covers yet.
     pub unmodelled_tables: Vec<String>,
 }
 
-/// Link inputs of a cell, as in a scenario's `[[link]]` (every field optional).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LinkSpec {
-    /// Generation number.
-    pub gen: Option<i64>,
-    /// Lanes.
-    pub width: Option<i64>,
-    /// Max_Payload_Size.
-    pub mps: Option<i64>,
-    /// Max_Read_Request_Size.
-    pub mrrs: Option<i64>,
-    /// Read completion boundary.
-    pub rcb: Option<i64>,
-    /// Transfer (or TLP) payload size.
-    pub payload: Option<i64>,
-    /// Address bits.
-    pub addressing: Option<i64>,
-    /// ECRC on.
-    pub ecrc: Option<bool>,
-    /// `"spec"`, `"none"` or bytes per TLP.
-    pub dllp: Option<DllpSpec>,
-    /// SKP charged.
-    pub skp: Option<bool>,
-    /// Flit mode.
-    pub flit: Option<bool>,
-    /// `"rcb"` or `"mps"`.
-    pub completion: Option<String>,
-}
-
-/// A DLLP setting as written in TOML: a word or a number of bytes.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum DllpSpec {
-    /// `"spec"` or `"none"`.
-    Word(String),
-    /// Bytes per TLP.
-    Bytes(f64),
-}
-
-impl LinkSpec {
-    /// The request these settings describe, defaults filled in.
-    pub fn to_request(&self) -> Result<LinkRequest> {
-        let d = LinkRequest::default();
-        let dllp = match &self.dllp {
-            None => d.dllp,
-            Some(DllpSpec::Word(w)) => DllpPolicy::parse(w)?,
-            Some(DllpSpec::Bytes(b)) => DllpPolicy::parse(&b.to_string())?,
-        };
-        let completion = match &self.completion {
-            None => d.completion,
-            Some(c) => CompletionSize::parse(c)?,
-        };
-        Ok(LinkRequest {
-            gen: self.gen.unwrap_or(d.gen),
-            width: self.width.unwrap_or(d.width),
-            mps: self.mps.unwrap_or(d.mps),
-            mrrs: self.mrrs.unwrap_or(d.mrrs),
-            rcb: self.rcb.unwrap_or(d.rcb),
-            payload: self.payload.or(d.payload),
-            addressing: self.addressing.unwrap_or(d.addressing),
-            ecrc: self.ecrc.unwrap_or(d.ecrc),
-            dllp,
-            skp: self.skp.unwrap_or(d.skp),
-            flit: self.flit.or(d.flit),
-            completion,
-        })
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CellFile {
-    cell: Vec<Cell>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MessageSpec {
-    size: i64,
-    header: i64,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Cell {
-    reference: String,
-    column: Option<String>,
-    unit: Option<String>,
-    quantity: Quantity,
-    #[serde(default = "one")]
-    scale: f64,
-    #[serde(default)]
-    role: Role,
-    link: LinkSpec,
-    message: Option<MessageSpec>,
-}
-
-fn one() -> f64 {
-    1.0
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Quantity {
-    RawGbps,
-    EncodedGbps,
-    WriteGbps,
-    ReadGbps,
-    Efficiency,
-    FramingBytes,
-    TlpsPerSMillions,
-    OverheadGbps,
-    EncodingLoss,
-    FramingLoss,
-    MessageGbps,
-    MessageReduction,
-}
-
-impl Cell {
-    fn compute(&self) -> Result<f64> {
-        let link = self.link.to_request()?.check()?;
-        let bw = link.bandwidth();
-        let message = || -> Result<_> {
-            let m = self.message.as_ref().ok_or_else(|| {
-                ConfigError::Conflict(format!("cell {} needs a `message` table", self.reference))
-            })?;
-            link.message(m.size, m.header)
-        };
-        Ok(match self.quantity {
-            Quantity::RawGbps => bw.raw_gbps * self.scale,
-            Quantity::EncodedGbps => bw.encoded_gbps * self.scale,
-            Quantity::WriteGbps => bw.write_gbps * self.scale,
-            Quantity::ReadGbps => bw.read_gbps * self.scale,
-            Quantity::Efficiency => bw.efficiency,
-            Quantity::FramingBytes => (bw.tlp_wire_bytes - bw.payload_bytes) as f64,
-            Quantity::TlpsPerSMillions => {
-                bw.write_gbps * 1e9 / 8.0 / bw.payload_bytes as f64 * bw.write_tlps as f64 / 1e6
-                    * self.scale
-            }
-            Quantity::OverheadGbps => (bw.encoded_gbps - bw.write_gbps) * self.scale,
-            Quantity::EncodingLoss => 1.0 - bw.encoded_gbps / bw.raw_gbps,
-            Quantity::FramingLoss => 1.0 - bw.efficiency,
-            Quantity::MessageGbps => message()?.message_gbps * self.scale,
-            Quantity::MessageReduction => message()?.reduction,
-        })
-    }
-}
-
-/// One step of a reference path: a key, optionally indexed (`reduction[3]`), or indexed
-/// again for nested arrays (`rows[0][4][1]`).
-fn path_steps(path: &str) -> Vec<(&str, Vec<usize>)> {
-    path.split('.')
-        .map(|step| match step.split_once('[') {
-            Some((key, rest)) => (
-                key,
-                rest.split('[')
-                    .filter_map(|i| i.trim_end_matches(']').parse().ok())
-                    .collect(),
-            ),
-            None => (step, Vec::new()),
-        })
-        .collect()
-}
-
-/// The reference file, parsed.
+/// Every system's published numbers in one table (`system.table.series`), as transcribed.
 pub fn reference() -> toml::Table {
-    REFERENCE_TOML
-        .parse()
-        .expect("validation/reference/seed-tables.toml is valid TOML (checked by tests)")
-}
-
-/// Looks a value up in the reference file; `None` if the path names nothing.
-fn lookup<'a>(root: &'a toml::Table, path: &str) -> Option<&'a toml::Value> {
-    let mut steps = path_steps(path).into_iter();
-    let (first, idx) = steps.next()?;
-    let mut v = root.get(first)?;
-    for i in idx {
-        v = v.as_array()?.get(i)?;
-    }
-    for (key, idx) in steps {
-        v = v.as_table()?.get(key)?;
-        for i in idx {
-            v = v.as_array()?.get(i)?;
-        }
-    }
-    Some(v)
-}
-
-fn as_number(v: &toml::Value) -> Option<f64> {
-    v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
+    registry::embedded_reference()
+        .expect("the validation/*/reference.toml files are valid (checked by tests)")
 }
 
 /// The published number a cell reference (`system.table.series[i]`) names, if any.
 pub fn published(reference: &str) -> Option<f64> {
-    lookup(&self::reference(), reference).and_then(as_number)
+    reference::number(&self::reference(), reference)
 }
 
-/// The seed systems of the reference file, in file order.
+/// The validated systems (the folders of `validation/`), sorted by name.
 pub fn systems() -> Vec<String> {
     reference().keys().cloned().collect()
-}
-
-/// What identifies a compared cell: the reference path, optional series, column and unit,
-/// role.
-pub(crate) struct CellKey<'a> {
-    pub(crate) reference: &'a str,
-    pub(crate) series: Option<&'a str>,
-    pub(crate) column: Option<&'a str>,
-    pub(crate) unit: Option<&'a str>,
-    pub(crate) role: Role,
-}
-
-/// A validation row: the published number `key` names, next to `simulated`.
-pub(crate) fn row_for(
-    root: &toml::Table,
-    key: &CellKey,
-    simulated: impl FnOnce() -> Result<f64>,
-) -> Result<ValidationRow> {
-    let cell = key;
-    let bad =
-        |why: &str| ConfigError::Conflict(format!("validation cell {}: {why}", cell.reference));
-    let published = lookup(root, cell.reference)
-        .and_then(as_number)
-        .ok_or_else(|| bad("names no number in seed-tables.toml"))?;
-    let steps = path_steps(cell.reference);
-    if steps.len() < 3 {
-        return Err(bad("must be system.table.series"));
-    }
-    let (system, table) = (steps[0].0.to_string(), steps[1].0.to_string());
-    let table_value = lookup(root, &format!("{system}.{table}")).and_then(|t| t.as_table());
-    let series = match cell.series {
-        Some(s) => s.to_string(),
-        None => steps[2..].iter().map(|s| s.0).collect::<Vec<_>>().join("."),
-    };
-    let column = match (cell.column, steps.last().and_then(|s| s.1.first().copied())) {
-        (Some(c), _) => c.to_string(),
-        (None, Some(i)) => table_value
-            .and_then(|t| t.get("columns"))
-            .and_then(|c| c.as_array())
-            .and_then(|c| c.get(i))
-            .map(|c| match c {
-                toml::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            })
-            .ok_or_else(|| bad("needs a `column`: its table has no such column"))?,
-        (None, None) => return Err(bad("needs a `column`")),
-    };
-    let unit = match cell.unit {
-        Some(u) => u.to_string(),
-        None => table_value
-            .and_then(|t| t.get("unit"))
-            .and_then(|u| u.as_str())
-            .unwrap_or("")
-            .to_string(),
-    };
-    let simulated = simulated()?;
-    Ok(ValidationRow {
-        system,
-        table,
-        series,
-        column,
-        unit,
-        published,
-        simulated,
-        error: (simulated - published) / published,
-        role: cell.role,
-        limit: None,
-    })
 }
 
 /// Runs every validation cell (of one system if `only` is given).
@@ -357,69 +110,13 @@ pub fn validate_with_progress(
     only: Option<&str>,
     progress: &(dyn Fn(usize, usize) -> bool + Sync),
 ) -> Result<ValidationReport> {
-    validate_inner(only, progress, true)
-}
-
-/// The closed-form cells only (no simulation): what the fast tests check.
-#[cfg(test)]
-fn validate_closed_form() -> Result<ValidationReport> {
-    validate_inner(None, &|_, _| true, false)
-}
-
-fn validate_inner(
-    only: Option<&str>,
-    progress: &(dyn Fn(usize, usize) -> bool + Sync),
-    simulate: bool,
-) -> Result<ValidationReport> {
-    let root = reference();
-    if let Some(s) = only {
-        if !root.contains_key(s) {
-            let known: Vec<_> = root.keys().map(String::as_str).collect();
-            return Err(ConfigError::not_allowed("system", s, known.join(", ")));
-        }
-    }
-    let cells: CellFile = toml::from_str(CLOSED_FORM_TOML)
-        .map_err(|e| ConfigError::Conflict(format!("validation/closed_form.toml: {e}")))?;
-    let mut rows = Vec::new();
-    let mut covered = BTreeSet::new();
-    for cell in &cells.cell {
-        let key = CellKey {
-            reference: &cell.reference,
-            series: None,
-            column: cell.column.as_deref(),
-            unit: cell.unit.as_deref(),
-            role: cell.role,
-        };
-        let row = row_for(&root, &key, || cell.compute())?;
-        covered.insert(format!("{}.{}", row.system, row.table));
-        if only.is_none_or(|s| s == row.system) {
-            rows.push(row);
-        }
-    }
-    let simulated_only = if simulate { only } else { Some("-") };
-    for (system, table, row) in simulated::rows(&root, simulated_only, progress)? {
-        covered.insert(format!("{system}.{table}"));
-        rows.extend(row);
-    }
-    let unmodelled_tables = root
-        .iter()
-        .filter(|(s, _)| only.is_none_or(|o| o == s.as_str()))
-        .flat_map(|(s, t)| {
-            t.as_table()
-                .into_iter()
-                .flat_map(move |t| t.keys().map(move |k| format!("{s}.{k}")))
-        })
-        .filter(|k| !covered.contains(k))
-        .collect();
-    Ok(ValidationReport {
-        rows,
-        unmodelled_tables,
-    })
+    runner::validate(&registry::Registry::embedded()?, only, progress, true)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     #[test]
     fn every_cell_resolves_and_computes() {
@@ -543,17 +240,19 @@ mod tests {
             "reduction",
         ];
         // Tables the simulator computes are checked elsewhere.
-        let root: toml::Table = REFERENCE_TOML.parse().unwrap();
-        let simulated: BTreeSet<(String, String)> = simulated::rows(&root, Some("-"), &|_, _| true)
-            .unwrap()
-            .into_iter()
-            .map(|(system, table, _)| (system, table))
+        let registry = registry::Registry::embedded().unwrap();
+        let simulated: BTreeSet<(&str, &str)> = registry
+            .cells
+            .iter()
+            .filter(|c| !c.quantity.is_closed_form())
+            .map(|c| reference::system_and_table(&c.reference))
             .collect();
-        for row in validate_closed_form()
-            .unwrap()
+        let closed_form = runner::validate(&registry, None, &|_, _| true, false).unwrap();
+        assert_eq!(closed_form.rows.len(), 22);
+        for row in closed_form
             .rows
             .into_iter()
-            .filter(|r| !simulated.contains(&(r.system.clone(), r.table.clone())))
+            .filter(|r| !simulated.contains(&(r.system.as_str(), r.table.as_str())))
         {
             let tol = if loose.iter().any(|l| row.series.starts_with(l)) {
                 0.06

@@ -1,0 +1,40 @@
+//! DMA and storage measures: the payload throughput of a cell's flows, and the read latency
+//! of a latency probe.
+
+use super::super::cell::Cell;
+use super::super::registry::Registry;
+use super::super::template::scenario_text;
+use super::{build, limit_of, mean_latency, run_audited, Computed};
+use crate::error::Result;
+use crate::sim::result::RunResult;
+
+/// Runs the cell's scenario (audited).
+pub(super) fn run(cell: &Cell, registry: &Registry) -> Result<RunResult> {
+    let origin = cell.origin();
+    let system = build(&scenario_text(cell, registry)?, &origin)?;
+    run_audited(&system, &origin)
+}
+
+/// The DMA and storage flows' summed throughput, Gb/s converted by `unit`, and what limited
+/// them. An Ethernet bridging workload beside them is background, not counted.
+pub(super) fn throughput(
+    cell: &Cell,
+    registry: &Registry,
+    unit: impl Fn(f64) -> f64,
+) -> Result<Computed> {
+    let result = run(cell, registry)?;
+    let limit = limit_of(&result);
+    let bridging = |name: &str| result.ethernet.iter().any(|e| e.name == name);
+    let dma_gbps: f64 = result
+        .flows
+        .iter()
+        .filter(|f| !bridging(&f.name))
+        .map(|f| f.throughput_gbps)
+        .sum();
+    Ok((unit(dma_gbps), limit))
+}
+
+/// The first flow's mean read latency, ns (the cell's runs are latency probes).
+pub(super) fn latency_ns(cell: &Cell, registry: &Registry) -> Result<f64> {
+    mean_latency(&run(cell, registry)?, &cell.origin())
+}

@@ -1,0 +1,143 @@
+//! Runs a validation: the selected cells' values (closed-form ones at once, simulated ones on
+//! every core), each set beside its published number, in report order.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use super::cell::Cell;
+use super::measures::Computed;
+use super::reference::{row_for, system_and_table};
+use super::registry::Registry;
+use super::{ValidationReport, ValidationRow};
+use crate::error::{ConfigError, Result};
+
+/// The rows of the cells of `only` (every system if None), and the reference tables no cell
+/// covers. With `simulate` false only the closed-form cells are computed.
+pub(crate) fn validate(
+    registry: &Registry,
+    only: Option<&str>,
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
+    simulate: bool,
+) -> Result<ValidationReport> {
+    let root = &registry.reference;
+    if let Some(s) = only {
+        if !root.contains_key(s) {
+            let known: Vec<_> = root.keys().map(String::as_str).collect();
+            return Err(ConfigError::not_allowed("system", s, known.join(", ")));
+        }
+    }
+    let selected: Vec<&Cell> = registry
+        .cells
+        .iter()
+        .filter(|c| only.is_none_or(|s| s == c.system))
+        .filter(|c| simulate || c.quantity.is_closed_form())
+        .collect();
+    let simulated: Vec<&Cell> = selected
+        .iter()
+        .copied()
+        .filter(|c| !c.quantity.is_closed_form())
+        .collect();
+    let mut values = compute_all(registry, &simulated, progress).into_iter();
+    let mut rows = Vec::with_capacity(selected.len());
+    for cell in selected {
+        let computed = if cell.quantity.is_closed_form() {
+            cell.quantity.compute(cell, registry)
+        } else {
+            values
+                .next()
+                .unwrap_or_else(|| Err(cell.error("was not run")))
+        };
+        rows.push(row(root, cell, computed)?);
+    }
+    Ok(ValidationReport {
+        rows,
+        unmodelled_tables: unmodelled_tables(registry, only),
+    })
+}
+
+/// The `system.table` keys of the reference (of `only` if given) that no cell compares.
+fn unmodelled_tables(registry: &Registry, only: Option<&str>) -> Vec<String> {
+    let covered: BTreeSet<(&str, &str)> = registry
+        .cells
+        .iter()
+        .map(|c| system_and_table(&c.reference))
+        .collect();
+    registry
+        .reference
+        .iter()
+        .filter(|(s, _)| only.is_none_or(|o| o == s.as_str()))
+        .flat_map(|(s, t)| {
+            t.as_table()
+                .into_iter()
+                .flat_map(move |t| t.keys().map(move |k| (s.as_str(), k.as_str())))
+        })
+        .filter(|k| !covered.contains(k))
+        .map(|(s, k)| format!("{s}.{k}"))
+        .collect()
+}
+
+/// The cell's row: its published number, its computed value and what limited it.
+fn row(root: &toml::Table, cell: &Cell, computed: Result<Computed>) -> Result<ValidationRow> {
+    let (value, limit) = match computed {
+        Ok((v, l)) => (Ok(v), l),
+        Err(e) => (Err(e), None),
+    };
+    let mut row = row_for(root, &cell.key(), move || value)?;
+    row.limit = limit;
+    Ok(row)
+}
+
+/// Computes `cells` on every available core (each cell is deterministic, so the order of work
+/// does not change any value), calling `progress(done, total)` as each finishes. When
+/// `progress` returns false no further cell starts, and the cells left out come back as
+/// errors saying so.
+fn compute_all(
+    registry: &Registry,
+    cells: &[&Cell],
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
+) -> Vec<Result<Computed>> {
+    let total = cells.len();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(total.max(1));
+    // Slowest cells first so that the threads finish together.
+    let mut order: Vec<usize> = (0..total).collect();
+    order.sort_by_key(|&k| std::cmp::Reverse(cells[k].quantity.cost()));
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Computed>>>> =
+        Mutex::new((0..total).map(|_| None).collect());
+    let stop = AtomicBool::new(!progress(0, total));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&k) = order.get(i) else { break };
+                let value = cells[k].quantity.compute(cells[k], registry);
+                if let Ok(mut r) = results.lock() {
+                    r[k] = Some(value);
+                }
+                if !progress(done.fetch_add(1, Ordering::Relaxed) + 1, total) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let finished = done.load(Ordering::Relaxed);
+    results
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|v| {
+            v.unwrap_or_else(|| {
+                Err(ConfigError::Conflict(format!(
+                    "validation stopped after {finished} of {total} simulated cells"
+                )))
+            })
+        })
+        .collect()
+}
