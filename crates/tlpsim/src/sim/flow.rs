@@ -74,7 +74,7 @@ impl Simulator<'_> {
         // With no tag free and the flow's wait for one already noted, issuing would change
         // nothing (most completions of a tag-bound stream): answered here, inline.
         let flow = &self.flows[f as usize];
-        let no_tag = self.nodes[flow.source as usize].free_tags() == Some(0);
+        let no_tag = matches!(self.nodes[flow.source as usize].requester(), Some((0, _)));
         if !(no_tag && flow.window_full.is_open()) {
             self.issue_reads_now(f);
         }

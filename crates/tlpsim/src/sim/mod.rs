@@ -208,6 +208,9 @@ enum Ev {
     Watchdog,
 }
 
+// Every event moves as two words; a node event's payload must fit beside its node index.
+const _: () = assert!(std::mem::size_of::<Ev>() == 16);
+
 /// Whether `bytes` bytes crossing a wire with per-byte error rate `byte_error` (as
 /// -ln(1 - p)) arrive corrupted; draws from the RNG only on a wire with errors.
 fn lost(rng: &mut Rng, byte_error: f64, bytes: u32) -> bool {

@@ -247,18 +247,6 @@ impl AnyNode {
         }
     }
 
-    /// Free read tags, if it issues reads.
-    #[inline(always)]
-    pub(in crate::sim) fn free_tags(&self) -> Option<u32> {
-        match self {
-            AnyNode::Root(r) => Some(r.free_tags),
-            AnyNode::Dma(d) => Some(d.free_tags),
-            AnyNode::Storage(s) => Some(s.free_tags),
-            AnyNode::Nic(k) => Some(k.free_tags),
-            AnyNode::Switch(_) | AnyNode::Ntb(_) | AnyNode::Memory(_) => None,
-        }
-    }
-
     /// A DMA requester's free read tags and its media (a storage HBA's), if it is one.
     #[inline(always)]
     pub(in crate::sim) fn requester(&mut self) -> Option<(&mut u32, Option<&mut Media>)> {
