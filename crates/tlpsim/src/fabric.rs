@@ -132,6 +132,67 @@ pub enum NodeKind {
     },
 }
 
+/// What a workload finds at the node it targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// Host memory behind a root complex: endpoints read and write it, another root
+    /// complex writes it.
+    HostMemory,
+    /// An endpoint's memory BAR of `bytes`: a root complex reads and writes it.
+    BarMemory {
+        /// The BAR's size.
+        bytes: u64,
+    },
+    /// A DMA engine's or storage HBA's BAR: it takes a root complex's writes only.
+    WriteSink,
+    /// A NIC's registers: they take the `[cpu]`'s writes only.
+    NicRegisters,
+    /// A non-transparent bridge's scratchpad registers, read and written in DWs.
+    Scratchpad,
+    /// Nothing: a switch forwards TLPs and is never a target.
+    Nothing,
+}
+
+impl NodeKind {
+    /// What it is, in words, for messages ("a switch").
+    pub fn noun(&self) -> &'static str {
+        match self {
+            NodeKind::RootComplex { .. } => "a root complex",
+            NodeKind::Switch { .. } => "a switch",
+            NodeKind::Ntb { .. } => "a non-transparent bridge",
+            NodeKind::Endpoint { media: Some(_), .. } => "a storage endpoint",
+            NodeKind::Endpoint { nic: Some(_), .. } => "a NIC",
+            NodeKind::Endpoint { .. } => "a DMA endpoint",
+            NodeKind::Memory { .. } => "a memory endpoint",
+        }
+    }
+
+    /// Whether a workload may run on it: it issues memory reads and writes.
+    pub fn issues_requests(&self) -> bool {
+        matches!(
+            self,
+            NodeKind::RootComplex { .. } | NodeKind::Endpoint { .. }
+        )
+    }
+
+    /// Whether links may hang below it (a root complex, a switch, a bridge).
+    pub fn has_downstream_ports(&self) -> bool {
+        !matches!(self, NodeKind::Endpoint { .. } | NodeKind::Memory { .. })
+    }
+
+    /// What a workload targeting it finds there.
+    pub fn as_target(&self) -> TargetKind {
+        match self {
+            NodeKind::RootComplex { .. } => TargetKind::HostMemory,
+            NodeKind::Switch { .. } => TargetKind::Nothing,
+            NodeKind::Ntb { .. } => TargetKind::Scratchpad,
+            NodeKind::Endpoint { nic: Some(_), .. } => TargetKind::NicRegisters,
+            NodeKind::Endpoint { .. } => TargetKind::WriteSink,
+            NodeKind::Memory { bar_size, .. } => TargetKind::BarMemory { bytes: *bar_size },
+        }
+    }
+}
+
 /// The side of a non-transparent bridge a memory window faces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NtbSide {

@@ -167,9 +167,10 @@ fn ends(
              NTB joins exactly two domains (one link above, one below)"
         ));
     }
-    if matches!(kind(up), NodeKind::Endpoint { .. }) {
+    if !kind(up).has_downstream_ports() {
         return fail(format!(
-            "{a:?} is an endpoint and has no downstream ports; write the upstream node first"
+            "{a:?} is {} and has no downstream ports; write the upstream node first",
+            kind(up).noun()
         ));
     }
     if let Some(prev) = topology.upstream_of[down] {

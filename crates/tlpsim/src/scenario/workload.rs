@@ -14,7 +14,7 @@ use super::values::{self, defaults, words};
 use super::DEFAULT_OUTSTANDING;
 use crate::fabric::{
     AddressPath, BridgeSpec, DmaDirection, Doorbell, NodeId, NodeKind, NodeSpec, PcieSettings,
-    StorageMix, WorkloadSpec, SCRATCHPAD_BYTES,
+    StorageMix, TargetKind, WorkloadSpec, SCRATCHPAD_BYTES,
 };
 use crate::pcie::tlp::Addressing;
 use crate::units;
@@ -457,16 +457,17 @@ fn target(
         }
         (Some(t), None) => Ok((fabric.nodes.lookup(place, "target", t)?, None)),
         (None, None) => match fabric.node(source).kind {
-            NodeKind::Endpoint { .. } => Ok((fabric.topology.root_above(source), None)),
-            _ => Err(BuildError::conflict(
+            NodeKind::RootComplex { .. } => Err(BuildError::conflict(
                 place,
                 format!("a workload on {:?} needs a target endpoint", keys.endpoint),
             )),
+            _ => Ok((fabric.topology.root_above(source), None)),
         },
     }
 }
 
-/// Checks that `source` may move data to or from `target` this way.
+/// Checks that `source` may move data to or from `target` this way: what each node is to
+/// a workload is a property of its kind (`NodeKind::issues_requests`, `as_target`).
 fn check_pair(
     place: &Place,
     endpoint: &str,
@@ -476,27 +477,22 @@ fn check_pair(
     transfer_size: u64,
     fabric: &Fabric,
 ) -> Result<(), BuildError> {
-    use NodeKind::{Endpoint, Ntb, RootComplex, Switch};
+    let source_kind = &fabric.node(source).kind;
     let target_name = &fabric.node(target).name;
-    if matches!(fabric.node(target).kind, Endpoint { nic: Some(_), .. }) {
-        return Err(BuildError::conflict(
-            place,
-            format!(
-                "the target {target_name:?} is a NIC, whose registers take the [cpu]'s writes \
-                 only: write into a kind = \"dma\" endpoint or a root complex"
-            ),
-        ));
-    }
+    let from_root = matches!(source_kind, NodeKind::RootComplex { .. });
     let write = direction == DmaDirection::Write;
-    match (&fabric.node(source).kind, &fabric.node(target).kind) {
-        (Endpoint { .. }, RootComplex { .. }) => {}
-        (RootComplex { .. }, Endpoint { .. }) if !write => {
-            return Err(BuildError::conflict(
-                place,
-                "a root complex workload can only write (direction = \"write\")",
-            ))
-        }
-        (Endpoint { .. } | RootComplex { .. }, Ntb { .. }) => {
+    let problem = match fabric.node(target).kind.as_target() {
+        TargetKind::NicRegisters => Some(format!(
+            "the target {target_name:?} is a NIC, whose registers take the [cpu]'s writes \
+             only: write into a kind = \"dma\" endpoint or a root complex"
+        )),
+        _ if !source_kind.issues_requests() => Some(format!(
+            "{endpoint:?} is {}, which issues no requests; a workload runs on an endpoint or \
+             a root complex",
+            source_kind.noun()
+        )),
+        TargetKind::HostMemory if !from_root || (write && source != target) => None,
+        TargetKind::Scratchpad => {
             // The bridge's scratchpad registers: whole DWs, a few at a time.
             if transfer_size % 4 != 0 || !(4..=SCRATCHPAD_BYTES).contains(&transfer_size) {
                 return Err(BuildError::not_allowed(
@@ -510,27 +506,37 @@ fn check_pair(
                     ),
                 ));
             }
+            None
         }
-        (RootComplex { .. }, Endpoint { .. } | RootComplex { .. }) if write && source != target => {
-        }
-        (Switch { .. } | Ntb { .. }, _) => {
-            return Err(BuildError::conflict(
+        TargetKind::WriteSink if from_root && !write => Some(format!(
+            "the target {target_name:?} is {}, which takes a root complex's writes only \
+             (direction = \"write\"); a root complex reads a kind = \"memory\" endpoint",
+            fabric.node(target).kind.noun()
+        )),
+        TargetKind::BarMemory { bytes } if from_root && transfer_size > bytes => {
+            return Err(BuildError::not_allowed(
                 place,
+                "transfer_size",
+                format!("{transfer_size} B"),
                 format!(
-                    "{endpoint:?} is a switch or bridge; a workload runs on an endpoint or a \
-                     root complex"
+                    "at most the {bytes} B BAR of the memory endpoint {target_name:?}: a \
+                     transfer stays inside the BAR"
                 ),
-            ))
+            ));
         }
-        _ => {
-            return Err(BuildError::conflict(
-                place,
-                format!(
-                    "the target {target_name:?} must be a root complex (or, for a root \
-                     complex's writes, an endpoint or another domain's root complex)"
-                ),
-            ))
-        }
+        TargetKind::WriteSink | TargetKind::BarMemory { .. } if from_root => None,
+        TargetKind::BarMemory { .. } => Some(format!(
+            "the target {target_name:?} is a memory endpoint, which only a root complex reads \
+             and writes here (peer-to-peer from {endpoint:?} is not modelled yet)"
+        )),
+        _ => Some(format!(
+            "the target {target_name:?} must be a root complex (or, for a root complex's \
+             writes, an endpoint or another domain's root complex; for its reads and writes, \
+             a memory endpoint)"
+        )),
+    };
+    if let Some(p) = problem {
+        return Err(BuildError::conflict(place, p));
     }
     if fabric.topology.root_above(source) != fabric.topology.root_above(target) {
         return Err(BuildError::conflict(
