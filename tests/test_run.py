@@ -30,6 +30,16 @@ def test_the_example_loads_and_runs_with_the_design_fields():
     assert 0.97 * ceiling < result.flows[0]["throughput_gbps"] < 1.01 * ceiling
 
 
+def test_a_memory_endpoint_paces_the_writes_a_host_makes_into_its_bar():
+    result = tlpsim.run(ROOT / "scenarios" / "gpu-bar-through-switch.toml")
+    writes, reads = result.flows
+    assert writes["target"] == "gpu" and reads["target"] == "gpu"
+    # write_rate = "4GB/s": 32 Gb/s of payload, and the verdict names the memory.
+    assert writes["throughput_gbps"] == pytest.approx(32.0, rel=0.01)
+    assert writes["bottleneck"]["resource"] == "gpu memory (write)"
+    assert reads["bytes"] > 0 and result.to_dict()["audit"]["passed"]
+
+
 def test_same_seed_same_json(tmp_path):
     a = tlpsim.run(EXAMPLE).to_dict()
     b = tlpsim.run(EXAMPLE).to_dict()

@@ -1,9 +1,10 @@
 //! Property test: random fabrics (switch trees of cut-through and store-and-forward,
 //! crossbar and shared-bus switches, links of any generation and width, finite endpoint
-//! credits, bit errors) under random DMA workloads. Every run must finish, pass the
-//! self-audit (every TLP delivered once and in order, no credit counter below zero, payload
-//! bytes conserved), move data, retransmit nothing when no bit errors are set, and give
-//! the same result twice. 256 cases by default; `PROPTEST_CASES=N` for more.
+//! credits, bit errors) under random DMA workloads, with a NIC and a memory endpoint among
+//! them. Every run must finish, pass the self-audit (every TLP delivered once and in order,
+//! no credit counter below zero, payload bytes conserved), move data, retransmit nothing
+//! when no bit errors are set, and give the same result twice. 256 cases by default;
+//! `PROPTEST_CASES=N` for more.
 
 use proptest::prelude::*;
 use tlpsim::scenario::load_str;
@@ -23,6 +24,9 @@ type RootGen = (u32, bool, u32, usize, bool);
 type EndpointGen = (usize, usize, u32, u32, u32);
 /// A GE NIC: (parent index as for switches, frame size, offered load in percent, link).
 type NicGen = (usize, u32, u32, LinkGen);
+/// A memory endpoint the root complex reads and writes: (parent index as for switches, read
+/// latency in ns, write rate in 100 MB/s or 0 for unlimited, direction, transfer size, link).
+type MemoryGen = (usize, u32, u32, usize, u32, LinkGen);
 /// One link: (generation, width index, propagation in ns (flit mode, also below Gen6, when
 /// it is 1 modulo 3; immediate Acks when it is 2 modulo 3), replay buffer in KiB or 0 for
 /// the default, SKP ordered sets).
@@ -62,6 +66,7 @@ fn fabric(
     switches: &[(SwitchGen, LinkGen)],
     endpoints: &[(EndpointGen, LinkGen)],
     nic: Option<NicGen>,
+    memory_endpoint: Option<MemoryGen>,
     host_writes: bool,
 ) -> String {
     let mut t = format!(
@@ -176,6 +181,22 @@ fn fabric(
         ));
         links.push_str(&link(&parent(p, switches.len()), "nic", l));
     }
+    if let Some((p, latency, rate, dir, size, l)) = memory_endpoint {
+        // A BAR of memory the root complex reads and writes through the switches.
+        t.push_str(&format!(
+            "[[endpoint]]\nname = \"mem\"\nkind = \"memory\"\nbar_size = \"1MiB\"\n\
+             read_latency = \"{latency}ns\"\n{}\
+             [[workload]]\nname = \"to-mem\"\nkind = \"dma\"\nendpoint = \"rc\"\n\
+             target = \"mem\"\ndirection = \"{}\"\ntransfer_size = \"{size}B\"\n",
+            if rate > 0 {
+                format!("write_rate = \"{}MB/s\"\n", rate * 100)
+            } else {
+                String::new()
+            },
+            DIRECTIONS[dir]
+        ));
+        links.push_str(&link(&parent(p, switches.len()), "mem", l));
+    }
     if host_writes && endpoints[0].0 .1 < DIRECTIONS.len() {
         t.push_str(
             "[[workload]]\nname = \"host\"\nkind = \"dma\"\nendpoint = \"rc\"\n\
@@ -222,9 +243,12 @@ proptest! {
             ((0usize..4, 0usize..=DIRECTIONS.len(), 64u32..=8192, 1u32..=8, 1u32..=8),
              link_gen()), 1..=4),
         nic in prop::option::of((0usize..4, 64u32..=1518, 10u32..=100, link_gen())),
+        memory_endpoint in prop::option::of((0usize..4, 0u32..=2000, 0u32..=40,
+            0usize..DIRECTIONS.len(), 4u32..=16384, link_gen())),
         host_writes in any::<bool>(),
     ) {
-        let text = fabric(mps, mrrs, ber, ecrc, seed, root, &switches, &endpoints, nic, host_writes);
+        let text = fabric(mps, mrrs, ber, ecrc, seed, root, &switches, &endpoints, nic,
+                          memory_endpoint, host_writes);
         let sys = load_str(&text, "<random fabric>")
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         let a = run(&sys).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;

@@ -47,6 +47,9 @@ const FREE_TEXT: &[&str] = &[
     "media_write",
     "line_rate",
     "rate",
+    "bar_size",
+    "read_latency",
+    "write_rate",
 ];
 
 fn schema() -> Value {
@@ -194,7 +197,7 @@ fn every_word_valued_key_lists_its_words() {
         .iter()
         .map(|v| v["properties"]["kind"]["const"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["dma", "storage", "nic"]);
+    assert_eq!(kinds, ["dma", "storage", "nic", "memory"]);
 }
 
 #[test]

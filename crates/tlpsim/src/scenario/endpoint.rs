@@ -1,7 +1,8 @@
 //! `[[endpoint]]` sections, one section type per `kind`, and the nodes they become.
 //!
 //! Adding a kind: a word in [`EndpointKind`], a variant of [`EndpointSection`] with its
-//! section type, one arm in [`Tagged::deserialize_kind`] and one in [`endpoints`]' build.
+//! section type, one arm in [`Tagged::deserialize_kind`], [`EndpointSection::name`] and
+//! [`endpoints`]' build.
 
 use schemars::JsonSchema;
 use serde::de::{Deserializer, IgnoredAny};
@@ -22,6 +23,7 @@ defaults! {
     default_ring: i64 = 256;
     default_register_time: String = "100ns";
     default_line_rate: String = "1Gb/s";
+    default_bar_read_latency: String = "500ns";
 }
 
 /// The credits of an endpoint, as a file would write them.
@@ -38,6 +40,8 @@ words! {
         Storage = "storage",
         /// A Gigabit Ethernet NIC.
         Nic = "nic",
+        /// An endpoint whose BAR is plain memory (a GPU's BAR, a drive's controller memory).
+        Memory = "memory",
     }
 }
 
@@ -51,6 +55,8 @@ pub enum EndpointSection {
     Storage(StorageEndpointSection),
     /// `kind = "nic"`: a Gigabit Ethernet NIC.
     Nic(NicEndpointSection),
+    /// `kind = "memory"`: an endpoint whose BAR is plain memory.
+    Memory(MemoryEndpointSection),
 }
 
 impl Tagged for EndpointSection {
@@ -64,6 +70,7 @@ impl Tagged for EndpointSection {
             EndpointKind::Dma => EndpointSection::Dma(Deserialize::deserialize(d)?),
             EndpointKind::Storage => EndpointSection::Storage(Deserialize::deserialize(d)?),
             EndpointKind::Nic => EndpointSection::Nic(Deserialize::deserialize(d)?),
+            EndpointKind::Memory => EndpointSection::Memory(Deserialize::deserialize(d)?),
         })
     }
 }
@@ -75,6 +82,7 @@ impl EndpointSection {
             EndpointSection::Dma(s) => &s.name,
             EndpointSection::Storage(s) => &s.name,
             EndpointSection::Nic(s) => &s.name,
+            EndpointSection::Memory(s) => &s.name,
         }
     }
 }
@@ -167,22 +175,55 @@ pub struct NicEndpointSection {
     pub line_rate: String,
 }
 
+/// `[[endpoint]]` with `kind = "memory"`: an endpoint whose BAR is plain memory that a root
+/// complex writes to and reads from (a GPU's BAR, an NVMe drive's controller memory buffer,
+/// an FPGA's on-board RAM).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryEndpointSection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique node name.
+    pub name: String,
+    /// Credits it advertises.
+    #[schemars(default = "endpoint_credits")]
+    pub credits: Option<CreditsSection>,
+    /// Size of its memory BAR, a power of two, e.g. "256MiB"; a transfer stays inside it.
+    pub bar_size: String,
+    /// Read request to the first byte of its completion (default "500ns").
+    #[serde(default = "default_bar_read_latency")]
+    pub read_latency: String,
+    /// Rate its memory absorbs written data, e.g. "12GB/s" (unlimited when left out).
+    pub write_rate: Option<String>,
+}
+
 /// Adds the `[[endpoint]]` sections to `nodes`.
 pub fn endpoints(sections: &[EndpointSection], nodes: &mut NodeTable) -> Result<(), BuildError> {
     for (i, ep) in sections.iter().enumerate() {
         let place = Place::element("endpoint", i, ep.name());
-        let (tags, credits, media, nic) = match ep {
-            EndpointSection::Dma(s) => (s.tags, &s.credits, None, None),
-            EndpointSection::Storage(s) => (s.tags, &s.credits, Some(media(&place, s)?), None),
-            EndpointSection::Nic(s) => (s.tags, &s.credits, None, Some(nic(&place, s)?)),
+        let requester = |tags, media, nic| {
+            let tags = values::count(&place, "tags", tags, 1..=16384, "1 to 16384 (14-bit tags)")?;
+            Ok::<_, BuildError>(NodeKind::Endpoint { tags, media, nic })
         };
-        let tags = values::count(&place, "tags", tags, 1..=16384, "1 to 16384 (14-bit tags)")?;
+        let (kind, credits) = match ep {
+            EndpointSection::Dma(s) => (requester(s.tags, None, None)?, &s.credits),
+            EndpointSection::Storage(s) => (
+                requester(s.tags, Some(media(&place, s)?), None)?,
+                &s.credits,
+            ),
+            EndpointSection::Nic(s) => {
+                (requester(s.tags, None, Some(nic(&place, s)?))?, &s.credits)
+            }
+            EndpointSection::Memory(s) => (memory(&place, s)?, &s.credits),
+        };
         let credits = values::credits(&place, credits, DEFAULT_ENDPOINT_CREDITS)?;
         nodes.add(
             &place,
             NodeSpec {
                 name: ep.name().to_string(),
-                kind: NodeKind::Endpoint { tags, media, nic },
+                kind,
                 credits,
             },
         )?;
@@ -222,5 +263,28 @@ fn nic(place: &Place, s: &NicEndpointSection) -> Result<NicSpec, BuildError> {
         register_time: values::duration(place, "register_time", &s.register_time)?,
         interrupt_interval: values::duration(place, "interrupt_interval", &s.interrupt_interval)?,
         line_rate,
+    })
+}
+
+/// A memory endpoint: its BAR, read latency and write rate.
+fn memory(place: &Place, s: &MemoryEndpointSection) -> Result<NodeKind, BuildError> {
+    let bar_size = values::bytes(place, "bar_size", &s.bar_size)?;
+    // A memory BAR's low four bits are its type bits, so the smallest is 16 B (PCI Local
+    // Bus Specification 3.0, section 6.2.5.1); a BAR is naturally aligned to its power of two.
+    if !bar_size.is_power_of_two() || bar_size < 16 {
+        return Err(BuildError::not_allowed(
+            place,
+            "bar_size",
+            &s.bar_size,
+            "a power of two of at least 16 B, e.g. \"256MiB\"",
+        ));
+    }
+    Ok(NodeKind::Memory {
+        bar_size,
+        read_latency: values::duration(place, "read_latency", &s.read_latency)?,
+        write_rate: match &s.write_rate {
+            Some(r) => Some(values::rate(place, "write_rate", r)?),
+            None => None,
+        },
     })
 }
