@@ -7,9 +7,11 @@ Public API (names fixed by DESIGN.md):
 - :func:`load_scenario`, :func:`run` - the TLP-level simulator on a scenario file.
 - :func:`validate` - every modelled seed-report number, published vs computed.
 - :func:`sweep` - one scenario at every combination of some of its values, in parallel.
+- :func:`import_pcie_bench` - a pcie-bench result directory as a measurement table.
 """
 
 from tlpsim._core import ConfigError
+from tlpsim.importers import ImportFileError, PcieBenchData, import_pcie_bench
 from tlpsim.link import LinkBandwidth, MessageBandwidth, link_bandwidth, message_bandwidth
 from tlpsim.simulate import (
     RunResult,
@@ -25,14 +27,17 @@ from tlpsim.validation import ValidationReport, validate
 
 __all__ = [
     "ConfigError",
+    "ImportFileError",
     "LinkBandwidth",
     "MessageBandwidth",
+    "PcieBenchData",
     "RunResult",
     "Scenario",
     "ScenarioError",
     "SimulationError",
     "SweepResult",
     "ValidationReport",
+    "import_pcie_bench",
     "link_bandwidth",
     "load_scenario",
     "message_bandwidth",

@@ -1,0 +1,16 @@
+"""Importers: other tools' files as tlpsim scenarios and tables.
+
+- :func:`import_pcie_bench`: a pcie-bench result directory as a measurement table.
+"""
+
+from tlpsim.importers.common import ImportFileError, format_size, parse_size
+from tlpsim.importers.pciebench import PcieBenchData, import_pcie_bench, parse_host_name
+
+__all__ = [
+    "ImportFileError",
+    "PcieBenchData",
+    "format_size",
+    "import_pcie_bench",
+    "parse_host_name",
+    "parse_size",
+]
