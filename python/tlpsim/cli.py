@@ -333,10 +333,49 @@ def validate_cmd(
 
 
 import_app = typer.Typer(
-    help="Read other tools' files: pcie-bench results as a table.",
+    help="Read other tools' files: lspci output as a scenario, pcie-bench results as a table.",
     no_args_is_help=True,
 )
 app.add_typer(import_app, name="import")
+
+
+@import_app.command(name="lspci")
+def import_lspci_cmd(
+    file: Annotated[
+        Path, typer.Argument(help="Output of `lspci -vvv` (run as root, so that it shows the capabilities).")
+    ],
+    tree: Annotated[
+        Path | None, typer.Option("--tree", help="Output of `lspci -tv` of the same machine, to cross-check the tree.")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the scenario here (default: stdout).")
+    ] = None,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            help="Address (03:00.0) of the endpoint whose DevCtl gives [pcie] mps and mrrs and that the placeholder "
+            "workload uses (default: the endpoint with the fastest link)."
+        ),
+    ] = None,
+) -> None:
+    """Make a scenario of `lspci -vvv` output: root complex, switches, endpoints, links
+    (generation and width from LnkSta), MPS and MRRS (DevCtl), tags (ExtTag, 10BitTagReq)."""
+    from tlpsim.importers import import_lspci
+
+    result = import_lspci(file, tree=tree, device=device)
+    for warning in result.warnings:
+        print(f"tlpsim: warning: {warning}", file=sys.stderr)
+    if output is None:
+        sys.stdout.write(result.scenario)
+        return
+    result.write(output)
+    roles = [d["role"] for d in result.devices]
+    endpoints, switches = roles.count("endpoint"), roles.count("switch")
+    print(
+        f"wrote {output}: {endpoints} endpoint{'s' * (endpoints != 1)}, {switches} switch{'es' * (switches != 1)}; "
+        f"[pcie] mps, mrrs and the placeholder workload from {result.focus}",
+        file=sys.stderr,
+    )
 
 
 @import_app.command(name="pcie-bench")
