@@ -356,6 +356,8 @@ class _Build:
 
 
 class _Tree:
+    """The functions of one lspci run as a tree, and the walk that maps it (:meth:`build`)."""
+
     def __init__(self, functions: list[PciFunction], origin: str):
         self.origin = origin
         self.functions = sorted(functions, key=lambda f: f.key)
@@ -661,7 +663,7 @@ def _scenario(
     ports = sorted({link.port.bdf for link in b.links if link.port and link.upstream == ROOT_COMPLEX})
     roots = sorted({f"{f.domain:04x}:{f.bus:02x}" if f.domain else f"{f.bus:02x}" for f in t.functions
                     if t.parent(f) is None})  # fmt: skip
-    w(f"# Imported by `tlpsim import lspci` from {Path(origin).name if origin != '<text>' else 'lspci text'}.")
+    w(f"# Imported by `tlpsim import lspci` from {origin if origin != '<text>' else 'lspci text'}.")
     counts = f"{_count(len(b.endpoints), 'endpoint')} and {_count(len(b.switches), 'switch')}"
     w(f"# {len(t.functions)} functions read: {counts}")
     w(f"# mapped below one root complex (root buses {', '.join(roots)}; root ports {', '.join(ports) or 'none'}).")
@@ -670,11 +672,9 @@ def _scenario(
     w("# 10BitTagReq). Every other value (memory latency, credits, switch latency) is tlpsim's")
     w("# default, not this host's. Devices are plain DMA engines: tlpsim knows nothing else of them.")
     left = len(b.left_out) + len(b.empty_ports)
-    w(f"# Not mapped, listed at the end: {len(b.empty_ports)} empty slots, {len(b.left_out)} functions")
-    w("# with no PCIe link of their own (host bridges, integrated endpoints, chipset, uncore).")
-    if left == 0:
-        out.pop()
-        out.pop()
+    if left:
+        w(f"# Not mapped, listed at the end: {_count(len(b.empty_ports), 'empty slot')}, {len(b.left_out)} other")
+        w("# functions (host bridges, integrated endpoints, chipset and uncore functions, links down).")
     if checked:
         if warnings:
             w("# Cross-check with lspci -tv found differences (the bus numbers were used):")
