@@ -1,4 +1,4 @@
-"""The ``tlpsim`` command line: ``link``, ``run``, ``sweep``, ``schema``, ``validate``."""
+"""The ``tlpsim`` command line: ``link``, ``run``, ``sweep``, ``schema``, ``validate``, ``import``."""
 
 from __future__ import annotations
 
@@ -330,6 +330,111 @@ def validate_cmd(
     if report is not None:
         path = write_report(rows, report)
         Console(stderr=True).print(f"wrote {path}")
+
+
+import_app = typer.Typer(
+    help="Read other tools' files: lspci output as a scenario, pcie-bench results as a table.",
+    no_args_is_help=True,
+)
+app.add_typer(import_app, name="import")
+
+
+@import_app.command(name="lspci")
+def import_lspci_cmd(
+    file: Annotated[
+        Path, typer.Argument(help="Output of `lspci -vvv` (run as root, so that it shows the capabilities).")
+    ],
+    tree: Annotated[
+        Path | None, typer.Option("--tree", help="Output of `lspci -tv` of the same machine, to cross-check the tree.")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the scenario here (default: stdout).")
+    ] = None,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            help="Address (03:00.0) of the endpoint whose DevCtl gives [pcie] mps and mrrs and that the placeholder "
+            "workload uses (default: the endpoint with the fastest link)."
+        ),
+    ] = None,
+) -> None:
+    """Make a scenario of `lspci -vvv` output: root complex, switches, endpoints, links
+    (generation and width from LnkSta), MPS and MRRS (DevCtl), tags (ExtTag, 10BitTagReq)."""
+    from tlpsim.importers import import_lspci
+
+    result = import_lspci(file, tree=tree, device=device)
+    for warning in result.warnings:
+        print(f"tlpsim: warning: {warning}", file=sys.stderr)
+    if output is None:
+        sys.stdout.write(result.scenario)
+        return
+    result.write(output)
+    roles = [d["role"] for d in result.devices]
+    endpoints, switches = roles.count("endpoint"), roles.count("switch")
+    print(
+        f"wrote {output}: {endpoints} endpoint{'s' * (endpoints != 1)}, {switches} switch{'es' * (switches != 1)}; "
+        f"[pcie] mps, mrrs and the placeholder workload from {result.focus}",
+        file=sys.stderr,
+    )
+
+
+@import_app.command(name="pcie-bench")
+def import_pcie_bench_cmd(
+    directory: Annotated[Path, typer.Argument(help="A pcie-bench result directory (bw_*.txt, lat_*.txt).")],
+    cdf: Annotated[bool, typer.Option("--cdf", help="Show the latency distributions (*_cdf.txt) instead.")] = False,
+    format: FormatOpt = Format.table,
+) -> None:
+    """Read a pcie-bench directory's results into one table (bandwidth in Gb/s, latency in
+    ns), with the host its name describes. JSON holds everything; table and CSV the
+    measurements, or the latency distributions with --cdf."""
+    from tlpsim.importers import format_size, import_pcie_bench
+
+    data = import_pcie_bench(directory)
+    if format is Format.json:
+        emit_json(data.to_dict())
+        return
+    rows = data.cdf if cdf else data.measurements
+    if format is Format.csv:
+        emit(rows, format, [])
+        return
+    h = data.host
+    out = console()
+    sockets = (
+        f"card on socket {h['device_socket']}, memory on {h['memory_socket']}, caches warmed from {h['warming_socket']}"
+        if h["device_socket"] is not None
+        else "one socket or not named"
+    )
+    iommu = "off" if not h["iommu"] else "on" if h["iommu_super_pages"] else "on, no super pages"
+    out.print(
+        f"{data.directory}: card {h['card']}, CPU {h['cpu']} ({h['cpu_arch_name'] or 'unknown architecture'}), "
+        f"model {h['model']}; {sockets}; IOMMU {iommu}",
+        highlight=False,
+        markup=False,
+    )
+    view = [{**r, "window": None if r.get("window_bytes") is None else format_size(r["window_bytes"])} for r in rows]
+    if cdf:
+        columns = [
+            ("file", " file", ""), ("test", " test", ""), ("cache", " cache", ""), ("window", "window", ""),
+            ("transfer_bytes", "size B", ""), ("latency_ns", "latency ns", ".0f"),
+            ("cumulative_fraction", "cumulative", ".6f"),
+        ]  # fmt: skip
+        emit(view, format, columns, title="latency distributions")
+    else:
+        columns = [
+            ("file", " file", ""), ("test", " test", ""), ("pattern", " pattern", ""), ("cache", " cache", ""),
+            ("host_offset", "host off", ""), ("device_offset", "dev off", ""), ("window", "window", ""),
+            ("transfer_bytes", "size B", ""), ("bw_gbps", "Gb/s", ".3f"),
+            ("transactions_per_s", "transactions/s", ",.0f"), ("latency_avg_ns", "avg ns", ".1f"),
+            ("latency_median_ns", "median ns", ".0f"), ("latency_p99_9_ns", "p99.9 ns", ".0f"),
+            ("samples", "samples", ","),
+        ]  # fmt: skip
+        emit(view, format, [c for c in columns if any(r.get(c[0]) is not None for r in view)], title="measurements")
+    out.print(
+        f"{len(data.measurements):,} measurements and {len(data.cdf):,} latency-distribution points "
+        f"from {len(data.files)} files",
+        highlight=False,
+        markup=False,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
