@@ -368,7 +368,7 @@ fn a_key_of_another_kind_is_refused_at_its_line_with_the_kinds_it_needs() {
     );
     for want in [
         "f.toml: line 20 (`media_read = \"1GB/s\"`): [[endpoint]] 1 (dma): ",
-        "unknown field `media_read`, expected one of `kind`, `name`, `tags`, `credits`",
+        "unknown field `media_read`, expected one of `kind`, `name`, `tag_bits`, `tags`, `credits`",
         "media_read needs kind = \"storage\"",
     ] {
         assert!(e.contains(want), "{want:?} not in {e}");

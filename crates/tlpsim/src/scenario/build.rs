@@ -7,6 +7,7 @@ use super::file::{PcieSection, ScenarioFile, SimulationSection};
 use super::links::{self, LinkDefaults};
 use super::nodes::{self, NodeTable};
 use super::ntb::{self, WindowMap};
+use super::tags;
 use super::values;
 use super::workload::{self, Fabric};
 use crate::engine::SimTime;
@@ -27,10 +28,11 @@ pub fn build(f: &ScenarioFile) -> Result<System, BuildError> {
     nodes::root_complexes(&f.root_complex, &host_bridges, &mut nodes)?;
     let weights = nodes::switches(&f.switch, &mut nodes)?;
     ntb::ntbs(&f.ntb, &mut nodes)?;
-    endpoint::endpoints(&f.endpoint, &mut nodes)?;
+    let open_tags = endpoint::endpoints(&f.endpoint, &mut nodes)?;
 
     let topology = links::links(&f.link, &nodes, &pcie, &link_defaults)?;
     links::check_tree(nodes.nodes(), &topology)?;
+    tags::default_tags(&open_tags, &mut nodes, &topology);
     nodes::resolve_weights(weights, &mut nodes, &topology)?;
 
     let windows = WindowMap::new(nodes.nodes(), &topology)?;

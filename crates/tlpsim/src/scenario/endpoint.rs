@@ -11,12 +11,12 @@ use serde::Deserialize;
 use super::error::{BuildError, Place};
 use super::file::Tagged;
 use super::nodes::NodeTable;
+use super::tags::TagRequest;
 use super::values::{self, defaults, words, CreditsSection};
-use super::{DEFAULT_ENDPOINT_CREDITS, DEFAULT_TAGS};
+use super::DEFAULT_ENDPOINT_CREDITS;
 use crate::fabric::{MediaSpec, NicSpec, NodeKind, NodeSpec};
 
 defaults! {
-    default_tags: i64 = DEFAULT_TAGS;
     default_zero_ns: String = "0ns";
     default_ports: i64 = 2;
     default_rx_fifo: String = "48KiB";
@@ -97,9 +97,12 @@ pub struct DmaEndpointSection {
     _kind: IgnoredAny,
     /// Unique node name.
     pub name: String,
-    /// Read tags (default 32).
-    #[serde(default = "default_tags")]
-    pub tags: i64,
+    /// Width of its Tag field: 5, 8 or 10 bits, for 32, 256 or 768 reads in flight (when
+    /// left out: 5 bits at Gen1-2, 8 at Gen3-4, 10 from Gen5, by its link; or the narrowest
+    /// that holds `tags`).
+    pub tag_bits: Option<i64>,
+    /// Read tags it uses, at most what its Tag field allows (all of them when left out).
+    pub tags: Option<i64>,
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
     pub credits: Option<CreditsSection>,
@@ -115,9 +118,12 @@ pub struct StorageEndpointSection {
     _kind: IgnoredAny,
     /// Unique node name.
     pub name: String,
-    /// Read tags (default 32).
-    #[serde(default = "default_tags")]
-    pub tags: i64,
+    /// Width of its Tag field: 5, 8 or 10 bits, for 32, 256 or 768 reads in flight (when
+    /// left out: 5 bits at Gen1-2, 8 at Gen3-4, 10 from Gen5, by its link; or the narrowest
+    /// that holds `tags`).
+    pub tag_bits: Option<i64>,
+    /// Read tags it uses, at most what its Tag field allows (all of them when left out).
+    pub tags: Option<i64>,
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
     pub credits: Option<CreditsSection>,
@@ -146,9 +152,12 @@ pub struct NicEndpointSection {
     _kind: IgnoredAny,
     /// Unique node name.
     pub name: String,
-    /// Read tags (default 32).
-    #[serde(default = "default_tags")]
-    pub tags: i64,
+    /// Width of its Tag field: 5, 8 or 10 bits, for 32, 256 or 768 reads in flight (when
+    /// left out: 5 bits at Gen1-2, 8 at Gen3-4, 10 from Gen5, by its link; or the narrowest
+    /// that holds `tags`).
+    pub tag_bits: Option<i64>,
+    /// Read tags it uses, at most what its Tag field allows (all of them when left out).
+    pub tags: Option<i64>,
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
     pub credits: Option<CreditsSection>,
@@ -199,25 +208,50 @@ pub struct MemoryEndpointSection {
     pub write_rate: Option<String>,
 }
 
-/// Adds the `[[endpoint]]` sections to `nodes`.
-pub fn endpoints(sections: &[EndpointSection], nodes: &mut NodeTable) -> Result<(), BuildError> {
+/// Adds the `[[endpoint]]` sections to `nodes`; returns the requesters whose tags wait for
+/// their link's generation (see [`super::tags::default_tags`]).
+pub fn endpoints(
+    sections: &[EndpointSection],
+    nodes: &mut NodeTable,
+) -> Result<Vec<TagRequest>, BuildError> {
+    let mut open = Vec::new();
     for (i, ep) in sections.iter().enumerate() {
         let place = Place::element("endpoint", i, ep.name());
-        let requester = |tags, media, nic| {
-            let tags = values::count(&place, "tags", tags, 1..=16384, "1 to 16384 (14-bit tags)")?;
-            Ok::<_, BuildError>(NodeKind::Endpoint { tags, media, nic })
+        let request = |bits, tags| TagRequest {
+            node: nodes.nodes().len(),
+            bits,
+            tags,
+            place: place.clone(),
         };
-        let (kind, credits) = match ep {
-            EndpointSection::Dma(s) => (requester(s.tags, None, None)?, &s.credits),
-            EndpointSection::Storage(s) => (
-                requester(s.tags, Some(media(&place, s)?), None)?,
+        let requester = |media, nic| NodeKind::Endpoint {
+            tags: 0,
+            media,
+            nic,
+        };
+        let (tags, mut kind, credits) = match ep {
+            EndpointSection::Dma(s) => (
+                Some(request(s.tag_bits, s.tags)),
+                requester(None, None),
                 &s.credits,
             ),
-            EndpointSection::Nic(s) => {
-                (requester(s.tags, None, Some(nic(&place, s)?))?, &s.credits)
-            }
-            EndpointSection::Memory(s) => (memory(&place, s)?, &s.credits),
+            EndpointSection::Storage(s) => (
+                Some(request(s.tag_bits, s.tags)),
+                requester(Some(media(&place, s)?), None),
+                &s.credits,
+            ),
+            EndpointSection::Nic(s) => (
+                Some(request(s.tag_bits, s.tags)),
+                requester(None, Some(nic(&place, s)?)),
+                &s.credits,
+            ),
+            EndpointSection::Memory(s) => (None, memory(&place, s)?, &s.credits),
         };
+        if let (Some(r), NodeKind::Endpoint { tags: t, .. }) = (tags, &mut kind) {
+            match r.settled()? {
+                Some(n) => *t = n,
+                None => open.push(r),
+            }
+        }
         let credits = values::credits(&place, credits, DEFAULT_ENDPOINT_CREDITS)?;
         nodes.add(
             &place,
@@ -228,7 +262,7 @@ pub fn endpoints(sections: &[EndpointSection], nodes: &mut NodeTable) -> Result<
             },
         )?;
     }
-    Ok(())
+    Ok(open)
 }
 
 /// The drives behind a storage endpoint.

@@ -97,6 +97,11 @@ impl Topology {
         self.links.iter().filter(move |l| l.up == n).map(|l| l.down)
     }
 
+    /// The link above `n`, if it has one.
+    pub fn upstream_link(&self, n: NodeId) -> Option<&LinkSpec> {
+        self.upstream_of[n].map(|l| &self.links[l])
+    }
+
     /// The top of `n`'s tree: the root complex above it (or across no bridge).
     pub fn root_above(&self, mut n: NodeId) -> NodeId {
         while let Some(up) = self.up(n) {

@@ -24,6 +24,7 @@ mod located;
 mod nodes;
 mod ntb;
 mod set;
+mod tags;
 mod values;
 mod workload;
 
@@ -68,8 +69,6 @@ pub const DEFAULT_SWITCH_CREDITS: [Option<u32>; 6] = [
 ];
 /// Replay buffer bytes unless told otherwise.
 pub const DEFAULT_REPLAY_BUFFER: &str = "16KiB";
-/// Read tags an endpoint has unless told otherwise.
-pub const DEFAULT_TAGS: u32 = 32;
 /// Transfers a DMA workload keeps in flight unless told otherwise.
 pub const DEFAULT_OUTSTANDING: u32 = 4;
 
