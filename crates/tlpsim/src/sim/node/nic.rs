@@ -14,12 +14,14 @@
 
 use std::collections::VecDeque;
 
+use super::cpu::CpuTlp;
+use super::root::cpu_owner;
 use super::{AnyNode, Node, NodeEv};
 use crate::engine::{OpenSpan, SimTime};
 use crate::fabric::{CpuSpec, NicSpec, NodeKind};
 use crate::pcie::tlp::{self, TlpKind};
 use crate::sim::result::EthernetResult;
-use crate::sim::{Ev, Role, Simulator, Tlp, NONE};
+use crate::sim::{Ev, Owner, Simulator, Tlp, NONE};
 
 /// A NIC's PCIe side at run time: its read tags (its Ethernet side lives in [`Nics`]).
 #[derive(Debug)]
@@ -44,6 +46,82 @@ impl Node for NicEndpoint {
     fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
         if let Some(k) = sim.nics.at(n) {
             sim.on_nic_event(k, ev);
+        }
+    }
+
+    fn tlp_left(sim: &mut Simulator<'_>, n: usize, id: u32, _start: SimTime) {
+        if let Some(k) = sim.nics.at(n) {
+            sim.nic_tlp_left(k, id);
+        }
+    }
+
+    fn tlp_written(sim: &mut Simulator<'_>, n: usize, t: &Tlp, _c: u32) {
+        if let Some(k) = sim.nics.at(n) {
+            sim.nic_tlp_written(k, t);
+        }
+    }
+}
+
+/// What a NIC's own TLP is to it: the cookie of its [`Owner`], encoded and decoded only
+/// here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NicTlp {
+    /// Received frame data written to host memory from this port (`last`: the frame's last
+    /// TLP).
+    RxData { port: u32, last: bool },
+    /// A receive descriptor write-back of this port.
+    RxWriteBack(u32),
+    /// A transmit descriptor write-back of this port.
+    TxWriteBack(u32),
+    /// Its MSI.
+    Msi,
+    /// A read of this port's transmit descriptors, and its completions.
+    TxDesc(u32),
+    /// A read of the data of the frame in transmit slot `slot` of this port, and its
+    /// completions.
+    TxData { port: u32, slot: u32 },
+}
+
+impl NicTlp {
+    /// Its cookie: the variant in bits 28 to 31, `last` in bit 27, the port in bits 16 to
+    /// 26, the slot below.
+    fn cookie(self) -> u32 {
+        let (tag, port, slot, last) = match self {
+            NicTlp::RxData { port, last } => (0, port, 0, last),
+            NicTlp::RxWriteBack(port) => (1, port, 0, false),
+            NicTlp::TxWriteBack(port) => (2, port, 0, false),
+            NicTlp::Msi => (3, 0, 0, false),
+            NicTlp::TxDesc(port) => (4, port, 0, false),
+            NicTlp::TxData { port, slot } => (5, port, slot, false),
+        };
+        debug_assert!(port < 1 << 11 && slot < 1 << 16);
+        tag << 28 | u32::from(last) << 27 | port << 16 | slot
+    }
+
+    /// The owner of this TLP of the NIC at node `node`.
+    fn owner(self, node: u32) -> Owner {
+        Owner {
+            node,
+            cookie: self.cookie(),
+        }
+    }
+
+    /// The TLP a cookie made by [`Self::cookie`] stands for.
+    fn of(cookie: u32) -> Self {
+        let port = cookie >> 16 & 0x7ff;
+        match cookie >> 28 {
+            0 => NicTlp::RxData {
+                port,
+                last: cookie >> 27 & 1 != 0,
+            },
+            1 => NicTlp::RxWriteBack(port),
+            2 => NicTlp::TxWriteBack(port),
+            3 => NicTlp::Msi,
+            4 => NicTlp::TxDesc(port),
+            _ => NicTlp::TxData {
+                port,
+                slot: cookie & 0xffff,
+            },
         }
     }
 }
@@ -168,7 +246,7 @@ struct Core {
 
 /// The effect of one register write when the NIC absorbs it.
 #[derive(Debug, Clone, Copy, Default)]
-struct RegEffect {
+pub(in crate::sim) struct RegEffect {
     nic: u32,
     tdt: [u32; 2],
     rdt: [u32; 2],
@@ -183,10 +261,10 @@ pub(in crate::sim) struct Nics {
     by_node: Vec<u32>,
     cpu: Option<CpuSpec>,
     cores: Vec<Core>,
-    regs: Vec<RegEffect>,
-    free_regs: Vec<u32>,
-    posted_queued: u32,
-    posted_waiters: Vec<u32>,
+    pub(in crate::sim) regs: Vec<RegEffect>,
+    pub(in crate::sim) free_regs: Vec<u32>,
+    pub(in crate::sim) posted_queued: u32,
+    pub(in crate::sim) posted_waiters: Vec<u32>,
     /// The root complex the CPU sits behind (where NIC DMA and interrupts go).
     root: u32,
     mid: SimTime,
@@ -291,7 +369,7 @@ impl Simulator<'_> {
     }
 
     /// The event of core `core` of the host CPU (it sits behind its root complex).
-    fn cpu_ev(&self, core: u32) -> Ev {
+    pub(in crate::sim) fn cpu_ev(&self, core: u32) -> Ev {
         Ev::Node {
             node: self.nics.root,
             ev: NodeEv::Cpu(core),
@@ -398,62 +476,38 @@ impl Simulator<'_> {
         let pieces: Vec<u32> = tlp::split(frame as u64, mps).collect();
         let last = pieces.len() - 1;
         for (i, piece) in pieces.into_iter().enumerate() {
-            let id = self.nic_tlp(TlpKind::MWr, node, root, piece, p, Role::RxData);
-            self.tlps[id as usize].order = u64::from(i == last);
+            let data = NicTlp::RxData {
+                port: p,
+                last: i == last,
+            };
+            let id = self.nic_tlp(TlpKind::MWr, node, root, piece, data.owner(node));
             self.push(up, id);
         }
-        let wb = self.nic_tlp(
-            TlpKind::MWr,
-            node,
-            root,
-            DESCRIPTOR_BYTES,
-            p,
-            Role::RxWriteBack,
-        );
+        let owner = NicTlp::RxWriteBack(p).owner(node);
+        let wb = self.nic_tlp(TlpKind::MWr, node, root, DESCRIPTOR_BYTES, owner);
         self.push(up, wb);
         self.nics.nics[k as usize].unsignalled += 1;
         self.maybe_interrupt(k);
     }
 
     /// A new TLP of the NIC or CPU machinery: `bytes` is the data of a write or completion,
-    /// the length asked for by a read. (No DMA flow owns it: `flow` stays 0.)
-    fn nic_tlp(
-        &mut self,
-        kind: TlpKind,
-        src: u32,
-        dst: u32,
-        bytes: u32,
-        req: u32,
-        role: Role,
-    ) -> u32 {
-        self.new_tlp(Tlp {
-            req,
-            ..Tlp::at_source(kind, src, dst, bytes, 0, role)
-        })
+    /// the length asked for by a read.
+    fn nic_tlp(&mut self, kind: TlpKind, src: u32, dst: u32, bytes: u32, owner: Owner) -> u32 {
+        self.new_tlp(Tlp::at_source(kind, src, dst, bytes, owner))
     }
 
-    /// A TLP of the NIC or CPU left its source: frees FIFO space or the CPU's posted slot.
-    pub(in crate::sim) fn nic_tlp_sent(&mut self, t: &Tlp) {
-        match t.role {
-            Role::RxData if t.order == 1 => {
-                let Some(k) = self.nics.at(t.src as usize) else {
-                    return;
-                };
-                let port = &mut self.nics.nics[k as usize].ports[t.req as usize];
-                port.fifo_frames -= 1;
-                port.fifo_bytes -= port.frame;
-                port.dma_active = false;
-                self.rx_dma(k, t.req);
-            }
-            Role::RegWrite => {
-                self.nics.posted_queued -= 1;
-                if let Some(core) = self.nics.posted_waiters.pop() {
-                    let now = self.now();
-                    let ev = self.cpu_ev(core);
-                    self.q.schedule(now, ev);
-                }
-            }
-            _ => {}
+    /// TLP `id` of NIC `k` left it: the last TLP of a frame frees its FIFO space.
+    fn nic_tlp_left(&mut self, k: u32, id: u32) {
+        if let NicTlp::RxData {
+            port: p,
+            last: true,
+        } = NicTlp::of(self.tlps[id as usize].owner.cookie)
+        {
+            let port = &mut self.nics.nics[k as usize].ports[p as usize];
+            port.fifo_frames -= 1;
+            port.fifo_bytes -= port.frame;
+            port.dma_active = false;
+            self.rx_dma(k, p);
         }
     }
 
@@ -484,18 +538,16 @@ impl Simulator<'_> {
         nic.last_int = Some(now);
         let (node, up) = (nic.node, nic.up);
         let root = self.nics.root;
-        let id = self.nic_tlp(TlpKind::MWr, node, root, 4, 0, Role::Msi);
+        let id = self.nic_tlp(TlpKind::MWr, node, root, 4, NicTlp::Msi.owner(node));
         self.push(up, id);
     }
 
-    /// A TLP of the NIC machinery reached the root complex.
-    pub(in crate::sim) fn nic_at_root(&mut self, t: &Tlp) {
-        let Some(k) = self.nics.at(t.src as usize) else {
-            return;
-        };
-        match t.role {
-            Role::RxWriteBack => self.nics.nics[k as usize].ports[t.req as usize].rx_ready += 1,
-            Role::Msi => {
+    /// Posted write `t` of NIC `k` is in host memory: a written-back descriptor is ready for
+    /// the CPU; an MSI queues the NIC on its core.
+    fn nic_tlp_written(&mut self, k: u32, t: &Tlp) {
+        match NicTlp::of(t.owner.cookie) {
+            NicTlp::RxWriteBack(p) => self.nics.nics[k as usize].ports[p as usize].rx_ready += 1,
+            NicTlp::Msi => {
                 let nic = &mut self.nics.nics[k as usize];
                 if !nic.queued_on_core {
                     nic.queued_on_core = true;
@@ -506,7 +558,6 @@ impl Simulator<'_> {
                     }
                 }
             }
-            Role::RegRead => self.advance(t.req),
             _ => {}
         }
     }
@@ -547,7 +598,8 @@ impl Simulator<'_> {
                     self.nics.cores[core as usize].phase = Phase::Reads(left - 1);
                     let nic = &self.nics.nics[k as usize];
                     let (node, down, root) = (nic.node, nic.down, self.nics.root);
-                    let id = self.nic_tlp(TlpKind::MRd, root, node, 4, core, Role::RegRead);
+                    let owner = cpu_owner(root, CpuTlp::RegRead(core).cookie());
+                    let id = self.nic_tlp(TlpKind::MRd, root, node, 4, owner);
                     self.push(down, id);
                     return;
                 }
@@ -660,7 +712,8 @@ impl Simulator<'_> {
             }
         };
         let root = self.nics.root;
-        let id = self.nic_tlp(TlpKind::MWr, root, node, 4, r, Role::RegWrite);
+        let owner = cpu_owner(root, CpuTlp::RegWrite(r).cookie());
+        let id = self.nic_tlp(TlpKind::MWr, root, node, 4, owner);
         self.nics.posted_queued += 1;
         self.push(down, id);
         true
@@ -669,33 +722,39 @@ impl Simulator<'_> {
     /// A TLP reached NIC `k` on channel `c`; consumes it (credits as the NIC frees them).
     pub(in crate::sim) fn at_nic(&mut self, k: u32, c: u32, id: u32, t: Tlp) {
         let now = self.now();
-        match t.role {
-            Role::RegWrite | Role::RegRead => {
-                // The register engine takes one access at a time; the credit comes back after.
+        let own = match t.kind {
+            TlpKind::CplD => Some(NicTlp::of(t.owner.cookie)),
+            _ => None,
+        };
+        match (t.kind, own) {
+            (TlpKind::MWr | TlpKind::MRd, _) => {
+                // A register access. The register engine takes one at a time; the credit
+                // comes back after.
                 let nic = &mut self.nics.nics[k as usize];
                 let done = now.max(nic.reg_free) + nic.spec.register_time;
                 nic.reg_free = done;
                 self.tlps[id as usize].ingress = c;
                 let ev = self.nic_ev(k, NodeEv::Register(id));
                 self.q.schedule(done, ev);
+                return;
             }
-            Role::TxDesc => {
+            (_, Some(NicTlp::TxDesc(p))) => {
                 self.rx_release(c, t.class(), 1, t.data_credits());
-                let port = &mut self.nics.nics[k as usize].ports[t.req as usize];
+                let port = &mut self.nics.nics[k as usize].ports[p as usize];
                 port.tx_slots[0] -= t.payload.min(port.tx_slots[0]);
                 if port.tx_slots[0] == 0 {
                     port.tx_fetching = false;
                     port.tx_to_read += port.tx_fetch_n;
                     self.free_tags(k, 1);
                     self.deliver(id);
-                    self.tx_fetch(k, t.req);
-                    self.tx_read(k, t.req);
+                    self.tx_fetch(k, p);
+                    self.tx_read(k, p);
                     return;
                 }
             }
-            Role::TxData => {
+            (_, Some(NicTlp::TxData { port: p, slot })) => {
                 self.rx_release(c, t.class(), 1, t.data_credits());
-                let (p, slot) = (t.req >> 16, (t.req & 0xffff) as usize);
+                let slot = slot as usize;
                 let nic = &mut self.nics.nics[k as usize];
                 let rate = nic.spec.line_rate;
                 let mrrs = self.sys.pcie.mrrs;
@@ -718,9 +777,7 @@ impl Simulator<'_> {
             }
             _ => self.rx_release(c, t.class(), 1, t.data_credits()),
         }
-        if !matches!(t.role, Role::RegWrite | Role::RegRead) {
-            self.deliver(id);
-        }
+        self.deliver(id);
     }
 
     fn free_tags(&mut self, k: u32, n: u32) {
@@ -742,21 +799,26 @@ impl Simulator<'_> {
         }
     }
 
-    /// The register engine finished TLP `id`: apply a write, answer a read, free the credit.
+    /// The register engine finished TLP `id`: answer a read; a write takes effect (its
+    /// writer, which knows what it wrote, hears of it); the credit frees.
     fn register_done(&mut self, k: u32, id: u32) {
         let t = self.tlps[id as usize];
         self.rx_release(t.ingress, t.class(), 1, t.data_credits());
-        if t.role == Role::RegRead {
+        if t.kind == TlpKind::MRd {
             let nic = &self.nics.nics[k as usize];
             let (node, up) = (nic.node, nic.up);
-            let cpl = self.nic_tlp(TlpKind::CplD, node, t.src, 4, t.req, Role::RegRead);
+            let cpl = self.nic_tlp(TlpKind::CplD, node, t.src, 4, t.owner);
             self.deliver(id);
             self.push(up, cpl);
             return;
         }
-        let e = self.nics.regs[t.req as usize];
-        self.nics.free_regs.push(t.req);
         self.deliver(id);
+        AnyNode::tlp_written(self, &t, t.ingress);
+    }
+
+    /// The CPU's register write with effect `e` took effect at its NIC: descriptors are
+    /// returned, doorbells rung, interrupts enabled as it says.
+    pub(in crate::sim) fn registers_written(&mut self, e: RegEffect) {
         let ports = self.nics.nics[e.nic as usize].ports.len();
         for p in 0..ports {
             let port = &mut self.nics.nics[e.nic as usize].ports[p];
@@ -794,14 +856,8 @@ impl Simulator<'_> {
         // Slot 0 tracks the descriptor read; data reads use slots 1 and up.
         port.tx_slots[0] = n * DESCRIPTOR_BYTES;
         let root = self.nics.root;
-        let id = self.nic_tlp(
-            TlpKind::MRd,
-            node,
-            root,
-            n * DESCRIPTOR_BYTES,
-            p,
-            Role::TxDesc,
-        );
+        let owner = NicTlp::TxDesc(p).owner(node);
+        let id = self.nic_tlp(TlpKind::MRd, node, root, n * DESCRIPTOR_BYTES, owner);
         self.push(up, id);
     }
 
@@ -836,7 +892,8 @@ impl Simulator<'_> {
             };
             port.tx_slots[slot as usize] = frame;
             for len in tlp::split(frame as u64, mrrs) {
-                let id = self.nic_tlp(TlpKind::MRd, node, root, len, p << 16 | slot, Role::TxData);
+                let owner = NicTlp::TxData { port: p, slot }.owner(node);
+                let id = self.nic_tlp(TlpKind::MRd, node, root, len, owner);
                 self.push(up, id);
             }
         }
@@ -852,14 +909,8 @@ impl Simulator<'_> {
         let src = if nic.ports.len() == 2 { p ^ 1 } else { p };
         nic.ports[src as usize].forwarded += 1;
         let root = self.nics.root;
-        let id = self.nic_tlp(
-            TlpKind::MWr,
-            node,
-            root,
-            DESCRIPTOR_BYTES,
-            p,
-            Role::TxWriteBack,
-        );
+        let owner = NicTlp::TxWriteBack(p).owner(node);
+        let id = self.nic_tlp(TlpKind::MWr, node, root, DESCRIPTOR_BYTES, owner);
         self.push(up, id);
     }
 
