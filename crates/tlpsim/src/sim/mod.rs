@@ -39,7 +39,7 @@ use bottleneck::BusyTicks;
 use channel::{
     Arrival, Blocked, Channel, ChannelCounters, Dllp, FcClass, Queued, ReplayEntry, CLASSES,
 };
-use node::{nic, AnyNode, NodeEv};
+use node::{AnyNode, NodeEv, NodeReport};
 use result::{Audit, FlowResult, LatencyRecorder, LinkResult, RunResult};
 use throttle::Throttle;
 use trace::{Packet, Trace};
@@ -296,8 +296,6 @@ pub struct Simulator<'a> {
     /// TLPs delivered at the last watchdog check.
     delivered_at_watchdog: u64,
     watchdog: SimTime,
-    /// NICs and the CPU bridging their frames.
-    nics: nic::Nics,
     /// The shared outbound queue is being drained (push must not queue behind itself).
     draining: bool,
     /// Service the non-link resources had given when measuring started.
@@ -486,14 +484,12 @@ impl<'a> Simulator<'a> {
             sent_at_watchdog: Vec::new(),
             delivered_at_watchdog: 0,
             watchdog,
-            nics: nic::Nics::default(),
             draining: false,
             busy_at_warmup: Vec::new(),
             trace: None,
             errors: false,
         };
         sim.errors = sim.chans.iter().any(|c| c.phy.byte_error > 0.0);
-        sim.build_nics();
         sim
     }
 
@@ -785,7 +781,9 @@ impl<'a> Simulator<'a> {
             f.window_ticks = 0;
             f.window_full.restart(now);
         }
-        self.nics_start_window();
+        for node in self.nodes.iter_mut() {
+            node.measure_from(now);
+        }
         self.busy_at_warmup = self.busy_ticks(now);
         self.measuring = true;
     }
@@ -825,6 +823,16 @@ impl<'a> Simulator<'a> {
 
     // ---- results --------------------------------------------------------------------
 
+    /// What the nodes report (see `node::Node::report`), in workload order.
+    fn node_reports(&self) -> NodeReport {
+        let mut out = NodeReport::default();
+        for (n, node) in self.nodes.iter().enumerate() {
+            node.report(n, self.sys, &mut out);
+        }
+        out.ethernet.sort_by_key(|e| e.0);
+        out
+    }
+
     fn finish(mut self, wall_s: f64) -> RunResult {
         let now = self.sys.duration;
         let window = (self.sys.duration - self.sys.warmup).as_secs_f64();
@@ -859,7 +867,12 @@ impl<'a> Simulator<'a> {
         }
         let at_warmup = std::mem::take(&mut self.busy_at_warmup);
         let (resources, bottlenecks) = self.bottlenecks(now, &at_warmup, &links);
-        let ethernet = self.ethernet_results();
+        let ethernet: Vec<_> = self
+            .node_reports()
+            .ethernet
+            .into_iter()
+            .map(|e| e.1)
+            .collect();
         let flows = self
             .flows
             .iter()

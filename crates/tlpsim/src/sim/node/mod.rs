@@ -4,7 +4,8 @@
 //! [`switch::Switch`], [`ntb::Ntb`], [`dma::DmaEndpoint`], [`storage::StorageHba`],
 //! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`]) and implements [`Node`]; [`AnyNode`]
 //! is the static-dispatch enum over them that the simulator holds, one per node of the
-//! system.
+//! system. The host CPU that bridges NICs' frames ([`cpu::Cpu`]) is held by the root
+//! complex it sits behind.
 //!
 //! [`Node`]'s handlers take the whole [`Simulator`] and the node's index rather than
 //! `&mut self`: what a node does in one instant (send a TLP, whose departure wakes its
@@ -39,6 +40,7 @@ use storage::{Media, StorageHba};
 use switch::{Crossing, Switch};
 
 use super::bottleneck::Resource;
+use super::result::EthernetResult;
 use super::{Simulator, Tlp};
 use crate::engine::SimTime;
 use crate::fabric::{NodeKind, System};
@@ -94,9 +96,24 @@ pub(in crate::sim) trait Node {
         None
     }
 
+    /// The measurement window opens at `now`: the node notes the counters its report
+    /// counts from.
+    fn measure_from(&mut self, _now: SimTime) {}
+
     /// The node's resources (memory, a shared bus, media) with the service each gave by
     /// `t`, for the bottleneck verdict; `name` is the node's name.
     fn resources(&self, _n: usize, _name: &str, _t: SimTime, _out: &mut Vec<Resource>) {}
+
+    /// At the end of the run, node `n` adds its own results (a NIC's Ethernet results) to
+    /// `out`.
+    fn report(&self, _n: usize, _sys: &System, _out: &mut NodeReport) {}
+}
+
+/// What the nodes add to a run's results at its end ([`Node::report`]).
+#[derive(Debug, Default)]
+pub(in crate::sim) struct NodeReport {
+    /// Ethernet results, each with the index of its bridge workload.
+    pub(in crate::sim) ethernet: Vec<(u32, EthernetResult)>,
 }
 
 /// One node of any kind.
@@ -189,6 +206,7 @@ impl AnyNode {
                 *host_bridge,
                 *completion,
                 *shared_outbound,
+                sys.cpu.filter(|c| c.root == n),
             )),
             NodeKind::Switch {
                 forwarding,
@@ -211,8 +229,10 @@ impl AnyNode {
                 ..
             } => AnyNode::Storage(StorageHba::new(*tags, media)),
             NodeKind::Endpoint {
-                tags, nic: Some(_), ..
-            } => AnyNode::Nic(NicEndpoint { free_tags: *tags }),
+                tags,
+                nic: Some(spec),
+                ..
+            } => AnyNode::Nic(NicEndpoint::new(sys, n, *spec, *tags)),
             NodeKind::Endpoint { tags, .. } => AnyNode::Dma(DmaEndpoint { free_tags: *tags }),
             NodeKind::Memory {
                 read_latency,
@@ -268,6 +288,16 @@ impl AnyNode {
     pub(in crate::sim) fn tlp_workload(sim: &Simulator<'_>, t: &Tlp) -> Option<u32> {
         let n = t.owner.node as usize;
         each_kind!(sim.nodes[n], K => K::tlp_workload(sim, n, t))
+    }
+
+    /// The measurement window opens at `now` (see [`Node::measure_from`]).
+    pub(in crate::sim) fn measure_from(&mut self, now: SimTime) {
+        each_node!(self, x => x.measure_from(now))
+    }
+
+    /// Node `n` adds its results to `out` (see [`Node::report`]).
+    pub(in crate::sim) fn report(&self, n: usize, sys: &System, out: &mut NodeReport) {
+        each_node!(self, x => x.report(n, sys, out))
     }
 
     /// The node's resources (see [`Node::resources`]).

@@ -4,10 +4,11 @@
 
 use std::collections::VecDeque;
 
+use super::cpu::Cpu;
 use super::{AnyNode, Node, NodeEv};
 use crate::engine::rng::Latency;
 use crate::engine::SimTime;
-use crate::fabric::{CompletionRule, PcieSettings};
+use crate::fabric::{CompletionRule, CpuSpec, PcieSettings};
 use crate::pcie::tlp::{self, TlpKind};
 use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::channel::FcClass;
@@ -46,6 +47,8 @@ pub(in crate::sim) struct RootComplex {
     pub(in crate::sim) free_tags: u32,
     /// The one outbound queue of all its root ports, if they share one.
     outbound: Option<Outbound>,
+    /// The host CPU behind it that bridges NICs' frames, if it is that CPU's root.
+    pub(in crate::sim) cpu: Option<Box<Cpu>>,
 }
 
 /// A root complex's one outbound queue for all its root ports (a HyperTransport host
@@ -74,6 +77,7 @@ impl RootComplex {
         host_bridge: Option<usize>,
         completion: CompletionRule,
         shared_outbound: Option<u32>,
+        cpu: Option<CpuSpec>,
     ) -> Self {
         RootComplex {
             read_latency,
@@ -89,6 +93,7 @@ impl RootComplex {
                 depth,
                 ..Outbound::default()
             }),
+            cpu: cpu.map(|spec| Box::new(Cpu::new(spec))),
         }
     }
 }
@@ -102,7 +107,7 @@ impl Node for RootComplex {
                 // The CPU's register read completes.
                 sim.rx_release(c, t.class(), 1, t.data_credits());
                 sim.deliver(id);
-                sim.cpu_read_done(t.owner.cookie & !CPU);
+                sim.cpu_read_done(n, t.owner.cookie & !CPU);
             }
             TlpKind::CplD => {
                 // Its own read (of a bridge's scratchpads) completes.
@@ -116,18 +121,18 @@ impl Node for RootComplex {
         }
     }
 
-    fn tlp_left(sim: &mut Simulator<'_>, _n: usize, id: u32, start: SimTime) {
+    fn tlp_left(sim: &mut Simulator<'_>, n: usize, id: u32, start: SimTime) {
         let cookie = sim.tlps[id as usize].owner.cookie;
         if cookie & CPU != 0 {
-            sim.cpu_tlp_left(id, cookie & !CPU);
+            sim.cpu_tlp_left(n, cookie & !CPU);
         } else {
             sim.flow_tlp_left(id, start);
         }
     }
 
-    fn tlp_written(sim: &mut Simulator<'_>, _n: usize, t: &Tlp, c: u32) {
+    fn tlp_written(sim: &mut Simulator<'_>, n: usize, t: &Tlp, c: u32) {
         if t.owner.cookie & CPU != 0 {
-            sim.cpu_tlp_written(t, t.owner.cookie & !CPU);
+            sim.cpu_tlp_written(n, t, t.owner.cookie & !CPU);
         } else {
             sim.flow_tlp_written(t, c);
         }
@@ -141,12 +146,18 @@ impl Node for RootComplex {
         }
     }
 
-    fn event(sim: &mut Simulator<'_>, _n: usize, ev: NodeEv) {
+    fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
         match ev {
             NodeEv::Written(id) => sim.written(sim.tlps[id as usize].ingress, id),
             // The host CPU behind this root complex.
-            NodeEv::Cpu(core) => sim.advance(core),
+            NodeEv::Cpu(core) => sim.advance(n, core),
             _ => {}
+        }
+    }
+
+    fn measure_from(&mut self, now: SimTime) {
+        if let Some(cpu) = &mut self.cpu {
+            cpu.measure_from(now);
         }
     }
 
