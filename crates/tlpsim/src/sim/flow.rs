@@ -4,7 +4,126 @@
 
 use super::*;
 
+/// What a DMA flow's TLP is to its requester (a DMA engine, a storage HBA or a root
+/// complex): the cookie of its [`Owner`], encoded and decoded only here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::sim) enum FlowTlp {
+    /// A posted write of flow `f`'s data.
+    Data(u32),
+    /// The write that rings flow `f`'s bridge doorbell.
+    Doorbell(u32),
+    /// A read request in slot `r` of `Simulator::reqs`, or a completion of it.
+    Request(u32),
+}
+
+impl FlowTlp {
+    /// The index part of a cookie.
+    const INDEX: u32 = (1 << 29) - 1;
+
+    /// Its cookie: the index below bit 29, the variant in bits 29 and 30 (bit 31 is left
+    /// clear for the requester node's own use).
+    pub(in crate::sim) fn cookie(self) -> u32 {
+        let (tag, i) = match self {
+            FlowTlp::Data(f) => (0, f),
+            FlowTlp::Doorbell(f) => (1, f),
+            FlowTlp::Request(r) => (2, r),
+        };
+        debug_assert!(i <= Self::INDEX);
+        tag << 29 | i
+    }
+
+    /// The flow TLP a cookie made by [`Self::cookie`] stands for.
+    #[inline(always)]
+    pub(in crate::sim) fn of(cookie: u32) -> Self {
+        let i = cookie & Self::INDEX;
+        match cookie >> 29 & 3 {
+            0 => FlowTlp::Data(i),
+            1 => FlowTlp::Doorbell(i),
+            _ => FlowTlp::Request(i),
+        }
+    }
+
+    /// The request slot of a completion's cookie (a `Request`'s).
+    #[inline(always)]
+    fn request_slot(cookie: u32) -> u32 {
+        debug_assert!(matches!(Self::of(cookie), FlowTlp::Request(_)));
+        cookie & Self::INDEX
+    }
+
+    /// The owner of this TLP of a flow whose requester is node `src`.
+    fn owner(self, src: u32) -> Owner {
+        Owner {
+            node: src,
+            cookie: self.cookie(),
+        }
+    }
+}
+
 impl Simulator<'_> {
+    /// A TLP of a flow left its requester (see `node::Node::tlp_left`): a write makes
+    /// room for the next; a read request's latency counts from now.
+    #[inline(always)]
+    pub(in crate::sim) fn flow_tlp_left(&mut self, id: u32, start: SimTime) {
+        let t = &self.tlps[id as usize];
+        match (t.kind, FlowTlp::of(t.owner.cookie)) {
+            (TlpKind::MWr, FlowTlp::Data(f)) => {
+                self.flows[f as usize].write_queued -= 1;
+                self.fill_writes(f);
+            }
+            (TlpKind::MRd, FlowTlp::Request(r)) => self.reqs[r as usize].issued = start,
+            _ => {}
+        }
+    }
+
+    /// A posted write of a flow took effect at its target, which received it on channel `c`
+    /// (see `node::Node::tlp_written`): data counts for its flow; a doorbell makes its
+    /// bridge raise an MSI.
+    #[inline(always)]
+    pub(in crate::sim) fn flow_tlp_written(&mut self, t: &Tlp, c: u32) {
+        match FlowTlp::of(t.owner.cookie) {
+            FlowTlp::Data(f) => self.write_arrived(f, t),
+            FlowTlp::Doorbell(f) => {
+                let target = self.flows[f as usize].target;
+                self.doorbell_rung(t.dst as usize, c, f, target, t.order);
+            }
+            FlowTlp::Request(_) => {}
+        }
+    }
+
+    /// The flow a TLP of a flow belongs to (None for its doorbells), for the trace.
+    pub(in crate::sim) fn flow_tlp_workload(&self, t: &Tlp) -> Option<u32> {
+        match FlowTlp::of(t.owner.cookie) {
+            FlowTlp::Data(f) => Some(f),
+            FlowTlp::Doorbell(_) => None,
+            FlowTlp::Request(r) => Some(self.reqs[r as usize].flow),
+        }
+    }
+
+    /// Writes the doorbell of bridge `ntb` (above flow `f`'s target), behind the data TLP
+    /// of order `order` (posted writes keep their order, so the doorbell follows the data).
+    fn ring_doorbell(&mut self, f: u32, ntb: u32, order: u64) {
+        let src = self.flows[f as usize].source;
+        let out = self.route[src as usize * self.sys.nodes.len() + ntb as usize];
+        let owner = FlowTlp::Doorbell(f).owner(src);
+        let id = self.new_tlp(Tlp {
+            order,
+            ..Tlp::at_source(TlpKind::MWr, src, ntb, 4, owner)
+        });
+        self.push(out, id);
+    }
+
+    /// The MSI a bridge raised for flow `f`'s doorbell (which signalled its writes up to
+    /// order `order`) reached the flow's target: every write it signals must be there.
+    pub(in crate::sim) fn doorbell_interrupt(&mut self, f: u32, order: u64) {
+        let flow = &mut self.flows[f as usize];
+        if flow.expected_order <= order {
+            self.audit.order_violations += 1;
+        }
+        if self.measuring {
+            flow.interrupts += 1;
+        }
+    }
+
     /// A storage-write transfer left the media: its slot takes the next I/O.
     pub(in crate::sim) fn transfer_done(&mut self, f: u32, slot: u32) {
         let flow = &mut self.flows[f as usize];
@@ -42,7 +161,7 @@ impl Simulator<'_> {
             let (src, dst, out) = (flow.source, flow.target, flow.out);
             let id = self.new_tlp(Tlp {
                 order,
-                ..Tlp::at_source(TlpKind::MWr, src, dst, size, f, Role::Flow)
+                ..Tlp::at_source(TlpKind::MWr, src, dst, size, FlowTlp::Data(f).owner(src))
             });
             // A storage read: the data exists once the media has read it.
             let ready = match self.nodes[src as usize].media() {
@@ -148,18 +267,17 @@ impl Simulator<'_> {
                     (self.reqs.len() - 1) as u32
                 }
             };
-            let id = self.new_tlp(Tlp {
-                req: r,
-                ..Tlp::at_source(TlpKind::MRd, src, dst, len as u32, f, Role::Flow)
-            });
+            let owner = FlowTlp::Request(r).owner(src);
+            let id = self.new_tlp(Tlp::at_source(TlpKind::MRd, src, dst, len as u32, owner));
             self.push(out, id);
         }
     }
 
-    /// A posted write reached its target: order check, bytes and latency.
-    pub(in crate::sim) fn write_arrived(&mut self, t: Tlp, now: SimTime) {
+    /// Flow `f`'s posted write `t` reached its target: order check, bytes and latency.
+    fn write_arrived(&mut self, f: u32, t: &Tlp) {
+        let now = self.now();
         let measuring = self.measuring;
-        let flow = &mut self.flows[t.flow as usize];
+        let flow = &mut self.flows[f as usize];
         if t.order != flow.expected_order {
             self.audit.order_violations += 1;
         }
@@ -171,8 +289,8 @@ impl Simulator<'_> {
     }
 
     /// A DMA requester `n` (a DMA engine or storage HBA) takes TLP `id`, accepted on channel
-    /// `c` with its first byte in at `head`: a write into it counts for its flow, read data
-    /// completes its request.
+    /// `c` with its first byte in at `head`: a write into it takes effect (its writer hears
+    /// of it), read data completes its request.
     pub(in crate::sim) fn requester_received(
         &mut self,
         n: usize,
@@ -181,10 +299,9 @@ impl Simulator<'_> {
         t: Tlp,
         head: SimTime,
     ) {
-        let now = self.now();
         self.rx_release(c, t.class(), 1, t.data_credits());
         match t.kind {
-            TlpKind::MWr => self.write_arrived(t, now),
+            TlpKind::MWr => AnyNode::tlp_written(self, &t, c),
             TlpKind::CplD => {
                 self.completion_arrived(n, id, t, head);
                 return;
@@ -199,7 +316,8 @@ impl Simulator<'_> {
     /// frees the tag and transfer when the request is complete.
     pub(in crate::sim) fn completion_arrived(&mut self, n: usize, id: u32, t: Tlp, head: SimTime) {
         let now = self.now();
-        let r = self.reqs[t.req as usize];
+        let slot = FlowTlp::request_slot(t.owner.cookie);
+        let r = self.reqs[slot as usize];
         let f = r.flow as usize;
         if t.order != r.next_offset {
             self.audit.order_violations += 1;
@@ -219,12 +337,12 @@ impl Simulator<'_> {
         if measuring && !r.answered {
             flow.latency.record((head - r.issued).as_ns_f64());
         }
-        let req = &mut self.reqs[t.req as usize];
+        let req = &mut self.reqs[slot as usize];
         req.answered = true;
         req.next_offset += t.payload as u64;
         req.remaining -= t.payload.min(req.remaining);
         if req.remaining == 0 {
-            self.free_reqs.push(t.req);
+            self.free_reqs.push(slot);
             if let Some((free_tags, _)) = self.nodes[n].requester() {
                 *free_tags += 1;
             }

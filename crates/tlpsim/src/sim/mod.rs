@@ -39,7 +39,7 @@ use bottleneck::BusyTicks;
 use channel::{
     Arrival, Blocked, Channel, ChannelCounters, Dllp, FcClass, Queued, ReplayEntry, CLASSES,
 };
-use node::{nic, AnyNode, NodeEv};
+use node::{AnyNode, NodeEv, NodeReport};
 use result::{Audit, FlowResult, LatencyRecorder, LinkResult, RunResult};
 use throttle::Throttle;
 use trace::{Packet, Trace};
@@ -77,62 +77,45 @@ struct Tlp {
     payload: u32,
     /// Bytes requested (MRd).
     length: u32,
-    flow: u32,
-    /// Request slot at the requester (MRd, CplD).
-    req: u32,
-    /// Posted: order within its flow. CplD: byte offset within its request.
+    /// Posted: order within its stream (a flow's writes; a doorbell and its MSI carry the
+    /// order of the last write they signal). CplD: byte offset within its request.
     order: u64,
     /// When its first byte left the source.
     born: SimTime,
     /// Channel it arrived on at the node holding it (NONE at its source).
     ingress: u32,
     live: bool,
-    /// The TLP the same Enqueue event queues after this one (NONE: the last).
-    next: u32,
-    /// What it is for: a DMA flow's data, or one of the NIC and CPU transactions.
-    role: Role,
-}
-
-/// What a TLP is for (DMA flows; the NIC's and the CPU's own transactions).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
-    /// A DMA or storage flow's request, data or completion.
-    Flow,
-    /// Received frame data the NIC writes to host memory (`req` = port; `order` = 1 on a
-    /// frame's last TLP).
-    RxData,
-    /// A receive descriptor write-back (`req` = port).
-    RxWriteBack,
-    /// A transmit descriptor write-back.
-    TxWriteBack,
-    /// An MSI the NIC sends.
-    Msi,
-    /// A CPU register write to a NIC (`req` = its effect in `Nics::regs`).
-    RegWrite,
-    /// A CPU register read of a NIC and its completion (`req` = the core).
-    RegRead,
-    /// A NIC's read of transmit descriptors and their completions (`req` = port).
-    TxDesc,
-    /// A NIC's read of transmit frame data and its completions (`req` = port << 16 | slot).
-    TxData,
-    /// A write to a non-transparent bridge's doorbell register (`order` = the order of the
-    /// last data TLP it signals).
-    Doorbell,
-    /// The MSI a non-transparent bridge sends for a doorbell (`order` as the doorbell's;
-    /// `req` = the channel the doorbell came in on: it queues behind the data that came
-    /// that way).
-    NtbMsi,
     /// A cut-through switch's copy of a TLP whose LCRC turned out bad after the switch had
     /// begun sending it on: it ends with EDB and an inverted LCRC and the receiver drops it
     /// (`born` = when the bad original's last byte reached the switch). Never counted by the
     /// audit: the original is replayed and forwarded again.
-    Nullified,
+    nullified: bool,
+    /// The TLP the same Enqueue event queues after this one (NONE: the last).
+    next: u32,
+    /// Whose transaction it is, and what it is to that node.
+    owner: Owner,
 }
+
+/// The node whose transaction a TLP is (the requester of a read, and of its completions;
+/// the writer of a posted write) and a cookie that only that node's module decodes (a DMA
+/// flow's request slot; a NIC's purpose, port and slot; ...). The fabric and the targets
+/// never look inside: they tell the owner, through `node::Node`, that its TLP left its
+/// source or took effect at its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Owner {
+    /// The owning node's index.
+    node: u32,
+    /// What the TLP is to its owner, in the owner's own encoding.
+    cookie: u32,
+}
+
+// The slab's entries: 56 bytes, as with the role and request slot the owner replaced.
+const _: () = assert!(std::mem::size_of::<Tlp>() == 56);
 
 impl Tlp {
     /// A TLP created at its source, not yet sent: `bytes` is the payload of a write or
-    /// completion and the length of a read request; no request slot, order 0.
-    fn at_source(kind: TlpKind, src: u32, dst: u32, bytes: u32, flow: u32, role: Role) -> Tlp {
+    /// completion and the length of a read request; order 0.
+    fn at_source(kind: TlpKind, src: u32, dst: u32, bytes: u32, owner: Owner) -> Tlp {
         let (payload, length) = if kind == TlpKind::MRd {
             (0, bytes)
         } else {
@@ -144,14 +127,13 @@ impl Tlp {
             dst,
             payload,
             length,
-            flow,
-            req: NONE,
             order: 0,
             born: SimTime::ZERO,
             ingress: NONE,
             live: true,
+            nullified: false,
             next: NONE,
-            role,
+            owner,
         }
     }
 
@@ -314,8 +296,6 @@ pub struct Simulator<'a> {
     /// TLPs delivered at the last watchdog check.
     delivered_at_watchdog: u64,
     watchdog: SimTime,
-    /// NICs and the CPU bridging their frames.
-    nics: nic::Nics,
     /// The shared outbound queue is being drained (push must not queue behind itself).
     draining: bool,
     /// Service the non-link resources had given when measuring started.
@@ -504,14 +484,12 @@ impl<'a> Simulator<'a> {
             sent_at_watchdog: Vec::new(),
             delivered_at_watchdog: 0,
             watchdog,
-            nics: nic::Nics::default(),
             draining: false,
             busy_at_warmup: Vec::new(),
             trace: None,
             errors: false,
         };
         sim.errors = sim.chans.iter().any(|c| c.phy.byte_error > 0.0);
-        sim.build_nics();
         sim
     }
 
@@ -608,7 +586,7 @@ impl<'a> Simulator<'a> {
             }
             Ev::Forward(c) => {
                 if let Some((id, head)) = self.chans[c as usize].forwarding.pop_front() {
-                    if self.errors && self.tlps[id as usize].role == Role::Nullified {
+                    if self.errors && self.tlps[id as usize].nullified {
                         // Never in the switch's buffer: straight to its egress queue.
                         let n = self.rx_node[c as usize] as usize;
                         let dst = self.tlps[id as usize].dst as usize;
@@ -803,7 +781,9 @@ impl<'a> Simulator<'a> {
             f.window_ticks = 0;
             f.window_full.restart(now);
         }
-        self.nics_start_window();
+        for node in self.nodes.iter_mut() {
+            node.measure_from(now);
+        }
         self.busy_at_warmup = self.busy_ticks(now);
         self.measuring = true;
     }
@@ -843,6 +823,16 @@ impl<'a> Simulator<'a> {
 
     // ---- results --------------------------------------------------------------------
 
+    /// What the nodes report (see `node::Node::report`), in workload order.
+    fn node_reports(&self) -> NodeReport {
+        let mut out = NodeReport::default();
+        for (n, node) in self.nodes.iter().enumerate() {
+            node.report(n, self.sys, &mut out);
+        }
+        out.ethernet.sort_by_key(|e| e.0);
+        out
+    }
+
     fn finish(mut self, wall_s: f64) -> RunResult {
         let now = self.sys.duration;
         let window = (self.sys.duration - self.sys.warmup).as_secs_f64();
@@ -877,7 +867,12 @@ impl<'a> Simulator<'a> {
         }
         let at_warmup = std::mem::take(&mut self.busy_at_warmup);
         let (resources, bottlenecks) = self.bottlenecks(now, &at_warmup, &links);
-        let ethernet = self.ethernet_results();
+        let ethernet: Vec<_> = self
+            .node_reports()
+            .ethernet
+            .into_iter()
+            .map(|e| e.1)
+            .collect();
         let flows = self
             .flows
             .iter()

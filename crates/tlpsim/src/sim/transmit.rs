@@ -21,17 +21,23 @@ impl Simulator<'_> {
     }
 
     /// Puts TLP `id` into channel `c`'s egress queues (past any shared outbound queue) and
-    /// wakes the transmitter.
+    /// wakes the transmitter: behind the port it came in on, or the first if it starts here.
     #[inline(always)]
     pub(in crate::sim) fn enqueue_tlp(&mut self, c: u32, id: u32) {
         let t = &self.tlps[id as usize];
         let input = if t.ingress != NONE {
             self.rx_port[t.ingress as usize] as usize
-        } else if t.role == Role::NtbMsi {
-            self.rx_port[t.req as usize] as usize
         } else {
             0
         };
+        self.enqueue_from(c, id, input);
+    }
+
+    /// Puts TLP `id` into channel `c`'s egress queues as if it came in on port `input` of
+    /// the transmitting node, and wakes the transmitter.
+    #[inline(always)]
+    pub(in crate::sim) fn enqueue_from(&mut self, c: u32, id: u32, input: usize) {
+        let t = &self.tlps[id as usize];
         let pcie = &self.sys.pcie;
         let bytes = tlp::tlp_bytes(t.kind, pcie.addressing, t.payload, pcie.ecrc);
         let (class, data) = (t.class(), t.data_credits());
@@ -115,7 +121,7 @@ impl Simulator<'_> {
         // A nullified copy the switch already knows is bad is dropped: pick again.
         if self.errors {
             while let Ok((q, _)) = picked {
-                if self.tlps[q.tlp as usize].role != Role::Nullified {
+                if !self.tlps[q.tlp as usize].nullified {
                     break;
                 }
                 if self.send_nullified(c, q) {
@@ -137,7 +143,7 @@ impl Simulator<'_> {
                 }
                 let e = ch.tx_dll.push(q.tlp, q.bytes);
                 let t = &self.tlps[q.tlp as usize];
-                let (ingress, role, kind) = (t.ingress, t.role, t.kind);
+                let (ingress, own) = (t.ingress, t.owner.node == t.src);
                 ch.counters.tlps += 1;
                 ch.counters.payload_bytes += t.payload as u64;
                 let start = self.transmit(c, e, false);
@@ -146,21 +152,10 @@ impl Simulator<'_> {
                     self.rx_release(ingress, class, 1, q.data_credits);
                     return;
                 }
-                if role != Role::Flow {
-                    let t = self.tlps[q.tlp as usize];
-                    self.nic_tlp_sent(&t);
-                } else {
-                    let t = &mut self.tlps[q.tlp as usize];
-                    t.born = start;
-                    let (flow, req) = (t.flow, t.req);
-                    match kind {
-                        TlpKind::MWr => {
-                            self.flows[flow as usize].write_queued -= 1;
-                            self.fill_writes(flow);
-                        }
-                        TlpKind::MRd => self.reqs[req as usize].issued = start,
-                        _ => {}
-                    }
+                self.tlps[q.tlp as usize].born = start;
+                if own {
+                    // A request or posted write leaves its owner (not a completion).
+                    AnyNode::tlp_left(self, q.tlp, start);
                 }
                 // A root port has room again: its shared outbound queue may move on.
                 self.drain_outbound(c);
@@ -203,7 +198,7 @@ impl Simulator<'_> {
             // Cut-through: the switch begins sending the TLP on before its bad LCRC arrives,
             // and can only nullify what it sent (spec: a switch must not truncate a TLP).
             let ghost = Tlp {
-                role: Role::Nullified,
+                nullified: true,
                 live: false,
                 born: tail,
                 next: NONE,
@@ -354,7 +349,7 @@ impl Simulator<'_> {
                 bytes: t.payload.max(t.length),
                 seq: e.seq,
                 replay,
-                flow: (t.role == Role::Flow).then_some(t.flow),
+                flow: AnyNode::tlp_workload(self, t),
             }
         };
         if let Some(tr) = &mut self.trace {

@@ -2,8 +2,10 @@
 //!
 //! Every kind of node is a struct owning its state ([`root::RootComplex`],
 //! [`switch::Switch`], [`ntb::Ntb`], [`dma::DmaEndpoint`], [`storage::StorageHba`],
-//! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`]) and implements [`Node`]; [`AnyNode`] is the static-dispatch enum
-//! over them that the simulator holds, one per node of the system.
+//! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`]) and implements [`Node`]; [`AnyNode`]
+//! is the static-dispatch enum over them that the simulator holds, one per node of the
+//! system. The host CPU that bridges NICs' frames ([`cpu::Cpu`]) is held by the root
+//! complex it sits behind.
 //!
 //! [`Node`]'s handlers take the whole [`Simulator`] and the node's index rather than
 //! `&mut self`: what a node does in one instant (send a TLP, whose departure wakes its
@@ -11,11 +13,16 @@
 //! within that instant, and the order of those effects is part of the model. A handler
 //! borrows its own state from `sim.nodes[n]` while it needs it.
 //!
+//! Every TLP has an owner (`Tlp::owner`): the node whose transaction it is, and a cookie
+//! only that node's module decodes. The fabric and the targets tell the owner what became
+//! of its TLPs ([`Node::tlp_left`], [`Node::tlp_written`]) instead of interpreting them.
+//!
 //! Adding a kind of node: a module here with its struct and `impl Node`, a variant of
 //! [`AnyNode`] with its arm in [`AnyNode::build`] and in the `each_kind!` dispatch, the
 //! variant of `fabric::NodeKind` it is built from, and the scenario section that describes
 //! it (see docs/architecture.md).
 
+pub(in crate::sim) mod cpu;
 pub(in crate::sim) mod dma;
 pub(in crate::sim) mod memory;
 pub(in crate::sim) mod nic;
@@ -33,6 +40,7 @@ use storage::{Media, StorageHba};
 use switch::{Crossing, Switch};
 
 use super::bottleneck::Resource;
+use super::result::EthernetResult;
 use super::{Simulator, Tlp};
 use crate::engine::SimTime;
 use crate::fabric::{NodeKind, System};
@@ -56,6 +64,8 @@ pub(in crate::sim) enum NodeEv {
     Interrupt,
     /// This core of the host CPU behind the root complex finished its current work.
     Cpu(u32),
+    /// A non-transparent bridge's MSI `tlp` for a doorbell leaves, after the bridge's latency.
+    BridgeMsi(u32),
 }
 
 /// What every kind of node does. The simulator calls it through [`AnyNode`].
@@ -71,9 +81,39 @@ pub(in crate::sim) trait Node {
     /// An event of node `n`'s own fired (see [`NodeEv`]).
     fn event(_sim: &mut Simulator<'_>, _n: usize, _ev: NodeEv) {}
 
+    /// TLP `id`, a request or posted write that node `n` owns and sent, left it (its first
+    /// byte went on the wire at `start`): a requester queues the next one, a NIC frees its
+    /// FIFO, ... (Completions leave their completer, not their owner: no call.)
+    fn tlp_left(_sim: &mut Simulator<'_>, _n: usize, _id: u32, _start: SimTime) {}
+
+    /// Posted write `t`, which node `n` owns, took effect at its target (`t.dst`, which
+    /// received it on channel `c`): in a memory, or in the target's registers (whose meaning
+    /// the writer knows: a doorbell, a NIC's ring pointers). The TLP is out of the slab.
+    fn tlp_written(_sim: &mut Simulator<'_>, _n: usize, _t: &Tlp, _c: u32) {}
+
+    /// The workload a TLP that node `n` owns belongs to, if any (for the trace).
+    fn tlp_workload(_sim: &Simulator<'_>, _n: usize, _t: &Tlp) -> Option<u32> {
+        None
+    }
+
+    /// The measurement window opens at `now`: the node notes the counters its report
+    /// counts from.
+    fn measure_from(&mut self, _now: SimTime) {}
+
     /// The node's resources (memory, a shared bus, media) with the service each gave by
     /// `t`, for the bottleneck verdict; `name` is the node's name.
     fn resources(&self, _n: usize, _name: &str, _t: SimTime, _out: &mut Vec<Resource>) {}
+
+    /// At the end of the run, node `n` adds its own results (a NIC's Ethernet results) to
+    /// `out`.
+    fn report(&self, _n: usize, _sys: &System, _out: &mut NodeReport) {}
+}
+
+/// What the nodes add to a run's results at its end ([`Node::report`]).
+#[derive(Debug, Default)]
+pub(in crate::sim) struct NodeReport {
+    /// Ethernet results, each with the index of its bridge workload.
+    pub(in crate::sim) ethernet: Vec<(u32, EthernetResult)>,
 }
 
 /// One node of any kind.
@@ -166,6 +206,7 @@ impl AnyNode {
                 *host_bridge,
                 *completion,
                 *shared_outbound,
+                sys.cpu.filter(|c| c.root == n),
             )),
             NodeKind::Switch {
                 forwarding,
@@ -188,8 +229,10 @@ impl AnyNode {
                 ..
             } => AnyNode::Storage(StorageHba::new(*tags, media)),
             NodeKind::Endpoint {
-                tags, nic: Some(_), ..
-            } => AnyNode::Nic(NicEndpoint { free_tags: *tags }),
+                tags,
+                nic: Some(spec),
+                ..
+            } => AnyNode::Nic(NicEndpoint::new(sys, n, *spec, *tags)),
             NodeKind::Endpoint { tags, .. } => AnyNode::Dma(DmaEndpoint { free_tags: *tags }),
             NodeKind::Memory {
                 read_latency,
@@ -224,6 +267,37 @@ impl AnyNode {
     /// Hands node `n` its event `ev` (see [`Node::event`]).
     pub(in crate::sim) fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
         each_kind!(sim.nodes[n], K => K::event(sim, n, ev))
+    }
+
+    /// TLP `id` left its owner: the owner hears of it (see [`Node::tlp_left`]).
+    #[inline(always)]
+    pub(in crate::sim) fn tlp_left(sim: &mut Simulator<'_>, id: u32, start: SimTime) {
+        let n = sim.tlps[id as usize].owner.node as usize;
+        each_kind!(sim.nodes[n], K => K::tlp_left(sim, n, id, start))
+    }
+
+    /// Posted write `t`, received on channel `c`, took effect at its target: its owner
+    /// hears of it (see [`Node::tlp_written`]).
+    #[inline(always)]
+    pub(in crate::sim) fn tlp_written(sim: &mut Simulator<'_>, t: &Tlp, c: u32) {
+        let n = t.owner.node as usize;
+        each_kind!(sim.nodes[n], K => K::tlp_written(sim, n, t, c))
+    }
+
+    /// The workload TLP `t` belongs to, as its owner says (see [`Node::tlp_workload`]).
+    pub(in crate::sim) fn tlp_workload(sim: &Simulator<'_>, t: &Tlp) -> Option<u32> {
+        let n = t.owner.node as usize;
+        each_kind!(sim.nodes[n], K => K::tlp_workload(sim, n, t))
+    }
+
+    /// The measurement window opens at `now` (see [`Node::measure_from`]).
+    pub(in crate::sim) fn measure_from(&mut self, now: SimTime) {
+        each_node!(self, x => x.measure_from(now))
+    }
+
+    /// Node `n` adds its results to `out` (see [`Node::report`]).
+    pub(in crate::sim) fn report(&self, n: usize, sys: &System, out: &mut NodeReport) {
+        each_node!(self, x => x.report(n, sys, out))
     }
 
     /// The node's resources (see [`Node::resources`]).

@@ -1,12 +1,12 @@
-//! Non-transparent bridges at run time: doorbell writes and the MSI they raise, scratchpad
-//! reads, and writes crossing into another domain's memory.
+//! Non-transparent bridges at run time: writes crossing into another domain's memory, their
+//! registers (scratchpads, and the doorbell whose MSI they raise into the domain below).
 
 use super::switch::Crossing;
-use super::{AnyNode, Node};
+use super::{AnyNode, Node, NodeEv};
 use crate::engine::SimTime;
 use crate::fabric::{Forwarding, System};
 use crate::pcie::tlp::TlpKind;
-use crate::sim::{Ev, Role, Simulator, Tlp};
+use crate::sim::{Ev, Owner, Simulator, Tlp};
 
 /// A non-transparent bridge at run time: a two-port crossing, cut-through unless the egress
 /// side is the faster one, and the latency of its own registers.
@@ -28,6 +28,30 @@ impl Ntb {
     }
 }
 
+/// The cookie of a bridge's MSI: the flow whose doorbell raised it, and the bridge's port
+/// the doorbell came in on (the MSI queues behind the data that came that way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Msi {
+    flow: u32,
+    port: u32,
+}
+
+impl Msi {
+    /// The cookie: the port in bit 0 (a bridge has two), the flow above it.
+    fn cookie(self) -> u32 {
+        debug_assert!(self.port < 2 && self.flow < 1 << 31);
+        self.flow << 1 | self.port
+    }
+
+    /// The MSI a cookie made by [`Self::cookie`] stands for.
+    fn of(cookie: u32) -> Self {
+        Msi {
+            flow: cookie >> 1,
+            port: cookie & 1,
+        }
+    }
+}
+
 impl Node for Ntb {
     #[inline]
     fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, _head: SimTime) {
@@ -37,25 +61,28 @@ impl Node for Ntb {
             sim.forward(n, c, id, t);
         }
     }
+
+    fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
+        if let NodeEv::BridgeMsi(id) = ev {
+            // Queued at the egress as if it came in with the doorbell.
+            let t = &sim.tlps[id as usize];
+            let input = Msi::of(t.owner.cookie).port as usize;
+            let out = sim.route[n * sim.sys.nodes.len() + t.dst as usize];
+            sim.enqueue_from(out, id, input);
+        }
+    }
+
+    fn tlp_written(sim: &mut Simulator<'_>, _n: usize, t: &Tlp, _c: u32) {
+        // Its MSI reached the domain below.
+        sim.doorbell_interrupt(Msi::of(t.owner.cookie).flow, t.order);
+    }
 }
 
 impl Simulator<'_> {
-    /// Writes the doorbell of bridge `dst` (above flow `f`'s target), behind the data TLP
-    /// of order `order` (posted writes keep their order, so the doorbell follows the data).
-    pub(in crate::sim) fn ring_doorbell(&mut self, f: u32, dst: u32, order: u64) {
-        let src = self.flows[f as usize].source;
-        let out = self.route[src as usize * self.sys.nodes.len() + dst as usize];
-        let id = self.new_tlp(Tlp {
-            order,
-            ..Tlp::at_source(TlpKind::MWr, src, dst, 4, f, Role::Doorbell)
-        });
-        self.push(out, id);
-    }
-
-    /// A TLP addressed to bridge `n` itself: a doorbell (answered with an MSI into the
-    /// domain below, after the bridge's latency), or a scratchpad register write or read
-    /// (a read completes after the same latency).
-    pub(in crate::sim) fn at_ntb(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
+    /// A TLP addressed to bridge `n` itself, a write or read of its registers: a write takes
+    /// effect (its writer knows which register it wrote: a scratchpad, or the doorbell, see
+    /// [`Self::doorbell_rung`]); a read completes after the bridge's latency.
+    fn at_ntb(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
         let now = self.now();
         let latency = match &self.nodes[n] {
             AnyNode::Ntb(b) => b.latency,
@@ -63,43 +90,56 @@ impl Simulator<'_> {
         };
         self.rx_release(c, t.class(), 1, t.data_credits());
         self.deliver(id);
-        let nodes = self.sys.nodes.len();
-        let (kind, dst, payload, role, req) = match (t.kind, t.role) {
-            (TlpKind::MWr, Role::Doorbell) => {
-                let dst = self.flows[t.flow as usize].target;
-                (TlpKind::MWr, dst, 4, Role::NtbMsi, c)
+        match t.kind {
+            TlpKind::MWr => AnyNode::tlp_written(self, &t, c),
+            TlpKind::MRd => {
+                let out = self.route[n * self.sys.nodes.len() + t.src as usize];
+                let cpl = Tlp::at_source(TlpKind::CplD, n as u32, t.src, t.length, t.owner);
+                let reply = self.new_tlp(cpl);
+                self.q.schedule(
+                    now + latency,
+                    Ev::Enqueue {
+                        ch: out,
+                        tlp: reply,
+                    },
+                );
             }
-            (TlpKind::MWr, _) => {
-                self.write_arrived(t, now);
-                return;
-            }
-            (TlpKind::MRd, _) => (TlpKind::CplD, t.src, t.length, t.role, t.req),
-            _ => return,
-        };
-        let out = self.route[n * nodes + dst as usize];
-        let reply = self.new_tlp(Tlp {
-            req,
-            order: if kind == TlpKind::CplD { 0 } else { t.order },
-            ..Tlp::at_source(kind, n as u32, dst, payload, t.flow, role)
-        });
-        self.q.schedule(
-            now + latency,
-            Ev::Enqueue {
-                ch: out,
-                tlp: reply,
-            },
-        );
+            _ => {}
+        }
     }
 
-    /// A bridge's MSI reached the root complex it interrupts: every data TLP the doorbell
-    /// signalled must be there already.
-    pub(in crate::sim) fn ntb_interrupt(&mut self, t: Tlp) {
-        let flow = &mut self.flows[t.flow as usize];
-        if flow.expected_order <= t.order {
-            self.audit.order_violations += 1;
-        }
-        if self.measuring {
-            flow.interrupts += 1;
-        }
+    /// Flow `f`'s doorbell write, received on channel `c`, rang bridge `n`'s doorbell: after
+    /// the bridge's latency it sends an MSI to the flow's `target` in the domain below,
+    /// carrying the order of the last write the doorbell signals.
+    pub(in crate::sim) fn doorbell_rung(
+        &mut self,
+        n: usize,
+        c: u32,
+        f: u32,
+        target: u32,
+        order: u64,
+    ) {
+        let now = self.now();
+        let latency = match &self.nodes[n] {
+            AnyNode::Ntb(b) => b.latency,
+            _ => SimTime::ZERO,
+        };
+        let owner = Owner {
+            node: n as u32,
+            cookie: Msi {
+                flow: f,
+                port: self.rx_port[c as usize],
+            }
+            .cookie(),
+        };
+        let id = self.new_tlp(Tlp {
+            order,
+            ..Tlp::at_source(TlpKind::MWr, n as u32, target, 4, owner)
+        });
+        let ev = Ev::Node {
+            node: n as u32,
+            ev: NodeEv::BridgeMsi(id),
+        };
+        self.q.schedule(now + latency, ev);
     }
 }

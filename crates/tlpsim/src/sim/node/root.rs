@@ -4,18 +4,34 @@
 
 use std::collections::VecDeque;
 
+use super::cpu::Cpu;
 use super::{AnyNode, Node, NodeEv};
 use crate::engine::rng::Latency;
 use crate::engine::SimTime;
-use crate::fabric::{CompletionRule, PcieSettings};
+use crate::fabric::{CompletionRule, CpuSpec, PcieSettings};
 use crate::pcie::tlp::{self, TlpKind};
 use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::channel::FcClass;
 use crate::sim::throttle::Throttle;
-use crate::sim::{Ev, Role, Simulator, Tlp};
+use crate::sim::{Ev, Owner, Simulator, Tlp};
 
 /// Reads a root complex's CPUs may have outstanding at once (uncached MMIO reads).
 const ROOT_READ_TAGS: u32 = 32;
+
+/// The bit of a root complex's cookie that marks the host CPU's own TLPs (its register
+/// accesses, in the CPU's encoding below it); without it the cookie is a
+/// [`FlowTlp`](crate::sim::flow::FlowTlp)'s.
+const CPU: u32 = 1 << 31;
+
+/// The owner of a TLP of the host CPU behind root complex `root`, whose own cookie (below
+/// bit 31) is `cookie`.
+pub(in crate::sim) fn cpu_owner(root: u32, cookie: u32) -> Owner {
+    debug_assert!(cookie & CPU == 0);
+    Owner {
+        node: root,
+        cookie: cookie | CPU,
+    }
+}
 
 /// A root complex at run time.
 #[derive(Debug)]
@@ -31,6 +47,8 @@ pub(in crate::sim) struct RootComplex {
     pub(in crate::sim) free_tags: u32,
     /// The one outbound queue of all its root ports, if they share one.
     outbound: Option<Outbound>,
+    /// The host CPU behind it that bridges NICs' frames, if it is that CPU's root.
+    pub(in crate::sim) cpu: Option<Box<Cpu>>,
 }
 
 /// A root complex's one outbound queue for all its root ports (a HyperTransport host
@@ -59,6 +77,7 @@ impl RootComplex {
         host_bridge: Option<usize>,
         completion: CompletionRule,
         shared_outbound: Option<u32>,
+        cpu: Option<CpuSpec>,
     ) -> Self {
         RootComplex {
             read_latency,
@@ -74,6 +93,7 @@ impl RootComplex {
                 depth,
                 ..Outbound::default()
             }),
+            cpu: cpu.map(|spec| Box::new(Cpu::new(spec))),
         }
     }
 }
@@ -83,27 +103,61 @@ impl Node for RootComplex {
         match t.kind {
             TlpKind::MWr => sim.root_write(n, c, id, t),
             TlpKind::MRd => sim.root_read(n, c, id, t),
+            TlpKind::CplD if t.owner.cookie & CPU != 0 => {
+                // The CPU's register read completes.
+                sim.rx_release(c, t.class(), 1, t.data_credits());
+                sim.deliver(id);
+                sim.cpu_read_done(n, t.owner.cookie & !CPU);
+            }
+            TlpKind::CplD => {
+                // Its own read (of a bridge's scratchpads) completes.
+                sim.rx_release(c, t.class(), 1, t.data_credits());
+                sim.completion_arrived(n, id, t, head);
+            }
             _ => {
                 sim.rx_release(c, t.class(), 1, t.data_credits());
-                if t.kind == TlpKind::CplD && t.role == Role::Flow {
-                    // The CPU's own read (of a bridge's scratchpads) completes.
-                    sim.completion_arrived(n, id, t, head);
-                    return;
-                }
                 sim.deliver(id);
-                if t.role != Role::Flow {
-                    sim.nic_at_root(&t);
-                }
             }
         }
     }
 
-    fn event(sim: &mut Simulator<'_>, _n: usize, ev: NodeEv) {
+    fn tlp_left(sim: &mut Simulator<'_>, n: usize, id: u32, start: SimTime) {
+        let cookie = sim.tlps[id as usize].owner.cookie;
+        if cookie & CPU != 0 {
+            sim.cpu_tlp_left(n, cookie & !CPU);
+        } else {
+            sim.flow_tlp_left(id, start);
+        }
+    }
+
+    fn tlp_written(sim: &mut Simulator<'_>, n: usize, t: &Tlp, c: u32) {
+        if t.owner.cookie & CPU != 0 {
+            sim.cpu_tlp_written(n, t, t.owner.cookie & !CPU);
+        } else {
+            sim.flow_tlp_written(t, c);
+        }
+    }
+
+    fn tlp_workload(sim: &Simulator<'_>, _n: usize, t: &Tlp) -> Option<u32> {
+        if t.owner.cookie & CPU != 0 {
+            None
+        } else {
+            sim.flow_tlp_workload(t)
+        }
+    }
+
+    fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
         match ev {
             NodeEv::Written(id) => sim.written(sim.tlps[id as usize].ingress, id),
             // The host CPU behind this root complex.
-            NodeEv::Cpu(core) => sim.advance(core),
+            NodeEv::Cpu(core) => sim.advance(n, core),
             _ => {}
+        }
+    }
+
+    fn measure_from(&mut self, now: SimTime) {
+        if let Some(cpu) = &mut self.cpu {
+            cpu.measure_from(now);
         }
     }
 
@@ -201,9 +255,8 @@ impl Simulator<'_> {
         for piece in tlp::split(t.length as u64, size) {
             let at = pace(self, piece, ready);
             let cpl = self.new_tlp(Tlp {
-                req: t.req,
                 order: offset,
-                ..Tlp::at_source(TlpKind::CplD, n as u32, t.src, piece, t.flow, t.role)
+                ..Tlp::at_source(TlpKind::CplD, n as u32, t.src, piece, t.owner)
             });
             offset += piece as u64;
             match chain {
@@ -232,17 +285,12 @@ impl Simulator<'_> {
         }
     }
 
-    /// Posted write `id`, received on channel `c`, is in the root complex's memory: its
-    /// credits free and it takes effect (flow bytes, an NTB's interrupt, a NIC's DMA).
+    /// Posted write `id`, received on channel `c`, is in the memory: its credits free and
+    /// its writer hears of it (a flow's bytes, a bridge's interrupt, a NIC's DMA).
     pub(in crate::sim) fn written(&mut self, c: u32, id: u32) {
         let t = self.tlps[id as usize];
-        let now = self.now();
         self.rx_release(c, FcClass::Posted, 1, t.data_credits());
-        match t.role {
-            Role::Flow => self.write_arrived(t, now),
-            Role::NtbMsi => self.ntb_interrupt(t),
-            _ => self.nic_at_root(&t),
-        }
+        AnyNode::tlp_written(self, &t, c);
         self.deliver(id);
     }
 

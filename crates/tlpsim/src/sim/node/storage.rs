@@ -70,6 +70,20 @@ impl Node for StorageHba {
         sim.requester_received(n, c, id, t, head);
     }
 
+    #[inline(always)]
+    fn tlp_left(sim: &mut Simulator<'_>, _n: usize, id: u32, start: SimTime) {
+        sim.flow_tlp_left(id, start);
+    }
+
+    #[inline(always)]
+    fn tlp_written(sim: &mut Simulator<'_>, _n: usize, t: &Tlp, c: u32) {
+        sim.flow_tlp_written(t, c);
+    }
+
+    fn tlp_workload(sim: &Simulator<'_>, _n: usize, t: &Tlp) -> Option<u32> {
+        sim.flow_tlp_workload(t)
+    }
+
     fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
         let (NodeEv::MediaDone(i), AnyNode::Storage(s)) = (ev, &mut sim.nodes[n]) else {
             return;
