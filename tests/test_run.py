@@ -22,7 +22,7 @@ def test_the_example_loads_and_runs_with_the_design_fields():
     d = result.to_dict()
     assert {"simulated_s", "wall_s", "events", "flows", "links"} <= d.keys()
     assert FLOW_FIELDS <= d["flows"][0].keys()
-    assert set(d["flows"][0]["latency_ns"]) == {"mean", "p50", "p99", "max"}
+    assert set(d["flows"][0]["latency_ns"]) == {"mean", "p50", "p95", "p99", "p99_9", "max"}
     assert all(LINK_FIELDS <= link.keys() for link in d["links"])
     assert d["audit"]["passed"]
     # Gen1 x8, 64-byte completions: the closed form's read ceiling bounds the flow.
@@ -192,7 +192,7 @@ def test_a_flow_with_no_completed_read_shows_no_latency(tmp_path, cli, cli_json)
     path = tmp_path / "slow.toml"
     path.write_text(BASE.replace('memory_read_latency = "500ns"', 'memory_read_latency = "1ms"'))
     flow = cli_json("run", str(path))["flows"][0]
-    assert flow["bytes"] == 0 and flow["latency_ns"] == {"mean": None, "p50": None, "p99": None, "max": None}
+    assert flow["bytes"] == 0 and flow["latency_ns"] == dict.fromkeys(["mean", "p50", "p95", "p99", "p99_9", "max"])
     assert tlpsim.run(path).to_pandas()["latency_ns_mean"].isna().all()
     table = cli("run", str(path)).stdout
     row = next(line for line in table.splitlines() if "reads" in line and "│" in line)
