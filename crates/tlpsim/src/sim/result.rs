@@ -35,11 +35,24 @@ pub struct FlowResult {
     pub bytes: u64,
     /// `bytes` per second, in Gb/s.
     pub throughput_gbps: f64,
-    /// Latency of each request: read request start to first completion byte at the
-    /// requester; write start to its last byte at the target.
+    /// First-byte latency of each request, as the validation uses it. A read request
+    /// (MRd, at most MRRS bytes): from its first byte leaving the requester onto its link to
+    /// the first byte of its first completion arriving at the requester. A posted write TLP:
+    /// from its first byte leaving the writer to the instant it takes effect at the target
+    /// (its last byte in, then through any host bridge, posted-write sink and memory write
+    /// rate). Counted when that end instant falls in the measurement window.
     pub latency_ns: LatencySummary,
-    /// Requests measured.
+    /// Latency of each whole transfer (`transfer_size` bytes, a storage I/O's PCIe part):
+    /// from the first byte of its first request (read) or write TLP (write) leaving the
+    /// requester to the last byte of its last completion arriving at the requester (read),
+    /// or to its last write TLP taking effect at the target as in `latency_ns` (write).
+    /// Counted for transfers whose first TLP left inside the measurement window and that
+    /// ended before the run did.
+    pub transfer_latency_ns: LatencySummary,
+    /// Requests measured (samples of `latency_ns`: read requests and write TLPs).
     pub requests: u64,
+    /// Transfers measured (samples of `transfer_latency_ns`).
+    pub transfers: u64,
     /// Interrupts the target took (MSIs a non-transparent bridge sent for its doorbells).
     pub interrupts: u64,
     /// The node whose memory the flow reads or writes.
