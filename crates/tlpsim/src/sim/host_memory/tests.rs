@@ -360,6 +360,21 @@ fn cost_per_access() {
     for (what, spec) in [
         ("LLC", HostMemorySpec::default()),
         (
+            "IOMMU only",
+            HostMemorySpec {
+                iommu: Some(IommuSpec::default()),
+                llc: None,
+                ..HostMemorySpec::default()
+            },
+        ),
+        (
+            "LLC+IOMMU",
+            HostMemorySpec {
+                iommu: Some(IommuSpec::default()),
+                ..HostMemorySpec::default()
+            },
+        ),
+        (
             "LLC+IOMMU+remote+DRAM bw",
             HostMemorySpec {
                 iommu: Some(IommuSpec::default()),
