@@ -22,6 +22,7 @@ pub mod result;
 pub mod rfc2544;
 mod throttle;
 pub mod trace;
+mod transfer;
 mod transmit;
 
 pub use rfc2544::rfc2544;
@@ -31,7 +32,9 @@ use std::time::Instant;
 
 use crate::engine::rng::Rng;
 use crate::engine::{EventQueue, OpenSpan, SimTime, Table};
-use crate::fabric::{AckPolicy, Arbitration, DmaDirection, Doorbell, NodeKind, StorageMix, System};
+use crate::fabric::{
+    AckPolicy, Addresses, Arbitration, DmaDirection, Doorbell, NodeKind, StorageMix, System,
+};
 use crate::pcie::dll::{self, DLLP_BYTES};
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::{symbol_ticks, Wire};
@@ -77,6 +80,11 @@ struct Tlp {
     payload: u32,
     /// Bytes requested (MRd).
     length: u32,
+    /// The address of its first byte (MWr, MRd: in the target's memory; CplD: of the data
+    /// it returns), as an offset into its workload's buffer, which starts on a 4 KiB
+    /// boundary (only its place relative to 4 KiB pages, RCBs and DWs matters to the
+    /// fabric; windows stay below 4 GiB).
+    addr: u32,
     /// Posted: order within its stream (a flow's writes; a doorbell and its MSI carry the
     /// order of the last write they signal). CplD: byte offset within its request.
     order: u64,
@@ -85,6 +93,10 @@ struct Tlp {
     /// Channel it arrived on at the node holding it (NONE at its source).
     ingress: u32,
     live: bool,
+    /// Bytes of its first data DW before its first byte: its address modulo 4 if it carries
+    /// data, else 0 (set by `Simulator::new_tlp`). Its data occupies `payload + dw_lead`
+    /// bytes rounded up to whole DWs (see [`tlp::data_wire_bytes_at`]).
+    dw_lead: u8,
     /// A cut-through switch's copy of a TLP whose LCRC turned out bad after the switch had
     /// begun sending it on: it ends with EDB and an inverted LCRC and the receiver drops it
     /// (`born` = when the bad original's last byte reached the switch). Never counted by the
@@ -109,12 +121,12 @@ struct Owner {
     cookie: u32,
 }
 
-// The slab's entries: 56 bytes, as with the role and request slot the owner replaced.
+// The slab's entries: 56 bytes, the address and its DW lead in what was padding.
 const _: () = assert!(std::mem::size_of::<Tlp>() == 56);
 
 impl Tlp {
     /// A TLP created at its source, not yet sent: `bytes` is the payload of a write or
-    /// completion and the length of a read request; order 0.
+    /// completion and the length of a read request; order 0, address 0.
     fn at_source(kind: TlpKind, src: u32, dst: u32, bytes: u32, owner: Owner) -> Tlp {
         let (payload, length) = if kind == TlpKind::MRd {
             (0, bytes)
@@ -127,10 +139,12 @@ impl Tlp {
             dst,
             payload,
             length,
+            addr: 0,
             order: 0,
             born: SimTime::ZERO,
             ingress: NONE,
             live: true,
+            dw_lead: 0,
             nullified: false,
             next: NONE,
             owner,
@@ -145,8 +159,10 @@ impl Tlp {
         }
     }
 
+    /// Data credits (16 bytes each) of its whole DWs of data (see
+    /// [`tlp::data_wire_bytes_at`]).
     fn data_credits(&self) -> u32 {
-        self.payload.div_ceil(16)
+        (self.payload + self.dw_lead as u32).div_ceil(16)
     }
 }
 
@@ -199,6 +215,9 @@ fn lost(rng: &mut Rng, byte_error: f64, bytes: u32) -> bool {
     byte_error > 0.0 && rng.chance(-(-byte_error * bytes as f64).exp_m1())
 }
 
+/// A read request in flight: its flow, the transfer it is part of (a slot of the flow's
+/// `transfer_left`, or for a flow run by its endpoint's engines an entry of
+/// `Simulator::dma`), its bytes, and when its latency counts from.
 #[derive(Debug, Clone, Copy)]
 struct Req {
     flow: u32,
@@ -208,6 +227,11 @@ struct Req {
     next_offset: u64,
     issued: SimTime,
     answered: bool,
+    /// Its latency counts from `issued` as made (its transfer's start in the device), not
+    /// from when it left.
+    from_start: bool,
+    /// It reads its transfer's descriptor: not the flow's data.
+    descriptor: bool,
 }
 
 #[derive(Debug)]
@@ -227,8 +251,21 @@ struct Flow {
     active: u32,
     transfer_left: Vec<u64>,
     free_transfers: Vec<u32>,
-    /// (transfer slot, bytes not yet requested, offset) of the transfer being requested.
-    current: Option<(u32, u64)>,
+    /// (transfer slot, bytes not yet requested, host address of the next byte) of the
+    /// transfer being requested.
+    current: Option<(u32, u64, u64)>,
+    /// Where its transfers lie.
+    addresses: Addresses,
+    /// Slots a sequential walk of its window has passed.
+    next_slot: u64,
+    /// Host address of the write stream's next byte.
+    write_addr: u64,
+    /// Its transfers run through its DMA endpoint's engines (`transfer`), not as the plain
+    /// read and write streams: the endpoint has limits of its own, or the direction mixes
+    /// reads and writes in one stream.
+    engines: Option<Box<transfer::Streams>>,
+    /// Its transfers write and then read the same bytes: its latency is the pairs'.
+    write_read: bool,
     bytes: u64,
     latency: LatencyRecorder,
     /// Storage workloads: the access mix, and I/Os started so far (all, reads).
@@ -279,6 +316,9 @@ pub struct Simulator<'a> {
     free_tlps: Vec<u32>,
     reqs: Table<Req>,
     free_reqs: Vec<u32>,
+    /// Transfers run by DMA endpoints' engines (see `transfer`), and their free entries.
+    dma: Table<transfer::DmaTransfer>,
+    free_dma: Vec<u32>,
     chans: Table<Channel>,
     /// Node each channel delivers to, and that node's port index for it.
     rx_node: Table<u32>,
@@ -429,10 +469,8 @@ impl<'a> Simulator<'a> {
                 source: w.source as u32,
                 target: w.target as u32,
                 out: route[w.source * n + w.target],
-                reads: w.bridge.is_none()
-                    && matches!(w.direction, DmaDirection::Read | DmaDirection::Both),
-                writes: w.bridge.is_none()
-                    && matches!(w.direction, DmaDirection::Write | DmaDirection::Both),
+                reads: w.bridge.is_none() && w.direction.reads(),
+                writes: w.bridge.is_none() && w.direction.writes(),
                 transfer_size: w.transfer_size,
                 tlp_payload: w.tlp_payload.min(sys.pcie.mps) as u64,
                 outstanding: w.outstanding,
@@ -444,6 +482,11 @@ impl<'a> Simulator<'a> {
                 transfer_left: Vec::new(),
                 free_transfers: Vec::new(),
                 current: None,
+                addresses: w.addresses,
+                next_slot: 0,
+                write_addr: 0,
+                engines: transfer::Streams::for_workload(sys, w),
+                write_read: w.direction == DmaDirection::WriteRead,
                 bytes: 0,
                 latency: LatencyRecorder::default(),
                 storage: w.storage,
@@ -466,6 +509,8 @@ impl<'a> Simulator<'a> {
             free_tlps: Vec::new(),
             reqs: Table::new(),
             free_reqs: Vec::new(),
+            dma: Table::new(),
+            free_dma: Vec::new(),
             snapshot: vec![ChannelCounters::default(); chans.len()],
             chans: chans.into(),
             rx_node: rx_node.into(),
@@ -650,6 +695,9 @@ impl<'a> Simulator<'a> {
                 tlp = next;
             },
             Ev::Node { node, ev } => AnyNode::event(self, node as usize, ev),
+            Ev::Start(f) if self.flows[f as usize].engines.is_some() => {
+                self.start_transfers(f);
+            }
             Ev::Start(f) => {
                 if self.flows[f as usize].writes {
                     self.fill_writes(f);
@@ -790,9 +838,10 @@ impl<'a> Simulator<'a> {
 
     // ---- TLP slab -------------------------------------------------------------------
 
-    fn new_tlp(&mut self, t: Tlp) -> u32 {
+    fn new_tlp(&mut self, mut t: Tlp) -> u32 {
         self.audit.tlps_created += 1;
         self.audit.payload_created += t.payload as u64;
+        t.dw_lead = (t.addr & 3) as u8 * (t.payload > 0) as u8;
         self.slot_for(t)
     }
 
