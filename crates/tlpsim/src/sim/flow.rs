@@ -1,6 +1,9 @@
-//! DMA flows: the write and read streams of DMA and storage workloads (transfers,
-//! outstanding requests, tags, MRRS splitting) at their requester (a DMA engine, a storage
-//! HBA or a root complex), and their data arriving at the target.
+//! DMA flows: the write and read streams of DMA and storage workloads (transfers at their
+//! window's addresses, outstanding requests, tags, requests cut at MPS or MRRS and 4 KiB)
+//! at their requester (a DMA engine, a storage HBA or a root complex), and their data
+//! arriving at the target. A flow whose DMA endpoint has limits of its own, or whose
+//! direction mixes reads and writes, has its transfers run by the endpoint's engines
+//! instead (`sim::transfer`); its TLPs come back here when they leave and arrive.
 
 use super::*;
 

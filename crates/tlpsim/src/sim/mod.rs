@@ -9,9 +9,10 @@
 //! self-audit ([`result::Audit`]).
 //!
 //! This module holds the simulator's state, its construction and the event loop; the
-//! transmit side (`transmit`) and the receive side (`receive`) of the links, and the DMA
-//! flows (`flow`), are `impl` blocks of [`Simulator`] in their own files. Each kind of node
-//! is a module of `node`, behind the one interface `node::Node`.
+//! transmit side (`transmit`) and the receive side (`receive`) of the links, the DMA flows
+//! (`flow`) and the transfers a DMA endpoint's engines run (`transfer`) are `impl` blocks of
+//! [`Simulator`] in their own files. Each kind of node is a module of `node`, behind the one
+//! interface `node::Node`.
 
 pub mod bottleneck;
 pub mod channel;
