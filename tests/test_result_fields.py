@@ -35,9 +35,9 @@ def run_dict() -> dict:
     """A run's JSON from the core, with a new field at the top and in every row of it."""
     d = tlpsim.run(EXAMPLE).to_dict()
     d = with_new_field(d)
+    nested = ("latency_ns", "transfer_latency_ns", "bottleneck")
     d["flows"] = [
-        with_new_field(dict(f, latency_ns=with_new_field(f["latency_ns"]), bottleneck=with_new_field(f["bottleneck"])))
-        for f in d["flows"]
+        with_new_field({k: with_new_field(v) if k in nested else v for k, v in f.items()}) for f in d["flows"]
     ]
     d["links"] = [with_new_field(link) for link in d["links"]]
     d["resources"] = [with_new_field(r) for r in d["resources"]] or [
@@ -76,6 +76,7 @@ def test_a_run_result_keeps_new_fields_at_every_level(run_dict, capsys):
     assert result.audit["future_field"] == NEW
     flat = result.flow_rows()[0]
     assert {"future_field", "latency_ns_future_field", "bottleneck_future_field"} <= flat.keys()
+    assert {"transfer_latency_ns_future_field", "transfer_latency_ns_p99_9", "latency_ns_p95"} <= flat.keys()
     assert "future_field" in result.to_pandas().columns
     assert "future_field" in result.to_pandas("links").columns
     assert list(result.to_pandas("resources").columns) == ["name", "kind", "busy", "future_field"]

@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "scenarios" / "t5220-two-switches.toml"
 
 FLOW_FIELDS = {"name", "bytes", "throughput_gbps", "latency_ns"}
+#: The figures of each latency summary (ns): the design's mean, p50, p99, max, and p95, p99.9.
+LATENCY_KEYS = {"mean", "p50", "p95", "p99", "p99_9", "max"}
 LINK_FIELDS = {"name", "direction", "utilization", "payload_gbps", "tlps", "dllps", "replays", "credit_stall_fraction"}
 
 
@@ -22,7 +24,7 @@ def test_the_example_loads_and_runs_with_the_design_fields():
     d = result.to_dict()
     assert {"simulated_s", "wall_s", "events", "flows", "links"} <= d.keys()
     assert FLOW_FIELDS <= d["flows"][0].keys()
-    assert set(d["flows"][0]["latency_ns"]) == {"mean", "p50", "p99", "max"}
+    assert set(d["flows"][0]["latency_ns"]) == LATENCY_KEYS
     assert all(LINK_FIELDS <= link.keys() for link in d["links"])
     assert d["audit"]["passed"]
     # Gen1 x8, 64-byte completions: the closed form's read ceiling bounds the flow.
@@ -45,6 +47,23 @@ def test_same_seed_same_json(tmp_path):
     b = tlpsim.run(EXAMPLE).to_dict()
     a.pop("wall_s"), b.pop("wall_s")
     assert json.dumps(a) == json.dumps(b)
+
+
+def test_every_flow_has_both_latencies_with_every_percentile(cli_json):
+    flow = cli_json("run", str(EXAMPLE))["flows"][0]
+    first, transfer = flow["latency_ns"], flow["transfer_latency_ns"]
+    assert set(first) == set(transfer) == LATENCY_KEYS
+    assert flow["requests"] > flow["transfers"] > 0
+    for s in (first, transfer):
+        assert s["p50"] <= s["p95"] <= s["p99"] <= s["p99_9"] <= s["max"]
+    # 4 KiB transfers of eight 512 B requests: the last byte comes after the first by at least
+    # the wire time of the other 3.5 KiB of data (2 bytes per ns at Gen1 x8).
+    assert all(transfer[k] >= first[k] for k in LATENCY_KEYS)
+    assert transfer["mean"] > first["mean"] + 7 * 512 / 2
+    row = tlpsim.run(EXAMPLE).to_pandas().iloc[0]
+    for name in ("latency_ns", "transfer_latency_ns"):
+        assert all(f"{name}_{k}" in row.index for k in LATENCY_KEYS)
+    assert row["transfer_latency_ns_p99_9"] == transfer["p99_9"]
 
 
 def test_to_pandas():
@@ -192,11 +211,15 @@ def test_a_flow_with_no_completed_read_shows_no_latency(tmp_path, cli, cli_json)
     path = tmp_path / "slow.toml"
     path.write_text(BASE.replace('memory_read_latency = "500ns"', 'memory_read_latency = "1ms"'))
     flow = cli_json("run", str(path))["flows"][0]
-    assert flow["bytes"] == 0 and flow["latency_ns"] == {"mean": None, "p50": None, "p99": None, "max": None}
-    assert tlpsim.run(path).to_pandas()["latency_ns_mean"].isna().all()
+    nothing = dict.fromkeys(LATENCY_KEYS)
+    assert flow["bytes"] == 0 and flow["latency_ns"] == nothing and flow["transfer_latency_ns"] == nothing
+    assert (flow["requests"], flow["transfers"]) == (0, 0)
+    flows = tlpsim.run(path).to_pandas()
+    assert flows["latency_ns_mean"].isna().all() and flows["transfer_latency_ns_p99"].isna().all()
     table = cli("run", str(path)).stdout
     row = next(line for line in table.splitlines() if "reads" in line and "│" in line)
-    assert [c.strip() for c in row.split("│")[5:9]] == ["-"] * 4
+    # First byte mean, p50, p99, max; transfer p50, p99.
+    assert [c.strip() for c in row.split("│")[5:11]] == ["-"] * 6
 
 
 MEMORY_BOUND = """

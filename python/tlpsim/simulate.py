@@ -49,6 +49,12 @@ def load_scenario(source: str | os.PathLike[str]) -> Scenario:
     return _core.load_scenario(*scenario_text(source))
 
 
+#: A flow's fields that hold a dict: the two latency summaries (``mean``, ``p50``, ``p95``,
+#: ``p99``, ``p99_9``, ``max`` in ns: ``latency_ns`` per request to its first byte,
+#: ``transfer_latency_ns`` per transfer to its last) and the bottleneck verdict.
+_NESTED = ("latency_ns", "transfer_latency_ns", "bottleneck")
+
+
 @dataclass(frozen=True)
 class RunResult(CoreRecord):
     """A run's results; field names as in the design's JSON (``flows``, ``links``).
@@ -78,7 +84,7 @@ class RunResult(CoreRecord):
             "wall_s": self.wall_s,
             "events": self.events,
             "tlp_hops": self.tlp_hops,
-            "flows": [dict(f, latency_ns=dict(f["latency_ns"]), bottleneck=dict(f["bottleneck"])) for f in self.flows],
+            "flows": [{k: dict(v) if k in _NESTED else v for k, v in f.items()} for f in self.flows],
             "links": [dict(link) for link in self.links],
             "resources": [dict(r) for r in self.resources],
             "ethernet": [dict(e) for e in self.ethernet],
@@ -87,20 +93,23 @@ class RunResult(CoreRecord):
         }
 
     def flow_rows(self) -> list[dict[str, Any]]:
-        """The flows as flat rows: ``latency_ns`` becomes ``latency_ns_mean``, ``_p50`` ...,
-        ``bottleneck`` becomes ``bottleneck_kind``, ``bottleneck_resource`` ..."""
-        nested = ("latency_ns", "bottleneck")
+        """The flows as flat rows: ``latency_ns`` becomes ``latency_ns_mean``, ``_p50``,
+        ``_p95``, ``_p99``, ``_p99_9``, ``_max``; ``transfer_latency_ns`` likewise
+        ``transfer_latency_ns_mean`` ...; ``bottleneck`` becomes ``bottleneck_kind``,
+        ``bottleneck_resource`` ..."""
         return [
             {
-                **{k: v for k, v in f.items() if k not in nested},
-                **{f"{n}_{k}": v for n in nested for k, v in f.get(n, {}).items()},
+                **{k: v for k, v in f.items() if k not in _NESTED},
+                **{f"{n}_{k}": v for n in _NESTED for k, v in f.get(n, {}).items()},
             }
             for f in self.flows
         ]
 
     def to_pandas(self, what: Literal["flows", "links", "resources"] = "flows"):
-        """A pandas DataFrame of the flows (latency as ``latency_ns_mean`` ...), the links or
-        the other resources."""
+        """A pandas DataFrame of the flows (one row per flow, as :meth:`flow_rows`: the
+        first-byte latency per request as ``latency_ns_mean``, ``latency_ns_p50`` ..., the
+        latency per transfer as ``transfer_latency_ns_mean`` ...), the links or the other
+        resources."""
         import pandas as pd
 
         if what == "flows":

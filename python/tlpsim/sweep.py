@@ -96,6 +96,7 @@ class SweepResult:
                     "throughput_gbps": f["throughput_gbps"],
                     "latency_ns_mean": f["latency_ns"]["mean"],
                     "latency_ns_p99": f["latency_ns"]["p99"],
+                    "transfer_latency_ns_p99": f.get("transfer_latency_ns", {}).get("p99"),
                     "bottleneck": f"{b['kind'].replace('_', ' ')} {b['resource']}".strip(),
                     "bottleneck_busy": b["busy"],
                     "forwarded_mbps": e.get("forwarded_mbps"),

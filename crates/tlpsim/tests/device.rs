@@ -109,6 +109,10 @@ fn device_latency_adds_exactly_to_a_reads_latency() {
     );
     let added = mean(&later) - mean(&zero);
     assert!((added - 250.0).abs() < 0.01, "added {added} ns");
+    // The transfer's latency (to its last byte in: one request here) too.
+    let whole = |r: &RunResult| r.flows[0].transfer_latency_ns.mean.unwrap();
+    assert!((whole(&later) - whole(&zero) - 250.0).abs() < 0.01);
+    assert!((whole(&zero) - whole(&base)).abs() < 0.01);
     // And the request rate falls by it: one transfer per (latency + round trip).
     let rate = |r: &RunResult| transfers_per_s(r, 64.0);
     let per = 1e9 / rate(&later) - 1e9 / rate(&zero);

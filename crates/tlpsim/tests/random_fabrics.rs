@@ -5,12 +5,13 @@
 //! words, descriptors and statuses) under every direction and address pattern. Every run
 //! must finish, pass the self-audit (every TLP delivered once and in order,
 //! no credit counter below zero, payload bytes conserved), move data, retransmit nothing
-//! when no bit errors are set, and give the same result twice. 256 cases by default;
+//! when no bit errors are set, order the percentiles of both latency summaries, and give
+//! the same result twice. 256 cases by default;
 //! `PROPTEST_CASES=N` for more.
 
 use proptest::prelude::*;
 use tlpsim::scenario::load_str;
-use tlpsim::sim::run;
+use tlpsim::sim::{result::RunResult, run};
 
 /// One switch: (parent index, 0 = the root complex, k = switch k), cut-through, shared
 /// bus, port latency in ns, weighted arbitration (else oldest first when the latency is
@@ -299,6 +300,24 @@ fn device_gen() -> impl Strategy<Value = DeviceGen> {
     ]
 }
 
+/// Both latency summaries of every flow order their percentiles (p50 <= p95 <= p99 <=
+/// p99.9 <= max) and are measured or null together.
+fn percentiles_ordered(r: &RunResult) -> Result<(), String> {
+    for f in &r.flows {
+        for s in [&f.latency_ns, &f.transfer_latency_ns] {
+            let v = [s.p50, s.p95, s.p99, s.p99_9, s.max];
+            if v.iter().any(|x| x.is_some() != s.mean.is_some()) {
+                return Err(format!("{}: partly null {s:?}", f.name));
+            }
+            let v: Vec<f64> = v.into_iter().flatten().collect();
+            if v.windows(2).any(|w| w[0] > w[1]) {
+                return Err(format!("{}: percentiles out of order {s:?}", f.name));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A run's JSON without its wall time (what must repeat bit for bit).
 fn strip(json: String) -> serde_json::Value {
     let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -351,6 +370,7 @@ proptest! {
         if !ber {
             prop_assert!(a.links.iter().all(|l| l.replays == 0), "replays without errors\n{}", text);
         }
+        percentiles_ordered(&a).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         let b = run(&sys).unwrap();
         prop_assert_eq!(strip(a.to_json()), strip(b.to_json()));
     }
@@ -416,6 +436,7 @@ proptest! {
         if !ber {
             prop_assert!(a.links.iter().all(|l| l.replays == 0), "replays without errors\n{}", text);
         }
+        percentiles_ordered(&a).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         let b = run(&sys).unwrap();
         prop_assert_eq!(strip(a.to_json()), strip(b.to_json()));
     }

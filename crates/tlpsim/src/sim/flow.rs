@@ -68,7 +68,8 @@ impl FlowTlp {
 
 impl Simulator<'_> {
     /// A TLP of a flow left its requester (see `node::Node::tlp_left`): a write makes
-    /// room for the next; a read request's latency counts from now.
+    /// room for the next; a read request's latency (and its transfer's, for the transfer's
+    /// first request) counts from now.
     #[inline(always)]
     pub(in crate::sim) fn flow_tlp_left(&mut self, id: u32, start: SimTime) {
         let t = &self.tlps[id as usize];
@@ -90,6 +91,9 @@ impl Simulator<'_> {
                 let req = &mut self.reqs[r as usize];
                 if !req.from_start {
                     req.issued = start;
+                }
+                if req.first {
+                    self.flows[req.flow as usize].transfer_issued[req.transfer as usize] = start;
                 }
             }
             _ => {}
@@ -243,6 +247,7 @@ impl Simulator<'_> {
         let mrrs = self.sys.pcie.mrrs;
         let now = self.q.now();
         loop {
+            let mut first = false;
             let flow = &mut self.flows[f as usize];
             let Some((free_tags, media)) = self.nodes[flow.source as usize].requester() else {
                 return;
@@ -273,6 +278,7 @@ impl Simulator<'_> {
                 let slot = match flow.free_transfers.pop() {
                     Some(s) => s,
                     None => {
+                        flow.transfer_issued.push(SimTime::ZERO);
                         flow.transfer_left.push(0);
                         (flow.transfer_left.len() - 1) as u32
                     }
@@ -280,6 +286,7 @@ impl Simulator<'_> {
                 flow.transfer_left[slot as usize] = size;
                 flow.active += 1;
                 flow.current = Some((slot, size, addr));
+                first = true;
             }
             flow.window_ticks += flow.window_full.close(now).unwrap_or(0);
             let (slot, left, addr) = flow.current.expect("set above");
@@ -297,6 +304,7 @@ impl Simulator<'_> {
                 answered: false,
                 from_start: false,
                 descriptor: false,
+                first,
             };
             let r = match self.free_reqs.pop() {
                 Some(i) => {
@@ -317,10 +325,13 @@ impl Simulator<'_> {
         }
     }
 
-    /// Flow `f`'s posted write `t` reached its target: order check, bytes and latency.
+    /// Flow `f`'s posted write `t` reached its target: order check, bytes and latency, and
+    /// its transfer's latency if it ends the transfer (a flow's writes arrive in order, so
+    /// the bytes taken tell where its transfers end).
     fn write_arrived(&mut self, f: u32, t: &Tlp) {
         let now = self.now();
         let measuring = self.measuring;
+        let warmup = self.sys.warmup;
         let flow = &mut self.flows[f as usize];
         if t.order != flow.expected_order {
             self.audit.order_violations += 1;
@@ -332,6 +343,20 @@ impl Simulator<'_> {
             // read's data).
             if !flow.write_read {
                 flow.latency.record((now - t.born).as_ns_f64());
+            }
+        }
+        if flow.engines.is_some() {
+            return; // its engines time its transfers (`sim::transfer`)
+        }
+        if flow.write_taken == 0 {
+            flow.write_issued = t.born;
+        }
+        flow.write_taken += t.payload as u64;
+        if flow.write_taken >= flow.write_transfer() {
+            flow.write_taken = 0;
+            if flow.write_issued >= warmup {
+                let ns = (now - flow.write_issued).as_ns_f64();
+                flow.transfer_latency.record(ns);
             }
         }
     }
@@ -430,6 +455,11 @@ impl Simulator<'_> {
             let flow = &mut self.flows[f];
             flow.transfer_left[slot] -= r.length as u64;
             if flow.transfer_left[slot] == 0 {
+                // Its last byte is in: the transfer's latency, if it began in the window.
+                let issued = flow.transfer_issued[slot];
+                if issued >= self.sys.warmup {
+                    flow.transfer_latency.record((now - issued).as_ns_f64());
+                }
                 let done = media_done.unwrap_or(now);
                 if done > now {
                     self.media_write_done_at(n, f as u32, slot as u32, done);

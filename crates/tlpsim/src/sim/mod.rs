@@ -233,6 +233,9 @@ struct Req {
     from_start: bool,
     /// It reads its transfer's descriptor: not the flow's data.
     descriptor: bool,
+    /// The first request of its transfer (when it leaves, the transfer's latency starts;
+    /// a transfer run by its endpoint's engines keeps its own start).
+    first: bool,
 }
 
 #[derive(Debug)]
@@ -268,7 +271,16 @@ struct Flow {
     /// Its transfers write and then read the same bytes: its latency is the pairs'.
     write_read: bool,
     bytes: u64,
+    /// First-byte latency per read request or write TLP (`latency_ns`).
     latency: LatencyRecorder,
+    /// Latency per transfer, first TLP out to last byte in (`transfer_latency_ns`).
+    transfer_latency: LatencyRecorder,
+    /// When the first request of each read transfer slot left the requester.
+    transfer_issued: Vec<SimTime>,
+    /// The write transfer arriving at the target: bytes it has taken so far, and when the
+    /// transfer's first TLP left the writer.
+    write_taken: u64,
+    write_issued: SimTime,
     /// Storage workloads: the access mix, and I/Os started so far (all, reads).
     storage: Option<StorageMix>,
     ios: u64,
@@ -490,6 +502,10 @@ impl<'a> Simulator<'a> {
                 write_read: w.direction == DmaDirection::WriteRead,
                 bytes: 0,
                 latency: LatencyRecorder::default(),
+                transfer_latency: LatencyRecorder::default(),
+                transfer_issued: Vec::new(),
+                write_taken: 0,
+                write_issued: SimTime::ZERO,
                 storage: w.storage,
                 ios: 0,
                 media_bytes: 0,
@@ -827,6 +843,7 @@ impl<'a> Simulator<'a> {
         for f in self.flows.iter_mut() {
             f.bytes = 0;
             f.latency = LatencyRecorder::default();
+            f.transfer_latency = LatencyRecorder::default();
             f.window_ticks = 0;
             f.window_full.restart(now);
         }
@@ -939,7 +956,9 @@ impl<'a> Simulator<'a> {
                     bytes,
                     throughput_gbps: bytes as f64 * 8.0 / window / 1e9,
                     latency_ns: f.latency.summary(),
+                    transfer_latency_ns: f.transfer_latency.summary(),
                     requests: f.latency.count(),
+                    transfers: f.transfer_latency.count(),
                     interrupts: f.interrupts,
                     target: self.sys.nodes[w.target].name.clone(),
                     address: w

@@ -16,8 +16,10 @@
 //! in whole device words, never across a 4 KiB boundary.
 //!
 //! A read's latency counts from its transfer's start in the device (a write-read's from its
-//! write's start), as the device would time it. Descriptors and statuses are not the flow's
-//! data: their bytes and latencies are not counted.
+//! write's start), as the device would time it; so does a transfer's latency, to its last
+//! byte in (a read, a write-read) or its last MWr out of the endpoint (a write, posted: when
+//! its engine is done with it). Descriptors and statuses are not the flow's data: their
+//! bytes and latencies are not counted.
 
 use std::collections::VecDeque;
 
@@ -294,9 +296,15 @@ impl Simulator<'_> {
         self.enter_phase(t, phase, tr.size);
     }
 
-    /// Transfer `t`'s data is moved: its status write if the endpoint has one, else done.
+    /// Transfer `t`'s data is moved (its last byte in, or its last MWr out of the
+    /// endpoint): its latency, then its status write if the endpoint has one, else done.
     fn data_moved(&mut self, t: u32) {
-        let status = self.device(self.dma[t as usize].flow).status_writeback;
+        let tr = self.dma[t as usize];
+        if tr.started >= self.sys.warmup {
+            let ns = (self.now() - tr.started).as_ns_f64();
+            self.flows[tr.flow as usize].transfer_latency.record(ns);
+        }
+        let status = self.device(tr.flow).status_writeback;
         if status > 0 {
             self.enter_phase(t, Phase::Status, status as u64);
         } else {
@@ -503,6 +511,7 @@ impl Simulator<'_> {
                 answered: false,
                 from_start: true,
                 descriptor: tr.phase == Phase::Descriptor,
+                first: false,
             };
             let r = match self.free_reqs.pop() {
                 Some(i) => {
