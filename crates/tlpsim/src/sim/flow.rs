@@ -196,11 +196,14 @@ impl Simulator<'_> {
             let order = flow.next_order;
             flow.next_order += 1;
             let (src, dst, out) = (flow.source, flow.target, flow.out);
-            let id = self.new_tlp(Tlp {
-                order,
-                addr: addr as u32,
-                ..Tlp::at_source(TlpKind::MWr, src, dst, size, FlowTlp::Data(f).owner(src))
-            });
+            let owner = FlowTlp::Data(f).owner(src);
+            let id = self.new_tlp(
+                Tlp {
+                    order,
+                    ..Tlp::at_source(TlpKind::MWr, src, dst, size, owner)
+                }
+                .data_at(addr),
+            );
             // A storage read: the data exists once the media has read it.
             let ready = match self.nodes[src as usize].media() {
                 Some(m) => m.pass(now, size, true),
@@ -328,6 +331,7 @@ impl Simulator<'_> {
     /// Flow `f`'s posted write `t` reached its target: order check, bytes and latency, and
     /// its transfer's latency if it ends the transfer (a flow's writes arrive in order, so
     /// the bytes taken tell where its transfers end).
+    #[inline]
     fn write_arrived(&mut self, f: u32, t: &Tlp) {
         let now = self.now();
         let measuring = self.measuring;

@@ -95,8 +95,9 @@ struct Tlp {
     ingress: u32,
     live: bool,
     /// Bytes of its first data DW before its first byte: its address modulo 4 if it carries
-    /// data, else 0 (set by `Simulator::new_tlp`). Its data occupies `payload + dw_lead`
-    /// bytes rounded up to whole DWs (see [`tlp::data_wire_bytes_at`]).
+    /// data (set where a data TLP is made at an address, see [`Tlp::data_at`]), else 0. Its
+    /// data occupies `payload + dw_lead` bytes rounded up to whole DWs (see
+    /// [`tlp::data_wire_bytes_at`]).
     dw_lead: u8,
     /// A cut-through switch's copy of a TLP whose LCRC turned out bad after the switch had
     /// begun sending it on: it ends with EDB and an inverted LCRC and the receiver drops it
@@ -149,6 +150,17 @@ impl Tlp {
             nullified: false,
             next: NONE,
             owner,
+        }
+    }
+
+    /// This TLP (a write or completion, with data) with its data at address `addr`.
+    #[inline(always)]
+    fn data_at(self, addr: u64) -> Tlp {
+        debug_assert!(self.payload > 0);
+        Tlp {
+            addr: addr as u32,
+            dw_lead: (addr & 3) as u8,
+            ..self
         }
     }
 
@@ -856,10 +868,9 @@ impl<'a> Simulator<'a> {
 
     // ---- TLP slab -------------------------------------------------------------------
 
-    fn new_tlp(&mut self, mut t: Tlp) -> u32 {
+    fn new_tlp(&mut self, t: Tlp) -> u32 {
         self.audit.tlps_created += 1;
         self.audit.payload_created += t.payload as u64;
-        t.dw_lead = (t.addr & 3) as u8 * (t.payload > 0) as u8;
         self.slot_for(t)
     }
 

@@ -221,6 +221,7 @@ impl Simulator<'_> {
     }
 
     /// Starts flow `f`'s transfers while its streams have free slots.
+    #[inline(never)]
     pub(in crate::sim) fn start_transfers(&mut self, f: u32) {
         let now = self.now();
         for stream in 0..self.streams(f).count() {
@@ -359,6 +360,7 @@ impl Simulator<'_> {
     }
 
     /// A wake-up of side `side` of endpoint `n` fired (see `NodeEv::Engine`).
+    #[inline(never)]
     pub(in crate::sim) fn engines_woken(&mut self, n: usize, side: usize) {
         let now = self.now();
         let s = self.side(n, side);
@@ -553,11 +555,13 @@ impl Simulator<'_> {
                 cookie: purpose.cookie(),
             };
             self.requested(t, len, now + cost);
-            self.new_tlp(Tlp {
-                order,
-                addr: tr.next.0 as u32,
-                ..Tlp::at_source(TlpKind::MWr, src, dst, len, owner)
-            })
+            self.new_tlp(
+                Tlp {
+                    order,
+                    ..Tlp::at_source(TlpKind::MWr, src, dst, len, owner)
+                }
+                .data_at(tr.next.0),
+            )
         };
         (out, id)
     }
@@ -573,6 +577,7 @@ impl Simulator<'_> {
 
     /// An MWr of flow `f` (run by engines) left its endpoint: the write queue has room, and
     /// the transfer whose last MWr it was is through its writing phase.
+    #[inline(never)]
     pub(in crate::sim) fn engine_write_left(&mut self, f: u32) {
         let st = self.streams(f);
         let front = st
@@ -604,6 +609,7 @@ impl Simulator<'_> {
 
     /// A read request of transfer `t` has all its `len` bytes in: its descriptor is read
     /// (its data phase follows) or its data.
+    #[inline(never)]
     pub(in crate::sim) fn engine_read_answered(&mut self, t: u32, len: u32) {
         let tr = &mut self.dma[t as usize];
         tr.unanswered -= len as u64;
@@ -628,6 +634,7 @@ impl Simulator<'_> {
     }
 
     /// A read tag of endpoint `n` (whose flow `f` runs by engines) is free again.
+    #[inline(never)]
     pub(in crate::sim) fn engine_tag_free(&mut self, f: u32) {
         let n = self.flows[f as usize].source as usize;
         self.run_engines(n, READ);

@@ -370,6 +370,7 @@ impl Simulator<'_> {
     /// its transmitter (DLLPs due at one instant go out back to back, ahead of TLPs: the
     /// spec's recommended priority of scheduled transmissions, an implementation note of the
     /// Data Link Layer chapter, puts Ack and UpdateFC DLLPs before new TLPs).
+    #[inline]
     pub(in crate::sim) fn queue_dllp(&mut self, c: u32, d: Dllp) {
         let w = c ^ 1;
         if self.chans[w as usize].phy.flit {

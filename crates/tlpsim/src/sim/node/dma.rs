@@ -97,6 +97,7 @@ impl Node for DmaEndpoint {
         sim.requester_received(n, c, id, t, head);
     }
 
+    #[inline(never)]
     fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
         if let NodeEv::Engine(side) = ev {
             sim.engines_woken(n, side as usize);

@@ -259,11 +259,13 @@ impl Simulator<'_> {
             let addr = t.addr as u64 + offset;
             let piece = tlp::completion_piece(addr, t.length - offset as u32, size, rcb);
             let at = pace(self, piece, ready);
-            let cpl = self.new_tlp(Tlp {
-                order: offset,
-                addr: addr as u32,
-                ..Tlp::at_source(TlpKind::CplD, n as u32, t.src, piece, t.owner)
-            });
+            let cpl = self.new_tlp(
+                Tlp {
+                    order: offset,
+                    ..Tlp::at_source(TlpKind::CplD, n as u32, t.src, piece, t.owner)
+                }
+                .data_at(addr),
+            );
             offset += piece as u64;
             match chain {
                 // Ready with the one before: queued right after it, by its event.
