@@ -269,6 +269,53 @@ def test_each_flow_names_its_bottleneck(tmp_path, cli, cli_json):
     assert "bottleneck_kind" in rows[0] and rows[-1].startswith("resource,rc memory,")
 
 
+NFP_LIKE = """
+[simulation]
+duration = "60us"
+warmup = "10us"
+[pcie]
+gen = 3
+mps = 256
+[[root_complex]]
+name = "rc"
+[[endpoint]]
+name = "nfp"
+kind = "dma"
+dma_engines = 1
+request_cost = { read = "15ns", write = "17ns" }
+transfer_cost = { write = "4.1ns" }
+[[link]]
+between = ["rc", "nfp"]
+width = 8
+[[workload]]
+name = "bw-dma-wr"
+kind = "dma"
+endpoint = "nfp"
+direction = "write"
+transfer_size = "64B"
+window = "8KiB"
+pattern = "random"
+"""
+
+
+def test_a_dma_engines_request_rate_limits_small_writes(cli, tmp_path):
+    # One write engine: 4.1 + 17 ns per 64 B transfer is 47.4 M/s, pcie-bench's NFP-6000 rate.
+    r = tlpsim.run(NFP_LIKE)
+    flow = r.flows[0]
+    assert flow["throughput_gbps"] == pytest.approx(64 * 8 / 21.1, rel=0.002)
+    assert (flow["bottleneck"]["kind"], flow["bottleneck"]["resource"]) == ("dma_engines", "nfp write engines")
+    resources = r.to_pandas("resources")
+    assert list(resources["kind"]) == ["dma_engines", "dma_engines"]
+    # The same stream alternating with reads keeps its writes' rate and adds the reads'.
+    alternate = 'direction = "alternate"\noutstanding = 64'
+    both = tlpsim.run(NFP_LIKE.replace('direction = "write"', alternate))
+    assert both.flows[0]["throughput_gbps"] == pytest.approx(2 * flow["throughput_gbps"], rel=0.01)
+    path = tmp_path / "nfp.toml"
+    path.write_text(NFP_LIKE.replace('pattern = "random"', 'pattern = "diagonal"'))
+    proc = cli("run", str(path))
+    assert proc.returncode == 2 and 'pattern "diagonal" is not allowed; allowed: sequential, random' in proc.stderr
+
+
 def test_schema_comes_from_the_core_types(cli):
     schema = tlpsim.schema()
     assert {"simulation", "pcie", "root_complex", "switch", "endpoint", "link", "workload"} <= schema[

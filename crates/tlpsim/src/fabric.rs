@@ -115,6 +115,8 @@ pub enum NodeKind {
     Endpoint {
         /// Read requests it may have outstanding (tags).
         tags: u32,
+        /// A DMA engine's own limits (none for a storage HBA or a NIC).
+        device: DmaDevice,
         /// The storage behind an HBA (None for a plain DMA engine).
         media: Option<MediaSpec>,
         /// The Ethernet side of a NIC (None unless the endpoint is a NIC).
@@ -130,6 +132,75 @@ pub enum NodeKind {
         /// Bytes/s its memory absorbs written data at, if limited.
         write_rate: Option<f64>,
     },
+}
+
+/// One side (reads or writes) of a DMA endpoint: its engines and what they spend on a
+/// transfer. The default (unlimited engines, no costs, no latency) leaves the fabric alone
+/// to limit the endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct DmaEngines {
+    /// Transfers it processes at once (None: as many as the workloads keep in flight).
+    pub engines: Option<u32>,
+    /// Engine time to issue each request TLP (MRd or MWr): one engine issues at most one
+    /// request per this time.
+    pub request_cost: SimTime,
+    /// Engine time per transfer, before its first request.
+    pub transfer_cost: SimTime,
+    /// Device-internal time added to each transfer before it takes an engine (it holds no
+    /// engine meanwhile).
+    pub latency: SimTime,
+    /// Engine time per device memory word ([`DmaDevice::unit`]) that a transfer covers only
+    /// in part.
+    pub partial_unit_cost: SimTime,
+}
+
+/// A DMA endpoint's own limits: its read side and its write side (each with its own
+/// engines), its memory word, and the descriptor and status TLPs around each transfer.
+/// The default is none of them: the endpoint is limited by the fabric alone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DmaDevice {
+    /// What its DMA reads (MRd out, CplD in) cost.
+    pub read: DmaEngines,
+    /// What its DMA writes (MWr out) cost.
+    pub write: DmaEngines,
+    /// Bytes in one word of its memory (a power of two; 1: no words): a request carries at
+    /// most its maximum size in whole words, and a word covered only in part costs
+    /// `partial_unit_cost`.
+    pub unit: u32,
+    /// Bytes of the descriptor it reads (an MRd to host memory) before each transfer; 0 for
+    /// none.
+    pub descriptor: u32,
+    /// Bytes of the status it writes (an MWr to host memory) after each transfer; 0 for
+    /// none.
+    pub status_writeback: u32,
+}
+
+impl Default for DmaDevice {
+    fn default() -> Self {
+        DmaDevice {
+            read: DmaEngines::default(),
+            write: DmaEngines::default(),
+            unit: 1,
+            descriptor: 0,
+            status_writeback: 0,
+        }
+    }
+}
+
+impl DmaDevice {
+    /// Whether it limits nothing (the fabric alone limits the endpoint).
+    pub fn is_none(&self) -> bool {
+        *self == DmaDevice::default()
+    }
+
+    /// Its read side or its write side.
+    pub fn side(&self, read: bool) -> &DmaEngines {
+        if read {
+            &self.read
+        } else {
+            &self.write
+        }
+    }
 }
 
 /// What a workload finds at the node it targets.
@@ -394,8 +465,93 @@ pub enum DmaDirection {
     Read,
     /// Writes to the target's memory (MWr).
     Write,
-    /// Both at once.
+    /// Both at once: a read stream and a write stream, each with its own transfers.
     Both,
+    /// One stream of transfers that alternate: a write, a read, a write, ... (pcie-bench's
+    /// BW_DMA_RW).
+    Alternate,
+    /// Each transfer writes, then reads the same host address once the write has left
+    /// (pcie-bench's LAT_DMA_WRRD); the read's latency counts from the write's start.
+    WriteRead,
+}
+
+impl DmaDirection {
+    /// Whether it reads the target's memory.
+    pub fn reads(self) -> bool {
+        self != DmaDirection::Write
+    }
+
+    /// Whether it writes the target's memory.
+    pub fn writes(self) -> bool {
+        self != DmaDirection::Read
+    }
+
+    /// Whether its transfers are one stream mixing reads and writes (alternate,
+    /// write-read).
+    pub fn mixed(self) -> bool {
+        matches!(self, DmaDirection::Alternate | DmaDirection::WriteRead)
+    }
+}
+
+/// The order in which a workload's transfers visit the slots of its window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressPattern {
+    /// One slot after the other, wrapping at the window's end.
+    Sequential,
+    /// A slot drawn uniformly from the run's seeded random numbers for each transfer.
+    Random,
+}
+
+/// Bytes of a cache line: a window's slots are whole cache lines.
+pub const CACHE_LINE: u64 = 64;
+
+/// Where a workload's transfers lie: host addresses (offsets into its buffer, which starts
+/// on a 4 KiB boundary) and the device address. The window holds `window / slot` slots of
+/// `slot` bytes (the transfer size plus the host offset, rounded up to a cache line), and
+/// each transfer starts `host_offset` bytes into its slot; a slot where a transfer of at
+/// most 4 KiB would cross a 4 KiB boundary is passed over (pcie-bench lays its window
+/// out this way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Addresses {
+    /// Bytes of host buffer the transfers walk over (a whole number of slots).
+    pub window: u64,
+    /// Bytes of one slot.
+    pub slot: u64,
+    /// Sequential or random.
+    pub pattern: AddressPattern,
+    /// Bytes from a slot's start to its transfer's first byte.
+    pub host_offset: u64,
+    /// Address of a transfer's first byte in the device's memory.
+    pub device_offset: u64,
+}
+
+impl Addresses {
+    /// Every transfer of `transfer_size` bytes at the start of one slot, the same each
+    /// time: what a workload with no address keys does.
+    pub fn single(transfer_size: u64) -> Self {
+        let slot = transfer_size.div_ceil(CACHE_LINE) * CACHE_LINE;
+        Addresses {
+            window: slot,
+            slot,
+            pattern: AddressPattern::Sequential,
+            host_offset: 0,
+            device_offset: 0,
+        }
+    }
+
+    /// Slots in the window.
+    pub fn slots(&self) -> u64 {
+        self.window / self.slot
+    }
+}
+
+/// The state of the host's caches for a workload's window when the run starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheState {
+    /// The host CPU touched the window first (pcie-bench's HWarm).
+    Warm,
+    /// The host's caches were thrashed first (pcie-bench's Cold).
+    Cold,
 }
 
 /// A DMA workload.
@@ -425,6 +581,11 @@ pub struct WorkloadSpec {
     pub doorbell: Option<Doorbell>,
     /// The target given as an address: the windows it crosses (None when named).
     pub address: Option<AddressPath>,
+    /// Where its transfers lie in host and device memory.
+    pub addresses: Addresses,
+    /// The host's caches for its window (carried for the host memory model; no effect
+    /// yet).
+    pub cache: CacheState,
 }
 
 /// A non-transparent bridge's doorbell, rung by a writer after every `every` transfers; the

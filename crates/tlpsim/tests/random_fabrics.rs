@@ -1,7 +1,9 @@
 //! Property test: random fabrics (switch trees of cut-through and store-and-forward,
 //! crossbar and shared-bus switches, links of any generation and width, finite endpoint
 //! credits, bit errors) under random DMA workloads, with a NIC and a memory endpoint among
-//! them. Every run must finish, pass the self-audit (every TLP delivered once and in order,
+//! them, and DMA endpoints with limits of their own (engines, costs, latency, device
+//! words, descriptors and statuses) under every direction and address pattern. Every run
+//! must finish, pass the self-audit (every TLP delivered once and in order,
 //! no credit counter below zero, payload bytes conserved), move data, retransmit nothing
 //! when no bit errors are set, order the percentiles of both latency summaries, and give
 //! the same result twice. 256 cases by default;
@@ -20,9 +22,25 @@ type SwitchGen = (usize, bool, bool, u32, bool, u32);
 /// shared outbound queue with this many TLPs per root port (0: per-port queues), memory
 /// read latency fixed / uniform / exponential, a host bridge in front of memory.
 type RootGen = (u32, bool, u32, usize, bool);
-/// One endpoint: (parent index as for switches), direction (one past the last: a storage
-/// HBA), transfer size, outstanding, posted header credits.
+/// One endpoint: (parent index as for switches), direction (of `EP_DIRECTIONS`; one past
+/// the last: a storage HBA), transfer size, outstanding, posted header credits.
 type EndpointGen = (usize, usize, u32, u32, u32);
+/// A DMA endpoint's own limits and its workload's addresses: (engines, 0 unlimited; request
+/// cost, transfer cost, device latency in ns (an odd latency: reads only); device word,
+/// 1 << k bytes; partial word cost in ns; descriptor and status bytes, 0 for none; host
+/// offset, device offset; window in slots, 0 for none; random slots; cold cache).
+type DeviceGen = (
+    u32,
+    (u32, u32, u32),
+    u32,
+    u32,
+    (u32, u32),
+    u32,
+    u32,
+    u32,
+    bool,
+    bool,
+);
 /// A GE NIC: (parent index as for switches, frame size, offered load in percent, link).
 type NicGen = (usize, u32, u32, LinkGen);
 /// A memory endpoint the root complex reads and writes: (parent index as for switches, read
@@ -35,6 +53,8 @@ type LinkGen = (u32, usize, u32, u32, bool);
 
 const WIDTHS: [u32; 5] = [1, 2, 4, 8, 16];
 const DIRECTIONS: [&str; 3] = ["read", "write", "both"];
+/// A DMA endpoint's directions.
+const EP_DIRECTIONS: [&str; 5] = ["read", "write", "both", "alternate", "write-read"];
 
 fn link(up: &str, down: &str, (gen, w, prop, replay, skp): LinkGen) -> String {
     let mut t = format!(
@@ -65,7 +85,7 @@ fn fabric(
     seed: u64,
     (memory, mps_completions, port_queue, latency, bridge): RootGen,
     switches: &[(SwitchGen, LinkGen)],
-    endpoints: &[(EndpointGen, LinkGen)],
+    endpoints: &[(EndpointGen, LinkGen, DeviceGen)],
     nic: Option<NicGen>,
     memory_endpoint: Option<MemoryGen>,
     host_writes: bool,
@@ -137,9 +157,9 @@ fn fabric(
         }
         links.push_str(&link(&parent(p, k), &format!("sw{k}"), l));
     }
-    for (k, &((p, dir, size, outstanding, ph), l)) in endpoints.iter().enumerate() {
+    for (k, &((p, dir, size, outstanding, ph), l, dev)) in endpoints.iter().enumerate() {
         links.push_str(&link(&parent(p, switches.len()), &format!("ep{k}"), l));
-        if dir == DIRECTIONS.len() {
+        if dir == EP_DIRECTIONS.len() {
             // A storage HBA: media rates, turnaround and seek drawn from the same numbers.
             t.push_str(&format!(
                 "[[endpoint]]\nname = \"ep{k}\"\nkind = \"storage\"\n\
@@ -161,13 +181,15 @@ fn fabric(
         }
         t.push_str(&format!(
             "[[endpoint]]\nname = \"ep{k}\"\nkind = \"dma\"\n\
-             credits = {{ ph = {ph}, pd = {} }}\n",
-            mps / 16 * ph
+             credits = {{ ph = {ph}, pd = {} }}\n{}",
+            mps / 16 * ph,
+            device(dev)
         ));
         t.push_str(&format!(
             "[[workload]]\nname = \"w{k}\"\nkind = \"dma\"\nendpoint = \"ep{k}\"\n\
-             direction = \"{}\"\ntransfer_size = \"{size}B\"\noutstanding = {outstanding}\n",
-            DIRECTIONS[dir]
+             direction = \"{}\"\ntransfer_size = \"{size}B\"\noutstanding = {outstanding}\n{}",
+            EP_DIRECTIONS[dir],
+            addresses(dev, size)
         ));
     }
     if let Some((p, frame, load, l)) = nic {
@@ -198,7 +220,7 @@ fn fabric(
         ));
         links.push_str(&link(&parent(p, switches.len()), "mem", l));
     }
-    if host_writes && endpoints[0].0 .1 < DIRECTIONS.len() {
+    if host_writes && endpoints[0].0 .1 < EP_DIRECTIONS.len() {
         t.push_str(
             "[[workload]]\nname = \"host\"\nkind = \"dma\"\nendpoint = \"rc\"\n\
              target = \"ep0\"\ndirection = \"write\"\ntransfer_size = \"2KiB\"\n",
@@ -208,6 +230,74 @@ fn fabric(
         t.push_str("[[host_bridge]]\nname = \"hb\"\nbandwidth = \"3GB/s\"\nlatency = \"120ns\"\n");
     }
     t + &links
+}
+
+/// A DMA endpoint's keys for its own limits as `dev` draws them.
+fn device(dev: DeviceGen) -> String {
+    let (engines, (request, transfer, latency), unit, partial, (descriptor, status), ..) = dev;
+    let mut t = String::new();
+    if engines > 0 {
+        t.push_str(&format!("dma_engines = {engines}\n"));
+    }
+    t.push_str(&format!(
+        "request_cost = {{ read = \"{request}ns\", write = \"{}ns\" }}\n\
+         transfer_cost = \"{transfer}ns\"\n",
+        request / 2
+    ));
+    if latency % 2 == 1 {
+        t.push_str(&format!("latency = {{ read = \"{latency}ns\" }}\n"));
+    } else {
+        t.push_str(&format!("latency = \"{latency}ns\"\n"));
+    }
+    t.push_str(&format!(
+        "dma_unit = \"{}B\"\npartial_unit_cost = \"{partial}ns\"\n",
+        1 << unit
+    ));
+    if descriptor > 0 {
+        t.push_str(&format!("descriptor = \"{}B\"\n", 4 * descriptor));
+    }
+    if status > 0 {
+        t.push_str(&format!("status_writeback = \"{}B\"\n", 4 * status));
+    }
+    t
+}
+
+/// A DMA workload's address keys as `dev` draws them, for transfers of `size` bytes.
+fn addresses(dev: DeviceGen, size: u32) -> String {
+    let (.., host_offset, device_offset, slots, random, cold) = dev;
+    let mut t = format!(
+        "host_offset = {host_offset}\ndevice_offset = {device_offset}\n\
+         cache = \"{}\"\n",
+        if cold { "cold" } else { "warm" }
+    );
+    if slots > 0 {
+        let slot = (size + host_offset).div_ceil(64) * 64;
+        t.push_str(&format!(
+            "window = \"{}B\"\npattern = \"{}\"\n",
+            slots * slot,
+            if random { "random" } else { "sequential" }
+        ));
+    }
+    t
+}
+
+/// A DMA endpoint's limits and addresses: none in about a third of the cases.
+fn device_gen() -> impl Strategy<Value = DeviceGen> {
+    prop_oneof![
+        1 => Just((0, (0, 0, 0), 0, 0, (0, 0), 0, 0, 0, false, false)),
+        2 => (
+            0u32..=3,
+            (0u32..=40, 0u32..=60, 0u32..=400),
+            0u32..=4,
+            0u32..=20,
+            (prop::sample::select(vec![0u32, 4]), prop::sample::select(vec![0u32, 2])),
+            0u32..=70,
+            0u32..=70,
+            0u32..=9,
+            any::<bool>(),
+            any::<bool>(),
+        ),
+    ]
 }
 
 /// Both latency summaries of every flow order their percentiles (p50 <= p95 <= p99 <=
@@ -259,8 +349,8 @@ proptest! {
             ((0usize..4, any::<bool>(), any::<bool>(), 20u32..300, any::<bool>(), 1u32..=16),
              link_gen()), 0..=3),
         endpoints in prop::collection::vec(
-            ((0usize..4, 0usize..=DIRECTIONS.len(), 64u32..=8192, 1u32..=8, 1u32..=8),
-             link_gen()), 1..=4),
+            ((0usize..4, 0usize..=EP_DIRECTIONS.len(), 64u32..=8192, 1u32..=8, 1u32..=8),
+             link_gen(), device_gen()), 1..=4),
         nic in prop::option::of((0usize..4, 64u32..=1518, 10u32..=100, link_gen())),
         memory_endpoint in prop::option::of((0usize..4, 0u32..=2000, 0u32..=40,
             0usize..DIRECTIONS.len(), 4u32..=16384, link_gen())),

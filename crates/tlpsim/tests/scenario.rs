@@ -50,6 +50,16 @@ const FREE_TEXT: &[&str] = &[
     "bar_size",
     "read_latency",
     "write_rate",
+    "window",
+    "request_cost",
+    "transfer_cost",
+    "partial_unit_cost",
+    "dma_unit",
+    "descriptor",
+    "status_writeback",
+    // A DMA endpoint's per-side values: { read = "15ns", write = "17ns" }.
+    "read",
+    "write",
 ];
 
 fn schema() -> Value {
@@ -189,7 +199,7 @@ fn every_word_valued_key_lists_its_words() {
     );
     assert_eq!(
         words("DirectionWord"),
-        serde_json::json!(["read", "write", "both"])
+        serde_json::json!(["read", "write", "both", "alternate", "write-read"])
     );
     let kinds: Vec<&str> = root["$defs"]["EndpointSection"]["oneOf"]
         .as_array()

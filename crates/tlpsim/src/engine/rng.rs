@@ -21,6 +21,12 @@ impl Rng {
         (self.0.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
+    /// A whole number below `n` (n > 0), uniform but for a bias under n / 2^64 (the high
+    /// half of a 64 × 64-bit product: one draw, no rejection).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.0.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
     /// True with probability `p` (p ≤ 0 never draws a number, so streams without errors
     /// are unaffected by the error model).
     pub fn chance(&mut self, p: f64) -> bool {

@@ -82,9 +82,65 @@ pub fn data_wire_bytes(payload: u32) -> u32 {
     payload.div_ceil(DW_BYTES) * DW_BYTES
 }
 
+/// Bytes the data of a TLP whose first data byte is at address `addr` occupies on the wire:
+/// the whole DWs from the one holding its first byte to the one holding its last (the
+/// Length field counts DWs; the First and Last DW Byte Enables mark the bytes used, PCIe
+/// Base Specification §2.2.5). A 65-byte write at a DW-aligned address and a 64-byte write
+/// at an address 1 past one are both 17 DW (68 bytes); a TLP with no data has none.
+#[inline(always)]
+pub fn data_wire_bytes_at(addr: u64, payload: u32) -> u32 {
+    if payload == 0 {
+        return 0;
+    }
+    ((addr as u32 & (DW_BYTES - 1)) + payload).div_ceil(DW_BYTES) * DW_BYTES
+}
+
 /// Transaction-layer bytes of one TLP: header + data (whole DW) + optional ECRC.
 pub fn tlp_bytes(kind: TlpKind, addressing: Addressing, payload: u32, ecrc: bool) -> u32 {
     header_bytes(kind, addressing) + data_wire_bytes(payload) + if ecrc { ECRC_BYTES } else { 0 }
+}
+
+/// [`tlp_bytes`] of a TLP whose data starts at address `addr` (see [`data_wire_bytes_at`]).
+#[inline(always)]
+pub fn tlp_bytes_at(
+    kind: TlpKind,
+    addressing: Addressing,
+    addr: u64,
+    payload: u32,
+    ecrc: bool,
+) -> u32 {
+    header_bytes(kind, addressing)
+        + data_wire_bytes_at(addr, payload)
+        + if ecrc { ECRC_BYTES } else { 0 }
+}
+
+/// No memory request may cross a multiple of this address (PCIe Base Specification §2.2.7:
+/// "Requests must not specify an Address/Length combination which causes a Memory Space
+/// access to cross a 4-KB boundary").
+pub const REQUEST_BOUNDARY: u64 = 4096;
+
+/// Bytes of the next request TLP (MWr data or MRd length) of a transfer whose next byte is
+/// at address `addr`, with `left` bytes to go: at most `max` (MPS or a smaller TLP payload
+/// for writes, MRRS for reads), cut from the transfer's start, and never across a 4 KiB
+/// boundary ([`REQUEST_BOUNDARY`]). At an address that is a multiple of `max` (a power of
+/// two), every piece but the last is `max` bytes, as [`split`] cuts.
+#[inline(always)]
+pub fn request_piece(addr: u64, left: u64, max: u32) -> u32 {
+    let to_boundary = REQUEST_BOUNDARY - (addr & (REQUEST_BOUNDARY - 1));
+    left.min(max as u64).min(to_boundary) as u32
+}
+
+/// Bytes of the next completion of a read request whose next byte is at address `addr`,
+/// with `left` bytes to go: at most `max` (the completer's completion size, a multiple of
+/// `rcb`), ending on a multiple of the read completion boundary `rcb` unless it is the
+/// last (PCIe Base Specification §2.3.1.1: a request completed by several completions is
+/// split at RCB-aligned addresses). At an RCB-aligned address every piece but the last is
+/// `max` bytes, as [`split`] cuts.
+#[inline(always)]
+pub fn completion_piece(addr: u64, left: u32, max: u32, rcb: u32) -> u32 {
+    let end = (addr + max as u64) & !(rcb as u64 - 1);
+    let piece = if end > addr { end - addr } else { max as u64 };
+    (left as u64).min(piece) as u32
 }
 
 /// Checks a Max_Payload_Size or Max_Read_Request_Size (`setting` names which).
@@ -111,8 +167,8 @@ pub fn check_rcb(bytes: i64) -> Result<u32> {
 
 /// Sizes of the pieces `total` bytes are cut into at `chunk` (all full, the last partial).
 ///
-/// Transfers are taken to start on a `chunk`-aligned address, so no piece crosses a
-/// chunk (or 4 KiB) boundary that an aligned transfer would not.
+/// For a transfer that starts on a `chunk`-aligned address (the closed form's, a NIC's
+/// frame buffers); [`request_piece`] and [`completion_piece`] cut from a real address.
 pub fn split(total: u64, chunk: u32) -> impl Iterator<Item = u32> {
     let chunk = chunk as u64;
     let full = total / chunk;
@@ -164,6 +220,66 @@ mod tests {
         let direct: f64 = split(4196, 256).map(|p| p as f64 + 24.0).sum();
         assert_eq!(sum_over_split(4196, 256, |p| p as f64 + 24.0), direct);
         assert_eq!(pieces(4196, 256), 17);
+    }
+
+    #[test]
+    fn data_rounds_to_whole_dws_from_its_address() {
+        assert_eq!(data_wire_bytes_at(0, 64), 64);
+        assert_eq!(data_wire_bytes_at(0, 65), 68);
+        assert_eq!(data_wire_bytes_at(1, 64), 68);
+        assert_eq!(data_wire_bytes_at(3, 1), 4);
+        assert_eq!(data_wire_bytes_at(3, 2), 8);
+        assert_eq!(data_wire_bytes_at(0, 63), 64);
+        assert_eq!(data_wire_bytes_at(5, 0), 0);
+        for p in 0..300 {
+            assert_eq!(data_wire_bytes_at(0, p), data_wire_bytes(p));
+            assert_eq!(data_wire_bytes_at(4096, p), data_wire_bytes(p));
+        }
+        assert_eq!(
+            tlp_bytes_at(TlpKind::MWr, Addressing::A64, 1, 64, false),
+            tlp_bytes(TlpKind::MWr, Addressing::A64, 65, false)
+        );
+    }
+
+    #[test]
+    fn requests_never_cross_4_kib() {
+        // A 4 KiB read at offset 64 with MRRS 4096: two requests, the first to the boundary.
+        assert_eq!(request_piece(64, 4096, 4096), 4032);
+        assert_eq!(request_piece(4096, 64, 4096), 64);
+        // Cut from the transfer's start, not at multiples of the maximum.
+        assert_eq!(request_piece(8, 128, 128), 128);
+        assert_eq!(request_piece(4000, 200, 128), 96);
+        // At aligned addresses, what `split` cuts.
+        for (total, max) in [(4196u64, 256u32), (8192, 512), (100, 128), (1 << 20, 4096)] {
+            let (mut addr, mut left, mut pieces) = (0u64, total, Vec::new());
+            while left > 0 {
+                let p = request_piece(addr, left, max);
+                pieces.push(p);
+                addr += p as u64;
+                left -= p as u64;
+            }
+            assert_eq!(pieces, split(total, max).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn completions_end_on_rcb_boundaries() {
+        // RCB-sized completions of 256 B at offset 1: 63, 64, 64, 64, 1.
+        let (mut addr, mut left, mut pieces) = (1u64, 256u32, Vec::new());
+        while left > 0 {
+            let p = completion_piece(addr, left, 64, 64);
+            pieces.push(p);
+            addr += p as u64;
+            left -= p;
+        }
+        assert_eq!(pieces, [63, 64, 64, 64, 1]);
+        // MPS-sized (256) completions, RCB 64, from offset 32: 224, then 256, then the rest.
+        assert_eq!(completion_piece(32, 600, 256, 64), 224);
+        assert_eq!(completion_piece(256, 376, 256, 64), 256);
+        assert_eq!(completion_piece(512, 120, 256, 64), 120);
+        // At an aligned address: what `split` cuts.
+        assert_eq!(completion_piece(0, 1000, 256, 128), 256);
+        assert_eq!(completion_piece(0, 100, 256, 128), 100);
     }
 
     #[test]

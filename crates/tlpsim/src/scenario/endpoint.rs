@@ -12,12 +12,15 @@ use super::error::{BuildError, Place};
 use super::file::Tagged;
 use super::nodes::NodeTable;
 use super::tags::TagRequest;
-use super::values::{self, defaults, words, CreditsSection};
+use super::values::{self, defaults, words, CountSides, CreditsSection, DurationSides};
 use super::DEFAULT_ENDPOINT_CREDITS;
-use crate::fabric::{MediaSpec, NicSpec, NodeKind, NodeSpec};
+use crate::engine::SimTime;
+use crate::fabric::{DmaDevice, DmaEngines, MediaSpec, NicSpec, NodeKind, NodeSpec};
 
 defaults! {
     default_zero_ns: String = "0ns";
+    default_zero_sides: DurationSides = "0ns";
+    default_dma_unit: String = "1B";
     default_ports: i64 = 2;
     default_rx_fifo: String = "48KiB";
     default_ring: i64 = 256;
@@ -106,6 +109,37 @@ pub struct DmaEndpointSection {
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
     pub credits: Option<CreditsSection>,
+    /// DMA engines on each side (reads and writes have their own): transfers each side
+    /// processes at once, e.g. 1, or `{ read = 2, write = 1 }` (as many as the workloads
+    /// keep in flight when left out).
+    pub dma_engines: Option<CountSides>,
+    /// Engine time to issue each request TLP (an MRd or an MWr): one engine issues at most
+    /// one request per this time, e.g. "17ns", or `{ read = "15ns", write = "17ns" }`
+    /// (default "0ns").
+    #[serde(default = "default_zero_sides")]
+    pub request_cost: DurationSides,
+    /// Engine time per transfer before its first request, for one side or each (default
+    /// "0ns").
+    #[serde(default = "default_zero_sides")]
+    pub transfer_cost: DurationSides,
+    /// Device-internal time added to each transfer before it takes an engine (it holds no
+    /// engine meanwhile; a read's latency counts it), for one side or each (default "0ns").
+    #[serde(default = "default_zero_sides")]
+    pub latency: DurationSides,
+    /// Bytes in one word of its memory, a power of two up to 4 KiB: a request carries at
+    /// most its maximum size in whole words (default "1B": no words).
+    #[serde(default = "default_dma_unit")]
+    pub dma_unit: String,
+    /// Engine time per word of its memory (`dma_unit`) that a transfer covers only in part,
+    /// for one side or each (default "0ns").
+    #[serde(default = "default_zero_sides")]
+    pub partial_unit_cost: DurationSides,
+    /// Bytes of the descriptor it reads from host memory before each transfer, e.g. "16B"
+    /// (no descriptor reads when left out).
+    pub descriptor: Option<String>,
+    /// Bytes of the status it writes to host memory after each transfer, e.g. "16B" (no
+    /// status writes when left out).
+    pub status_writeback: Option<String>,
 }
 
 /// `[[endpoint]]` with `kind = "storage"`: an HBA with its drives.
@@ -223,25 +257,27 @@ pub fn endpoints(
             tags,
             place: place.clone(),
         };
-        let requester = |media, nic| NodeKind::Endpoint {
+        let requester = |device, media, nic| NodeKind::Endpoint {
             tags: 0,
+            device,
             media,
             nic,
         };
+        let none = DmaDevice::default();
         let (tags, mut kind, credits) = match ep {
             EndpointSection::Dma(s) => (
                 Some(request(s.tag_bits, s.tags)),
-                requester(None, None),
+                requester(device(&place, s)?, None, None),
                 &s.credits,
             ),
             EndpointSection::Storage(s) => (
                 Some(request(s.tag_bits, s.tags)),
-                requester(Some(media(&place, s)?), None),
+                requester(none, Some(media(&place, s)?), None),
                 &s.credits,
             ),
             EndpointSection::Nic(s) => (
                 Some(request(s.tag_bits, s.tags)),
-                requester(None, Some(nic(&place, s)?)),
+                requester(none, None, Some(nic(&place, s)?)),
                 &s.credits,
             ),
             EndpointSection::Memory(s) => (None, memory(&place, s)?, &s.credits),
@@ -263,6 +299,62 @@ pub fn endpoints(
         )?;
     }
     Ok(open)
+}
+
+/// A DMA endpoint's own limits: its engines, costs, latency, memory word and the descriptor
+/// and status TLPs around each transfer.
+fn device(place: &Place, s: &DmaEndpointSection) -> Result<DmaDevice, BuildError> {
+    let zero = SimTime::ZERO;
+    let (read_engines, write_engines) = match &s.dma_engines {
+        Some(v) => values::count_sides(place, "dma_engines", v, 1..=4096, "1 to 4096")?,
+        None => (None, None),
+    };
+    let cost = |key, v| values::duration_sides(place, key, v, zero);
+    let (read_request, write_request) = cost("request_cost", &s.request_cost)?;
+    let (read_transfer, write_transfer) = cost("transfer_cost", &s.transfer_cost)?;
+    let (read_latency, write_latency) = cost("latency", &s.latency)?;
+    let (read_partial, write_partial) = cost("partial_unit_cost", &s.partial_unit_cost)?;
+    let unit = values::bytes(place, "dma_unit", &s.dma_unit)?;
+    if !unit.is_power_of_two() || unit > 4096 {
+        return Err(BuildError::not_allowed(
+            place,
+            "dma_unit",
+            &s.dma_unit,
+            "a power of two from 1 B to 4 KiB",
+        ));
+    }
+    let tlp_bytes = |key: &'static str, v: &Option<String>| -> Result<u32, BuildError> {
+        let Some(text) = v else { return Ok(0) };
+        let b = values::bytes(place, key, text)?;
+        if !(4..=4096).contains(&b) || b % 4 != 0 {
+            return Err(BuildError::not_allowed(
+                place,
+                key,
+                text,
+                "a multiple of 4 B from 4 B to 4 KiB",
+            ));
+        }
+        Ok(b as u32)
+    };
+    Ok(DmaDevice {
+        read: DmaEngines {
+            engines: read_engines,
+            request_cost: read_request,
+            transfer_cost: read_transfer,
+            latency: read_latency,
+            partial_unit_cost: read_partial,
+        },
+        write: DmaEngines {
+            engines: write_engines,
+            request_cost: write_request,
+            transfer_cost: write_transfer,
+            latency: write_latency,
+            partial_unit_cost: write_partial,
+        },
+        unit: unit as u32,
+        descriptor: tlp_bytes("descriptor", &s.descriptor)?,
+        status_writeback: tlp_bytes("status_writeback", &s.status_writeback)?,
+    })
 }
 
 /// The drives behind a storage endpoint.

@@ -208,6 +208,148 @@ pub struct DistributionSection {
     pub mean: Option<String>,
 }
 
+/// A duration for a DMA endpoint's read side and write side, as written: "15ns" for both,
+/// or a table `{ read = "15ns", write = "17ns" }` (a side left out takes the key's default).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DurationSides {
+    /// The same duration for both sides, such as "15ns".
+    Both(String),
+    /// `{ read = "15ns", write = "17ns" }`.
+    Each(DurationSidesSection),
+}
+
+/// A duration per side of a DMA endpoint.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DurationSidesSection {
+    /// Its DMA reads' value (the key's default when left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<String>,
+    /// Its DMA writes' value (the key's default when left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write: Option<String>,
+}
+
+impl From<&str> for DurationSides {
+    fn from(s: &str) -> Self {
+        DurationSides::Both(s.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for DurationSides {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        /// A string is both sides' duration, a table each side's.
+        struct Either;
+        impl<'de> Visitor<'de> for Either {
+            type Value = DurationSides;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "a duration such as \"15ns\" or a table such as \
+                     { read = \"15ns\", write = \"17ns\" }",
+                )
+            }
+
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<DurationSides, E> {
+                Ok(DurationSides::Both(s.to_string()))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<DurationSides, A::Error> {
+                DurationSidesSection::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(DurationSides::Each)
+            }
+        }
+        d.deserialize_any(Either)
+    }
+}
+
+/// The (read, write) durations of `key` as `v` gives them, `default` for a side left out.
+pub fn duration_sides(
+    place: &Place,
+    key: &'static str,
+    v: &DurationSides,
+    default: SimTime,
+) -> Result<(SimTime, SimTime), BuildError> {
+    let side = |s: &Option<String>| match s {
+        Some(s) => duration(place, key, s),
+        None => Ok(default),
+    };
+    match v {
+        DurationSides::Both(s) => {
+            let d = duration(place, key, s)?;
+            Ok((d, d))
+        }
+        DurationSides::Each(e) => Ok((side(&e.read)?, side(&e.write)?)),
+    }
+}
+
+/// A count for a DMA endpoint's read side and write side, as written: 2 for both, or a table
+/// `{ read = 2, write = 1 }` (a side left out takes the key's default).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum CountSides {
+    /// The same count for both sides.
+    Both(i64),
+    /// `{ read = 2, write = 1 }`.
+    Each(CountSidesSection),
+}
+
+/// A count per side of a DMA endpoint.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CountSidesSection {
+    /// Its DMA reads' count (the key's default when left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<i64>,
+    /// Its DMA writes' count (the key's default when left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write: Option<i64>,
+}
+
+impl<'de> Deserialize<'de> for CountSides {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        /// A number is both sides' count, a table each side's.
+        struct Either;
+        impl<'de> Visitor<'de> for Either {
+            type Value = CountSides;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a whole number such as 2 or a table such as { read = 2, write = 1 }")
+            }
+
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<CountSides, E> {
+                Ok(CountSides::Both(n))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<CountSides, A::Error> {
+                CountSidesSection::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(CountSides::Each)
+            }
+        }
+        d.deserialize_any(Either)
+    }
+}
+
+/// The (read, write) counts of `key` as `v` gives them (None for a side left out), each in
+/// `range` (`allowed` says it in words).
+pub fn count_sides(
+    place: &Place,
+    key: &'static str,
+    v: &CountSides,
+    range: std::ops::RangeInclusive<i64>,
+    allowed: &str,
+) -> Result<(Option<u32>, Option<u32>), BuildError> {
+    let one = |n: i64| count(place, key, n, range.clone(), allowed);
+    match v {
+        CountSides::Both(n) => {
+            let n = one(*n)?;
+            Ok((Some(n), Some(n)))
+        }
+        CountSides::Each(e) => Ok((e.read.map(one).transpose()?, e.write.map(one).transpose()?)),
+    }
+}
+
 /// A credit count as written: a number or "infinite" (any word is read; [`credits`] checks
 /// it, naming the credit type).
 #[derive(Debug, Clone, PartialEq, Serialize)]

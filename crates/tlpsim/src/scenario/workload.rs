@@ -13,15 +13,21 @@ use super::ntb::WindowMap;
 use super::values::{self, defaults, words};
 use super::DEFAULT_OUTSTANDING;
 use crate::fabric::{
-    AddressPath, BridgeSpec, DmaDirection, Doorbell, NodeId, NodeKind, NodeSpec, PcieSettings,
-    StorageMix, TargetKind, WorkloadSpec, SCRATCHPAD_BYTES,
+    AddressPath, AddressPattern, Addresses, BridgeSpec, CacheState, DmaDirection, Doorbell, NodeId,
+    NodeKind, NodeSpec, PcieSettings, StorageMix, TargetKind, WorkloadSpec, CACHE_LINE,
+    SCRATCHPAD_BYTES,
 };
 use crate::pcie::tlp::Addressing;
 use crate::units;
 
 defaults! {
     default_outstanding: i64 = DEFAULT_OUTSTANDING;
+    default_zero: i64 = 0;
 }
+
+/// The largest window a workload's transfers may walk over (2 GiB: a TLP's address, an
+/// offset into the buffer, stays below 4 GiB).
+const MAX_WINDOW: u64 = 1 << 31;
 
 words! {
     /// What a workload moves.
@@ -44,6 +50,30 @@ words! {
         Write = "write",
         /// Both at once.
         Both = "both",
+        /// One stream of transfers alternating write, read, write, ...
+        Alternate = "alternate",
+        /// Each transfer a write, then a read of the same address.
+        WriteRead = "write-read",
+    }
+}
+
+words! {
+    /// The order in which transfers visit a window's slots.
+    pub enum PatternWord for "pattern" default Sequential => AddressPattern {
+        /// One slot after the other.
+        Sequential = "sequential",
+        /// A slot drawn at random (from the run's seed) for each transfer.
+        Random = "random",
+    }
+}
+
+words! {
+    /// The host's caches for a workload's window at the start.
+    pub enum CacheWord for "cache" default Warm => CacheState {
+        /// The host CPU touched the window first.
+        Warm = "warm",
+        /// The host's caches were thrashed first.
+        Cold = "cold",
     }
 }
 
@@ -112,11 +142,14 @@ pub struct DmaWorkloadSection {
     /// "0x8000_0000"; non-transparent bridges' windows translate it into the domain whose
     /// root complex's memory it reaches.
     pub target_address: Option<String>,
-    /// "read", "write" or "both".
+    /// "read", "write", "both" (a read stream and a write stream), "alternate" (one stream:
+    /// write, read, write, ...) or "write-read" (each transfer writes, then reads the same
+    /// address); the last two run on a kind = "dma" endpoint.
     pub direction: DirectionWord,
     /// Bytes per transfer, e.g. "4KiB".
     pub transfer_size: String,
-    /// Transfers in flight (default 4).
+    /// Transfers in flight (default 4), per stream; 1 with direction = "read" is
+    /// pcie-bench's LAT_DMA_RD, with "write-read" its LAT_DMA_WRRD.
     #[serde(default = "default_outstanding")]
     pub outstanding: i64,
     /// Largest write TLP payload, e.g. "64B" for an x86 CPU or DMA engine writing whole
@@ -126,6 +159,28 @@ pub struct DmaWorkloadSection {
     /// after every this many transfers (1 = a doorbell per frame); the bridge then sends an
     /// MSI to that root complex (no doorbell when left out).
     pub doorbell_every: Option<i64>,
+    /// Bytes of host buffer the transfers walk over, e.g. "8KiB": slots of the transfer
+    /// size plus `host_offset`, rounded up to 64 B, with a slot where a transfer would cross
+    /// a 4 KiB boundary passed over (one slot, every transfer at the same address, when left
+    /// out).
+    pub window: Option<String>,
+    /// "sequential" or "random" (uniform over the window's slots, from the run's seed)
+    /// (default "sequential").
+    #[serde(default)]
+    #[schemars(default = "PatternWord::default")]
+    pub pattern: PatternWord,
+    /// Bytes from the start of a slot (a 64 B-aligned address) to its transfer's first
+    /// byte, 0 to 4095 (default 0).
+    #[serde(default = "default_zero")]
+    pub host_offset: i64,
+    /// Address of a transfer's first byte in the device's memory, 0 to 4095 (default 0).
+    #[serde(default = "default_zero")]
+    pub device_offset: i64,
+    /// "warm" (the host CPU touched the window first) or "cold" (its caches were thrashed);
+    /// carried for a host memory model, no effect yet (default "warm").
+    #[serde(default)]
+    #[schemars(default = "CacheWord::default")]
+    pub cache: CacheWord,
 }
 
 /// `[[workload]]` with `kind = "storage"`: Iometer-style I/Os on a storage endpoint.
@@ -237,6 +292,38 @@ struct Transfers<'a> {
     doorbell_every: Option<i64>,
 }
 
+/// A DMA workload's address keys: its window, pattern and offsets.
+fn addresses(
+    place: &Place,
+    d: &DmaWorkloadSection,
+    transfer_size: u64,
+) -> Result<Addresses, BuildError> {
+    let offset = |key, v| values::count(place, key, v, 0..=4095, "0 to 4095 bytes");
+    let host_offset = offset("host_offset", d.host_offset)? as u64;
+    let device_offset = offset("device_offset", d.device_offset)? as u64;
+    let mut a = Addresses::single(transfer_size + host_offset);
+    a.pattern = d.pattern.into();
+    a.host_offset = host_offset;
+    a.device_offset = device_offset;
+    if let Some(text) = &d.window {
+        let w = values::bytes(place, "window", text)?;
+        if w < a.slot || w > MAX_WINDOW {
+            return Err(BuildError::not_allowed(
+                place,
+                "window",
+                text,
+                format!(
+                    "{} B (one slot: transfer_size + host_offset rounded up to {CACHE_LINE} B) \
+                     to 2 GiB",
+                    a.slot
+                ),
+            ));
+        }
+        a.window = w / a.slot * a.slot;
+    }
+    Ok(a)
+}
+
 /// A DMA workload.
 fn dma(
     place: &Place,
@@ -255,15 +342,46 @@ fn dma(
         tlp_payload: &d.tlp_payload,
         doorbell_every: d.doorbell_every,
     };
-    transfers(
-        place,
-        &keys,
-        source,
-        d.direction.into(),
-        transfer_size,
-        None,
-        fabric,
-    )
+    let direction: DmaDirection = d.direction.into();
+    let dma_engine = matches!(
+        fabric.node(source).kind,
+        NodeKind::Endpoint {
+            media: None,
+            nic: None,
+            ..
+        }
+    );
+    if direction.mixed() && !dma_engine {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "direction = \"{}\" runs on a DMA endpoint (kind = \"dma\"); {:?} is {}",
+                d.direction.word(),
+                d.endpoint,
+                fabric.node(source).kind.noun()
+            ),
+        ));
+    }
+    let addresses = addresses(place, d, transfer_size)?;
+    let mut spec = transfers(place, &keys, source, direction, transfer_size, None, fabric)?;
+    if let (Some(text), TargetKind::BarMemory { bytes }) =
+        (&d.window, fabric.node(spec.target).kind.as_target())
+    {
+        if addresses.window > bytes {
+            return Err(BuildError::not_allowed(
+                place,
+                "window",
+                text,
+                format!(
+                    "at most the {bytes} B BAR of the memory endpoint {:?}",
+                    fabric.node(spec.target).name
+                ),
+            ));
+        }
+    }
+    spec.addresses = addresses;
+    spec.cache = d.cache.into();
+    Ok(spec)
 }
 
 /// A storage workload: storage reads travel as DMA writes toward host memory, storage writes
@@ -418,6 +536,8 @@ fn transfers(
         tlp_payload,
         doorbell,
         address,
+        addresses: Addresses::single(transfer_size),
+        cache: CacheState::Warm,
     })
 }
 
@@ -667,5 +787,7 @@ fn bridge(
         tlp_payload: u32::MAX, // NIC writes are MPS-sized
         doorbell: None,
         address: None,
+        addresses: Addresses::single(frame_size as u64),
+        cache: CacheState::Warm,
     })
 }

@@ -2,8 +2,8 @@
 //!
 //! A flow's path is the link directions its requests and their answers cross, the nodes on
 //! the way (a switch's shared bus, a root complex's memory and host bridge, a storage
-//! endpoint's media) and, for Ethernet bridging, the CPU core that serves the NIC. The
-//! verdict, in this order:
+//! endpoint's media, a DMA endpoint's engines) and, for Ethernet bridging, the CPU core that
+//! serves the NIC. The verdict, in this order:
 //!
 //! 1. the busiest resource on the path, if it is busy at least [`SATURATED`] of the
 //!    measured window: the flow cannot go faster than it does;
@@ -37,7 +37,7 @@ pub const WINDOW_FULL: f64 = 0.5;
 pub struct ResourceResult {
     /// Its name, e.g. "rc memory", "sw shared bus", "cpu core 0".
     pub name: String,
-    /// "memory", "write_sink", "host_bridge", "switch_bus", "media", "cpu".
+    /// "memory", "write_sink", "host_bridge", "switch_bus", "media", "cpu", "dma_engines".
     pub kind: &'static str,
     /// Fraction of the measured window it was busy.
     pub busy: f64,
@@ -46,8 +46,8 @@ pub struct ResourceResult {
 /// What limits a flow.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Bottleneck {
-    /// "link", "memory", "write_sink", "host_bridge", "switch_bus", "media", "cpu", "credits",
-    /// "replay_buffer", "requests" or "offered_load".
+    /// "link", "memory", "write_sink", "host_bridge", "switch_bus", "media", "cpu",
+    /// "dma_engines", "credits", "replay_buffer", "requests" or "offered_load".
     pub kind: &'static str,
     /// The resource, e.g. "rc-sw down", "rc memory", "sw -> a NPH credits".
     pub resource: String,

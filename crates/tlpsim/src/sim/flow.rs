@@ -1,6 +1,9 @@
-//! DMA flows: the write and read streams of DMA and storage workloads (transfers,
-//! outstanding requests, tags, MRRS splitting) at their requester (a DMA engine, a storage
-//! HBA or a root complex), and their data arriving at the target.
+//! DMA flows: the write and read streams of DMA and storage workloads (transfers at their
+//! window's addresses, outstanding requests, tags, requests cut at MPS or MRRS and 4 KiB)
+//! at their requester (a DMA engine, a storage HBA or a root complex), and their data
+//! arriving at the target. A flow whose DMA endpoint has limits of its own, or whose
+//! direction mixes reads and writes, has its transfers run by the endpoint's engines
+//! instead (`sim::transfer`); its TLPs come back here when they leave and arrive.
 
 use super::*;
 
@@ -14,6 +17,8 @@ pub(in crate::sim) enum FlowTlp {
     Doorbell(u32),
     /// A read request in slot `r` of `Simulator::reqs`, or a completion of it.
     Request(u32),
+    /// The status write of a transfer of flow `f` (run by its endpoint's engines).
+    Status(u32),
 }
 
 impl FlowTlp {
@@ -27,6 +32,7 @@ impl FlowTlp {
             FlowTlp::Data(f) => (0, f),
             FlowTlp::Doorbell(f) => (1, f),
             FlowTlp::Request(r) => (2, r),
+            FlowTlp::Status(f) => (3, f),
         };
         debug_assert!(i <= Self::INDEX);
         tag << 29 | i
@@ -39,7 +45,8 @@ impl FlowTlp {
         match cookie >> 29 & 3 {
             0 => FlowTlp::Data(i),
             1 => FlowTlp::Doorbell(i),
-            _ => FlowTlp::Request(i),
+            2 => FlowTlp::Request(i),
+            _ => FlowTlp::Status(i),
         }
     }
 
@@ -68,12 +75,23 @@ impl Simulator<'_> {
         let t = &self.tlps[id as usize];
         match (t.kind, FlowTlp::of(t.owner.cookie)) {
             (TlpKind::MWr, FlowTlp::Data(f)) => {
+                let flow = &mut self.flows[f as usize];
+                flow.write_queued -= 1;
+                if flow.engines.is_some() {
+                    self.engine_write_left(f);
+                } else {
+                    self.fill_writes(f);
+                }
+            }
+            (TlpKind::MWr, FlowTlp::Status(f)) => {
                 self.flows[f as usize].write_queued -= 1;
-                self.fill_writes(f);
+                self.engine_write_left(f);
             }
             (TlpKind::MRd, FlowTlp::Request(r)) => {
                 let req = &mut self.reqs[r as usize];
-                req.issued = start;
+                if !req.from_start {
+                    req.issued = start;
+                }
                 if req.first {
                     self.flows[req.flow as usize].transfer_issued[req.transfer as usize] = start;
                 }
@@ -93,6 +111,14 @@ impl Simulator<'_> {
                 let target = self.flows[f as usize].target;
                 self.doorbell_rung(t.dst as usize, c, f, target, t.order);
             }
+            FlowTlp::Status(f) => {
+                // In order behind the transfer's data; not the flow's data.
+                let flow = &mut self.flows[f as usize];
+                if t.order != flow.expected_order {
+                    self.audit.order_violations += 1;
+                }
+                flow.expected_order = t.order + 1;
+            }
             FlowTlp::Request(_) => {}
         }
     }
@@ -100,7 +126,7 @@ impl Simulator<'_> {
     /// The flow a TLP of a flow belongs to (None for its doorbells), for the trace.
     pub(in crate::sim) fn flow_tlp_workload(&self, t: &Tlp) -> Option<u32> {
         match FlowTlp::of(t.owner.cookie) {
-            FlowTlp::Data(f) => Some(f),
+            FlowTlp::Data(f) | FlowTlp::Status(f) => Some(f),
             FlowTlp::Doorbell(_) => None,
             FlowTlp::Request(r) => Some(self.reqs[r as usize].flow),
         }
@@ -108,7 +134,7 @@ impl Simulator<'_> {
 
     /// Writes the doorbell of bridge `ntb` (above flow `f`'s target), behind the data TLP
     /// of order `order` (posted writes keep their order, so the doorbell follows the data).
-    fn ring_doorbell(&mut self, f: u32, ntb: u32, order: u64) {
+    pub(in crate::sim) fn ring_doorbell(&mut self, f: u32, ntb: u32, order: u64) {
         let src = self.flows[f as usize].source;
         let out = self.route[src as usize * self.sys.nodes.len() + ntb as usize];
         let owner = FlowTlp::Doorbell(f).owner(src);
@@ -139,9 +165,10 @@ impl Simulator<'_> {
         self.issue_reads(f);
     }
 
-    /// Keeps flow `f`'s write stream queued ahead of its link: MPS-sized MWr TLPs of the
-    /// current transfer (a storage read's data once its media has read it), and a doorbell
-    /// after every `doorbell_every` transfers.
+    /// Keeps flow `f`'s write stream queued ahead of its link: MWr TLPs of at most MPS (or
+    /// the workload's TLP payload) of the current transfer, never across 4 KiB (a storage
+    /// read's data once its media has read it), and a doorbell after every `doorbell_every`
+    /// transfers.
     pub(in crate::sim) fn fill_writes(&mut self, f: u32) {
         let mps = self.flows[f as usize].tlp_payload;
         let now = self.now();
@@ -153,6 +180,7 @@ impl Simulator<'_> {
                     break; // the mix's next I/O is a storage write
                 }
                 flow.write_left = flow.write_transfer();
+                flow.write_addr = flow.next_address(&mut self.rng, flow.write_left);
                 flow.ios += 1;
                 started_io = true;
                 let random = flow.storage.is_some_and(|m| m.random);
@@ -160,16 +188,22 @@ impl Simulator<'_> {
                     m.begin_io(now, true, random);
                 }
             }
-            let size = flow.write_left.min(mps) as u32;
+            let addr = flow.write_addr;
+            let size = tlp::request_piece(addr, flow.write_left, mps as u32);
             flow.write_left -= size as u64;
+            flow.write_addr += size as u64;
             flow.write_queued += 1;
             let order = flow.next_order;
             flow.next_order += 1;
             let (src, dst, out) = (flow.source, flow.target, flow.out);
-            let id = self.new_tlp(Tlp {
-                order,
-                ..Tlp::at_source(TlpKind::MWr, src, dst, size, FlowTlp::Data(f).owner(src))
-            });
+            let owner = FlowTlp::Data(f).owner(src);
+            let id = self.new_tlp(
+                Tlp {
+                    order,
+                    ..Tlp::at_source(TlpKind::MWr, src, dst, size, owner)
+                }
+                .data_at(addr),
+            );
             // A storage read: the data exists once the media has read it.
             let ready = match self.nodes[src as usize].media() {
                 Some(m) => m.pass(now, size, true),
@@ -193,8 +227,8 @@ impl Simulator<'_> {
         }
     }
 
-    /// Issues flow `f`'s read requests (MRRS-sized MRd TLPs) while a tag and a transfer slot
-    /// are free, noting how long the flow waits for them.
+    /// Issues flow `f`'s read requests (MRd TLPs of at most MRRS, never across 4 KiB) while
+    /// a tag and a transfer slot are free, noting how long the flow waits for them.
     #[inline]
     pub(in crate::sim) fn issue_reads(&mut self, f: u32) {
         // With no tag free and the flow's wait for one already noted, issuing would change
@@ -209,7 +243,11 @@ impl Simulator<'_> {
     /// [`Self::issue_reads`] once it may have something to do.
     #[inline(never)]
     fn issue_reads_now(&mut self, f: u32) {
-        let mrrs = self.sys.pcie.mrrs as u64;
+        if self.flows[f as usize].engines.is_some() {
+            self.engine_tag_free(f);
+            return;
+        }
+        let mrrs = self.sys.pcie.mrrs;
         let now = self.q.now();
         loop {
             let mut first = false;
@@ -235,6 +273,7 @@ impl Simulator<'_> {
                     return;
                 }
                 let size = flow.read_transfer();
+                let addr = flow.next_address(&mut self.rng, size);
                 flow.ios += 1;
                 if let Some(m) = media {
                     m.begin_io(now, false, flow.storage.is_some_and(|m| m.random));
@@ -249,13 +288,13 @@ impl Simulator<'_> {
                 };
                 flow.transfer_left[slot as usize] = size;
                 flow.active += 1;
-                flow.current = Some((slot, size));
+                flow.current = Some((slot, size, addr));
                 first = true;
             }
             flow.window_ticks += flow.window_full.close(now).unwrap_or(0);
-            let (slot, left) = flow.current.expect("set above");
-            let len = left.min(mrrs);
-            flow.current = (left > len).then_some((slot, left - len));
+            let (slot, left, addr) = flow.current.expect("set above");
+            let len = tlp::request_piece(addr, left, mrrs) as u64;
+            flow.current = (left > len).then_some((slot, left - len, addr + len));
             *free_tags -= 1;
             let (src, dst, out) = (flow.source, flow.target, flow.out);
             let req = Req {
@@ -266,6 +305,8 @@ impl Simulator<'_> {
                 next_offset: 0,
                 issued: SimTime::ZERO,
                 answered: false,
+                from_start: false,
+                descriptor: false,
                 first,
             };
             let r = match self.free_reqs.pop() {
@@ -279,7 +320,10 @@ impl Simulator<'_> {
                 }
             };
             let owner = FlowTlp::Request(r).owner(src);
-            let id = self.new_tlp(Tlp::at_source(TlpKind::MRd, src, dst, len as u32, owner));
+            let id = self.new_tlp(Tlp {
+                addr: addr as u32,
+                ..Tlp::at_source(TlpKind::MRd, src, dst, len as u32, owner)
+            });
             self.push(out, id);
         }
     }
@@ -287,6 +331,7 @@ impl Simulator<'_> {
     /// Flow `f`'s posted write `t` reached its target: order check, bytes and latency, and
     /// its transfer's latency if it ends the transfer (a flow's writes arrive in order, so
     /// the bytes taken tell where its transfers end).
+    #[inline]
     fn write_arrived(&mut self, f: u32, t: &Tlp) {
         let now = self.now();
         let measuring = self.measuring;
@@ -298,7 +343,14 @@ impl Simulator<'_> {
         flow.expected_order = t.order + 1;
         if measuring {
             flow.bytes += t.payload as u64;
-            flow.latency.record((now - t.born).as_ns_f64());
+            // A write-read flow's latency is its pairs' (from the write's start to the
+            // read's data).
+            if !flow.write_read {
+                flow.latency.record((now - t.born).as_ns_f64());
+            }
+        }
+        if flow.engines.is_some() {
+            return; // its engines time its transfers (`sim::transfer`)
         }
         if flow.write_taken == 0 {
             flow.write_issued = t.born;
@@ -336,6 +388,29 @@ impl Simulator<'_> {
         self.deliver(id);
     }
 
+    /// A completion of a transfer's descriptor read reached DMA endpoint `n`: not the
+    /// flow's data; the whole descriptor lets the transfer go on.
+    #[cold]
+    fn descriptor_arrived(&mut self, n: usize, id: u32, t: Tlp) {
+        let slot = FlowTlp::request_slot(t.owner.cookie);
+        let req = &mut self.reqs[slot as usize];
+        if t.order != req.next_offset {
+            self.audit.order_violations += 1;
+        }
+        req.next_offset += t.payload as u64;
+        req.remaining -= t.payload.min(req.remaining);
+        let r = *req;
+        self.deliver(id);
+        if r.remaining == 0 {
+            self.free_reqs.push(slot);
+            if let Some((free_tags, _)) = self.nodes[n].requester() {
+                *free_tags += 1;
+            }
+            self.engine_read_answered(r.transfer, r.length);
+            self.engine_tag_free(r.flow);
+        }
+    }
+
     /// Read data for a flow reached its requester `n` (an endpoint, or a root complex reading
     /// a bridge's scratchpads): counts it, records the latency at the first completion, and
     /// frees the tag and transfer when the request is complete.
@@ -343,6 +418,9 @@ impl Simulator<'_> {
         let now = self.now();
         let slot = FlowTlp::request_slot(t.owner.cookie);
         let r = self.reqs[slot as usize];
+        if r.descriptor {
+            return self.descriptor_arrived(n, id, t);
+        }
         let f = r.flow as usize;
         if t.order != r.next_offset {
             self.audit.order_violations += 1;
@@ -370,6 +448,12 @@ impl Simulator<'_> {
             self.free_reqs.push(slot);
             if let Some((free_tags, _)) = self.nodes[n].requester() {
                 *free_tags += 1;
+            }
+            if self.flows[f].engines.is_some() {
+                self.engine_read_answered(r.transfer, r.length);
+                self.deliver(id);
+                self.engine_tag_free(f as u32);
+                return;
             }
             let slot = r.transfer as usize;
             let flow = &mut self.flows[f];

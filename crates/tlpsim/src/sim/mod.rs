@@ -9,9 +9,10 @@
 //! self-audit ([`result::Audit`]).
 //!
 //! This module holds the simulator's state, its construction and the event loop; the
-//! transmit side (`transmit`) and the receive side (`receive`) of the links, and the DMA
-//! flows (`flow`), are `impl` blocks of [`Simulator`] in their own files. Each kind of node
-//! is a module of `node`, behind the one interface `node::Node`.
+//! transmit side (`transmit`) and the receive side (`receive`) of the links, the DMA flows
+//! (`flow`) and the transfers a DMA endpoint's engines run (`transfer`) are `impl` blocks of
+//! [`Simulator`] in their own files. Each kind of node is a module of `node`, behind the one
+//! interface `node::Node`.
 
 pub mod bottleneck;
 pub mod channel;
@@ -26,6 +27,7 @@ pub mod result;
 pub mod rfc2544;
 mod throttle;
 pub mod trace;
+mod transfer;
 mod transmit;
 
 pub use rfc2544::rfc2544;
@@ -35,7 +37,9 @@ use std::time::Instant;
 
 use crate::engine::rng::Rng;
 use crate::engine::{EventQueue, OpenSpan, SimTime, Table};
-use crate::fabric::{AckPolicy, Arbitration, DmaDirection, Doorbell, NodeKind, StorageMix, System};
+use crate::fabric::{
+    AckPolicy, Addresses, Arbitration, DmaDirection, Doorbell, NodeKind, StorageMix, System,
+};
 use crate::pcie::dll::{self, DLLP_BYTES};
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::{symbol_ticks, Wire};
@@ -81,6 +85,11 @@ struct Tlp {
     payload: u32,
     /// Bytes requested (MRd).
     length: u32,
+    /// The address of its first byte (MWr, MRd: in the target's memory; CplD: of the data
+    /// it returns), as an offset into its workload's buffer, which starts on a 4 KiB
+    /// boundary (only its place relative to 4 KiB pages, RCBs and DWs matters to the
+    /// fabric; windows stay below 4 GiB).
+    addr: u32,
     /// Posted: order within its stream (a flow's writes; a doorbell and its MSI carry the
     /// order of the last write they signal). CplD: byte offset within its request.
     order: u64,
@@ -89,6 +98,11 @@ struct Tlp {
     /// Channel it arrived on at the node holding it (NONE at its source).
     ingress: u32,
     live: bool,
+    /// Bytes of its first data DW before its first byte: its address modulo 4 if it carries
+    /// data (set where a data TLP is made at an address, see [`Tlp::data_at`]), else 0. Its
+    /// data occupies `payload + dw_lead` bytes rounded up to whole DWs (see
+    /// [`tlp::data_wire_bytes_at`]).
+    dw_lead: u8,
     /// A cut-through switch's copy of a TLP whose LCRC turned out bad after the switch had
     /// begun sending it on: it ends with EDB and an inverted LCRC and the receiver drops it
     /// (`born` = when the bad original's last byte reached the switch). Never counted by the
@@ -113,12 +127,12 @@ struct Owner {
     cookie: u32,
 }
 
-// The slab's entries: 56 bytes, as with the role and request slot the owner replaced.
+// The slab's entries: 56 bytes, the address and its DW lead in what was padding.
 const _: () = assert!(std::mem::size_of::<Tlp>() == 56);
 
 impl Tlp {
     /// A TLP created at its source, not yet sent: `bytes` is the payload of a write or
-    /// completion and the length of a read request; order 0.
+    /// completion and the length of a read request; order 0, address 0.
     fn at_source(kind: TlpKind, src: u32, dst: u32, bytes: u32, owner: Owner) -> Tlp {
         let (payload, length) = if kind == TlpKind::MRd {
             (0, bytes)
@@ -131,13 +145,26 @@ impl Tlp {
             dst,
             payload,
             length,
+            addr: 0,
             order: 0,
             born: SimTime::ZERO,
             ingress: NONE,
             live: true,
+            dw_lead: 0,
             nullified: false,
             next: NONE,
             owner,
+        }
+    }
+
+    /// This TLP (a write or completion, with data) with its data at address `addr`.
+    #[inline(always)]
+    fn data_at(self, addr: u64) -> Tlp {
+        debug_assert!(self.payload > 0);
+        Tlp {
+            addr: addr as u32,
+            dw_lead: (addr & 3) as u8,
+            ..self
         }
     }
 
@@ -149,8 +176,10 @@ impl Tlp {
         }
     }
 
+    /// Data credits (16 bytes each) of its whole DWs of data (see
+    /// [`tlp::data_wire_bytes_at`]).
     fn data_credits(&self) -> u32 {
-        self.payload.div_ceil(16)
+        (self.payload + self.dw_lead as u32).div_ceil(16)
     }
 }
 
@@ -203,6 +232,9 @@ fn lost(rng: &mut Rng, byte_error: f64, bytes: u32) -> bool {
     byte_error > 0.0 && rng.chance(-(-byte_error * bytes as f64).exp_m1())
 }
 
+/// A read request in flight: its flow, the transfer it is part of (a slot of the flow's
+/// `transfer_left`, or for a flow run by its endpoint's engines an entry of
+/// `Simulator::dma`), its bytes, and when its latency counts from.
 #[derive(Debug, Clone, Copy)]
 struct Req {
     flow: u32,
@@ -212,7 +244,13 @@ struct Req {
     next_offset: u64,
     issued: SimTime,
     answered: bool,
-    /// The first request of its transfer (when it leaves, the transfer's latency starts).
+    /// Its latency counts from `issued` as made (its transfer's start in the device), not
+    /// from when it left.
+    from_start: bool,
+    /// It reads its transfer's descriptor: not the flow's data.
+    descriptor: bool,
+    /// The first request of its transfer (when it leaves, the transfer's latency starts;
+    /// a transfer run by its endpoint's engines keeps its own start).
     first: bool,
 }
 
@@ -233,8 +271,21 @@ struct Flow {
     active: u32,
     transfer_left: Vec<u64>,
     free_transfers: Vec<u32>,
-    /// (transfer slot, bytes not yet requested, offset) of the transfer being requested.
-    current: Option<(u32, u64)>,
+    /// (transfer slot, bytes not yet requested, host address of the next byte) of the
+    /// transfer being requested.
+    current: Option<(u32, u64, u64)>,
+    /// Where its transfers lie.
+    addresses: Addresses,
+    /// Slots a sequential walk of its window has passed.
+    next_slot: u64,
+    /// Host address of the write stream's next byte.
+    write_addr: u64,
+    /// Its transfers run through its DMA endpoint's engines (`transfer`), not as the plain
+    /// read and write streams: the endpoint has limits of its own, or the direction mixes
+    /// reads and writes in one stream.
+    engines: Option<Box<transfer::Streams>>,
+    /// Its transfers write and then read the same bytes: its latency is the pairs'.
+    write_read: bool,
     bytes: u64,
     /// First-byte latency per read request or write TLP (`latency_ns`).
     latency: LatencyRecorder,
@@ -294,6 +345,9 @@ pub struct Simulator<'a> {
     free_tlps: Vec<u32>,
     reqs: Table<Req>,
     free_reqs: Vec<u32>,
+    /// Transfers run by DMA endpoints' engines (see `transfer`), and their free entries.
+    dma: Table<transfer::DmaTransfer>,
+    free_dma: Vec<u32>,
     chans: Table<Channel>,
     /// Node each channel delivers to, and that node's port index for it.
     rx_node: Table<u32>,
@@ -444,10 +498,8 @@ impl<'a> Simulator<'a> {
                 source: w.source as u32,
                 target: w.target as u32,
                 out: route[w.source * n + w.target],
-                reads: w.bridge.is_none()
-                    && matches!(w.direction, DmaDirection::Read | DmaDirection::Both),
-                writes: w.bridge.is_none()
-                    && matches!(w.direction, DmaDirection::Write | DmaDirection::Both),
+                reads: w.bridge.is_none() && w.direction.reads(),
+                writes: w.bridge.is_none() && w.direction.writes(),
                 transfer_size: w.transfer_size,
                 tlp_payload: w.tlp_payload.min(sys.pcie.mps) as u64,
                 outstanding: w.outstanding,
@@ -459,6 +511,11 @@ impl<'a> Simulator<'a> {
                 transfer_left: Vec::new(),
                 free_transfers: Vec::new(),
                 current: None,
+                addresses: w.addresses,
+                next_slot: 0,
+                write_addr: 0,
+                engines: transfer::Streams::for_workload(sys, w),
+                write_read: w.direction == DmaDirection::WriteRead,
                 bytes: 0,
                 latency: LatencyRecorder::default(),
                 transfer_latency: LatencyRecorder::default(),
@@ -485,6 +542,8 @@ impl<'a> Simulator<'a> {
             free_tlps: Vec::new(),
             reqs: Table::new(),
             free_reqs: Vec::new(),
+            dma: Table::new(),
+            free_dma: Vec::new(),
             snapshot: vec![ChannelCounters::default(); chans.len()],
             chans: chans.into(),
             rx_node: rx_node.into(),
@@ -669,6 +728,9 @@ impl<'a> Simulator<'a> {
                 tlp = next;
             },
             Ev::Node { node, ev } => AnyNode::event(self, node as usize, ev),
+            Ev::Start(f) if self.flows[f as usize].engines.is_some() => {
+                self.start_transfers(f);
+            }
             Ev::Start(f) => {
                 if self.flows[f as usize].writes {
                     self.fill_writes(f);

@@ -28,6 +28,9 @@ pub enum Packet {
         replay: bool,
         /// The workload's index.
         flow: Option<u32>,
+        /// The address of its first byte (an offset into its workload's buffer; 0 for NIC
+        /// and CPU traffic).
+        addr: u32,
     },
     /// A replay of a TLP the receiver had already taken (it will discard it): its sequence
     /// number and bytes on the wire.
@@ -177,6 +180,7 @@ impl Trace {
                     seq,
                     replay,
                     flow,
+                    ..
                 } => (
                     format!("{}{kind:?} {bytes} B", if replay { "replay " } else { "" }),
                     if replay { "replay" } else { "tlp" },

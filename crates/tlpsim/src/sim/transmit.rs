@@ -39,7 +39,9 @@ impl Simulator<'_> {
     pub(in crate::sim) fn enqueue_from(&mut self, c: u32, id: u32, input: usize) {
         let t = &self.tlps[id as usize];
         let pcie = &self.sys.pcie;
-        let bytes = tlp::tlp_bytes(t.kind, pcie.addressing, t.payload, pcie.ecrc);
+        // Its data in whole DWs from the one holding its first byte.
+        let data = t.payload + t.dw_lead as u32;
+        let bytes = tlp::tlp_bytes(t.kind, pcie.addressing, data, pcie.ecrc);
         let (class, data) = (t.class(), t.data_credits());
         let ch = &mut self.chans[c as usize];
         let bytes = bytes + ch.phy.framing;
@@ -350,6 +352,7 @@ impl Simulator<'_> {
                 seq: e.seq,
                 replay,
                 flow: AnyNode::tlp_workload(self, t),
+                addr: t.addr,
             }
         };
         if let Some(tr) = &mut self.trace {
@@ -367,6 +370,7 @@ impl Simulator<'_> {
     /// its transmitter (DLLPs due at one instant go out back to back, ahead of TLPs: the
     /// spec's recommended priority of scheduled transmissions, an implementation note of the
     /// Data Link Layer chapter, puts Ack and UpdateFC DLLPs before new TLPs).
+    #[inline]
     pub(in crate::sim) fn queue_dllp(&mut self, c: u32, d: Dllp) {
         let w = c ^ 1;
         if self.chans[w as usize].phy.flit {

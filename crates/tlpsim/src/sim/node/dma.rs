@@ -1,8 +1,14 @@
 //! DMA engines (exercisers): requesters with a number of read tags whose flows read and
-//! write a target's memory (the flows themselves run in `sim::flow`).
+//! write a target's memory (the flows themselves run in `sim::flow`), and, where the
+//! endpoint has limits of its own (`fabric::DmaDevice`), its read and write engines that
+//! run its transfers (`sim::transfer`).
 
-use super::Node;
+use std::collections::VecDeque;
+
+use super::{Node, NodeEv};
 use crate::engine::SimTime;
+use crate::fabric::{DmaDevice, DmaEngines};
+use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::{Simulator, Tlp};
 
 /// A DMA engine at run time.
@@ -10,12 +16,92 @@ use crate::sim::{Simulator, Tlp};
 pub(in crate::sim) struct DmaEndpoint {
     /// Read tags not in use.
     pub(in crate::sim) free_tags: u32,
+    /// Its own limits.
+    pub(in crate::sim) device: DmaDevice,
+    /// Its read engines and its write engines ([`READ`], [`WRITE`]).
+    pub(in crate::sim) sides: Box<[EngineSide; 2]>,
+}
+
+/// The index of the read side in [`DmaEndpoint::sides`].
+pub(in crate::sim) const READ: usize = 0;
+/// The index of the write side in [`DmaEndpoint::sides`].
+pub(in crate::sim) const WRITE: usize = 1;
+
+impl DmaEndpoint {
+    /// A DMA endpoint with `tags` read tags and the limits `device`.
+    pub(in crate::sim) fn new(tags: u32, device: DmaDevice) -> Self {
+        DmaEndpoint {
+            free_tags: tags,
+            device,
+            sides: Box::new([EngineSide::new(device.read), EngineSide::new(device.write)]),
+        }
+    }
+}
+
+/// One side (reads or writes) of a DMA endpoint: its engines and the transfers (entries of
+/// `Simulator::dma`) in its device latency, waiting for an engine, or holding one.
+#[derive(Debug)]
+pub(in crate::sim) struct EngineSide {
+    /// Its engines and costs.
+    pub(in crate::sim) spec: DmaEngines,
+    /// Engines free (`u32::MAX`: unlimited).
+    pub(in crate::sim) free: u32,
+    /// Transfers in their device latency: (when it ends, transfer), in that order.
+    pub(in crate::sim) delayed: VecDeque<(SimTime, u32)>,
+    /// Transfers waiting for an engine, oldest first.
+    pub(in crate::sim) waiting: VecDeque<u32>,
+    /// Transfers holding an engine, in the order they took it (the first issues first).
+    pub(in crate::sim) busy: Vec<u32>,
+    /// When the pending wake-up (`NodeEv::Engine`) fires, if one is pending.
+    pub(in crate::sim) wake: Option<SimTime>,
+    /// The engines are issuing (a call from within that only asks for another round).
+    pub(in crate::sim) running: bool,
+    /// Something changed while they were issuing: another round.
+    pub(in crate::sim) again: bool,
+    /// Engine time spent so far (transfer costs and request costs; not time an engine
+    /// waits for a tag or for room in its write queue).
+    worked: SimTime,
+}
+
+impl EngineSide {
+    /// A side with the engines and costs of `spec`, all free.
+    fn new(spec: DmaEngines) -> Self {
+        EngineSide {
+            spec,
+            free: spec.engines.unwrap_or(u32::MAX),
+            delayed: VecDeque::new(),
+            waiting: VecDeque::new(),
+            busy: Vec::new(),
+            wake: None,
+            running: false,
+            again: false,
+            worked: SimTime::ZERO,
+        }
+    }
+
+    /// An engine spends `cost` (booked when it starts on it).
+    pub(in crate::sim) fn work(&mut self, cost: SimTime) {
+        self.worked += cost;
+    }
+
+    /// Engine time spent so far over the number of engines (so the share of the window is
+    /// the engines' mean use); None with unlimited engines.
+    fn busy(&self) -> Option<u64> {
+        Some(self.worked.ticks() / self.spec.engines? as u64)
+    }
 }
 
 impl Node for DmaEndpoint {
     #[inline]
     fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
         sim.requester_received(n, c, id, t, head);
+    }
+
+    #[inline(never)]
+    fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
+        if let NodeEv::Engine(side) = ev {
+            sim.engines_woken(n, side as usize);
+        }
     }
 
     #[inline(always)]
@@ -30,5 +116,23 @@ impl Node for DmaEndpoint {
 
     fn tlp_workload(sim: &Simulator<'_>, _n: usize, t: &Tlp) -> Option<u32> {
         sim.flow_tlp_workload(t)
+    }
+
+    fn resources(&self, n: usize, name: &str, _t: SimTime, out: &mut Vec<Resource>) {
+        for (side, used_by, what) in [
+            (READ, UsedBy::Reads, "read"),
+            (WRITE, UsedBy::Writes, "write"),
+        ] {
+            if let Some(busy) = self.sides[side].busy() {
+                out.push(Resource::of_node(
+                    n,
+                    used_by,
+                    "dma_engines",
+                    format!("{name} {what} engines"),
+                    busy,
+                    None,
+                ));
+            }
+        }
     }
 }

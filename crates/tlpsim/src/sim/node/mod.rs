@@ -66,6 +66,9 @@ pub(in crate::sim) enum NodeEv {
     Cpu(u32),
     /// A non-transparent bridge's MSI `tlp` for a doorbell leaves, after the bridge's latency.
     BridgeMsi(u32),
+    /// A DMA endpoint's engines of this side (`dma::READ`, `dma::WRITE`) have a request or a
+    /// transfer due.
+    Engine(u32),
 }
 
 /// What every kind of node does. The simulator calls it through [`AnyNode`].
@@ -233,7 +236,9 @@ impl AnyNode {
                 nic: Some(spec),
                 ..
             } => AnyNode::Nic(NicEndpoint::new(sys, n, *spec, *tags)),
-            NodeKind::Endpoint { tags, .. } => AnyNode::Dma(DmaEndpoint { free_tags: *tags }),
+            NodeKind::Endpoint { tags, device, .. } => {
+                AnyNode::Dma(DmaEndpoint::new(*tags, *device))
+            }
             NodeKind::Memory {
                 read_latency,
                 write_rate,

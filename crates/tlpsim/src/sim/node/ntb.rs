@@ -94,7 +94,8 @@ impl Simulator<'_> {
             TlpKind::MWr => AnyNode::tlp_written(self, &t, c),
             TlpKind::MRd => {
                 let out = self.route[n * self.sys.nodes.len() + t.src as usize];
-                let cpl = Tlp::at_source(TlpKind::CplD, n as u32, t.src, t.length, t.owner);
+                let cpl = Tlp::at_source(TlpKind::CplD, n as u32, t.src, t.length, t.owner)
+                    .data_at(t.addr as u64);
                 let reply = self.new_tlp(cpl);
                 self.q.schedule(
                     now + latency,

@@ -234,9 +234,11 @@ impl Simulator<'_> {
     }
 
     /// Completer `n` answers read request `id`, received on channel `c`, with completions of
-    /// at most `size` bytes whose data is ready from `ready` on, each as `pace` (given the
-    /// simulator, its bytes and when it could go) says it is through the completer's
-    /// memory; completions ready at one instant are queued by one event, as a chain.
+    /// at most `size` bytes, split at RCB-aligned addresses from the request's address
+    /// ([`tlp::completion_piece`]), whose data is ready from `ready` on, each as `pace`
+    /// (given the simulator, its bytes and when it could go) says it is through the
+    /// completer's memory; completions ready at one instant are queued by one event, as a
+    /// chain.
     #[allow(clippy::too_many_arguments)]
     pub(in crate::sim) fn complete_read(
         &mut self,
@@ -249,15 +251,21 @@ impl Simulator<'_> {
         mut pace: impl FnMut(&mut Self, u32, SimTime) -> SimTime,
     ) {
         let out = self.route[n * self.sys.nodes.len() + t.src as usize];
+        let rcb = self.sys.pcie.rcb.min(size);
         let mut offset = 0u64;
         // (time, last TLP) of the chain the latest Enqueue event will queue.
         let mut chain: Option<(SimTime, u32)> = None;
-        for piece in tlp::split(t.length as u64, size) {
+        while offset < t.length as u64 {
+            let addr = t.addr as u64 + offset;
+            let piece = tlp::completion_piece(addr, t.length - offset as u32, size, rcb);
             let at = pace(self, piece, ready);
-            let cpl = self.new_tlp(Tlp {
-                order: offset,
-                ..Tlp::at_source(TlpKind::CplD, n as u32, t.src, piece, t.owner)
-            });
+            let cpl = self.new_tlp(
+                Tlp {
+                    order: offset,
+                    ..Tlp::at_source(TlpKind::CplD, n as u32, t.src, piece, t.owner)
+                }
+                .data_at(addr),
+            );
             offset += piece as u64;
             match chain {
                 // Ready with the one before: queued right after it, by its event.

@@ -125,7 +125,7 @@ impl Simulator<'_> {
             let bytes = tlp::tlp_bytes(
                 t.kind,
                 self.sys.pcie.addressing,
-                t.payload,
+                t.payload + t.dw_lead as u32,
                 self.sys.pcie.ecrc,
             );
             let (start, done) = bus.pass_span(now, bytes);
