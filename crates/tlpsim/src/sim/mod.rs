@@ -25,6 +25,7 @@ mod node;
 mod receive;
 pub mod result;
 pub mod rfc2544;
+mod slab;
 mod throttle;
 pub mod trace;
 mod transfer;
@@ -49,6 +50,7 @@ use channel::{
 };
 use node::{AnyNode, NodeEv, NodeReport};
 use result::{Audit, FlowResult, LatencyRecorder, LinkResult, RunResult};
+use slab::{Owner, Tlp};
 use throttle::Throttle;
 use trace::{Packet, Trace};
 
@@ -74,114 +76,6 @@ impl fmt::Display for RunError {
 }
 
 impl std::error::Error for RunError {}
-
-/// One TLP in the slab.
-#[derive(Debug, Clone, Copy)]
-struct Tlp {
-    kind: TlpKind,
-    src: u32,
-    dst: u32,
-    /// Data bytes (MWr, CplD).
-    payload: u32,
-    /// Bytes requested (MRd).
-    length: u32,
-    /// The address of its first byte (MWr, MRd: in the target's memory; CplD: of the data
-    /// it returns), as an offset into its workload's buffer, which starts on a 4 KiB
-    /// boundary (only its place relative to 4 KiB pages, RCBs and DWs matters to the
-    /// fabric; windows stay below 4 GiB).
-    addr: u32,
-    /// Posted: order within its stream (a flow's writes; a doorbell and its MSI carry the
-    /// order of the last write they signal). CplD: byte offset within its request.
-    order: u64,
-    /// When its first byte left the source.
-    born: SimTime,
-    /// Channel it arrived on at the node holding it (NONE at its source).
-    ingress: u32,
-    live: bool,
-    /// Bytes of its first data DW before its first byte: its address modulo 4 if it carries
-    /// data (set where a data TLP is made at an address, see [`Tlp::data_at`]), else 0. Its
-    /// data occupies `payload + dw_lead` bytes rounded up to whole DWs (see
-    /// [`tlp::data_wire_bytes_at`]).
-    dw_lead: u8,
-    /// A cut-through switch's copy of a TLP whose LCRC turned out bad after the switch had
-    /// begun sending it on: it ends with EDB and an inverted LCRC and the receiver drops it
-    /// (`born` = when the bad original's last byte reached the switch). Never counted by the
-    /// audit: the original is replayed and forwarded again.
-    nullified: bool,
-    /// The TLP the same Enqueue event queues after this one (NONE: the last).
-    next: u32,
-    /// Whose transaction it is, and what it is to that node.
-    owner: Owner,
-}
-
-/// The node whose transaction a TLP is (the requester of a read, and of its completions;
-/// the writer of a posted write) and a cookie that only that node's module decodes (a DMA
-/// flow's request slot; a NIC's purpose, port and slot; ...). The fabric and the targets
-/// never look inside: they tell the owner, through `node::Node`, that its TLP left its
-/// source or took effect at its target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Owner {
-    /// The owning node's index.
-    node: u32,
-    /// What the TLP is to its owner, in the owner's own encoding.
-    cookie: u32,
-}
-
-// The slab's entries: 56 bytes, the address and its DW lead in what was padding.
-const _: () = assert!(std::mem::size_of::<Tlp>() == 56);
-
-impl Tlp {
-    /// A TLP created at its source, not yet sent: `bytes` is the payload of a write or
-    /// completion and the length of a read request; order 0, address 0.
-    fn at_source(kind: TlpKind, src: u32, dst: u32, bytes: u32, owner: Owner) -> Tlp {
-        let (payload, length) = if kind == TlpKind::MRd {
-            (0, bytes)
-        } else {
-            (bytes, 0)
-        };
-        Tlp {
-            kind,
-            src,
-            dst,
-            payload,
-            length,
-            addr: 0,
-            order: 0,
-            born: SimTime::ZERO,
-            ingress: NONE,
-            live: true,
-            dw_lead: 0,
-            nullified: false,
-            next: NONE,
-            owner,
-        }
-    }
-
-    /// This TLP (a write or completion, with data) with its data at address `addr`.
-    #[inline(always)]
-    fn data_at(self, addr: u64) -> Tlp {
-        debug_assert!(self.payload > 0);
-        Tlp {
-            addr: addr as u32,
-            dw_lead: (addr & 3) as u8,
-            ..self
-        }
-    }
-
-    fn class(&self) -> FcClass {
-        match self.kind {
-            TlpKind::MWr | TlpKind::Msg | TlpKind::MsgD => FcClass::Posted,
-            TlpKind::MRd => FcClass::NonPosted,
-            TlpKind::CplD | TlpKind::Cpl => FcClass::Completion,
-        }
-    }
-
-    /// Data credits (16 bytes each) of its whole DWs of data (see
-    /// [`tlp::data_wire_bytes_at`]).
-    fn data_credits(&self) -> u32 {
-        (self.payload + self.dw_lead as u32).div_ceil(16)
-    }
-}
 
 /// What happens at an instant: link events (one direction of a link, `ch`: its
 /// transmitter, its wire, its receiver's data link layer, a switch's forwarding off it), a
