@@ -20,6 +20,23 @@ impl<T> Table<T> {
     }
 }
 
+/// Puts `item` in an entry of `items` that `free` lists as reusable, or at the end; returns
+/// its index. The simulator's slabs (TLPs, read requests, DMA transfers, media writes, CPU
+/// register writes) keep their freed entries on such a list.
+#[inline(always)]
+pub fn place<T>(items: &mut Vec<T>, free: &mut Vec<u32>, item: T) -> u32 {
+    match free.pop() {
+        Some(i) => {
+            items[i as usize] = item;
+            i
+        }
+        None => {
+            items.push(item);
+            (items.len() - 1) as u32
+        }
+    }
+}
+
 impl<T> Deref for Table<T> {
     type Target = Vec<T>;
     fn deref(&self) -> &Vec<T> {

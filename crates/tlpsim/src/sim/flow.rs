@@ -309,16 +309,7 @@ impl Simulator<'_> {
                 descriptor: false,
                 first,
             };
-            let r = match self.free_reqs.pop() {
-                Some(i) => {
-                    self.reqs[i as usize] = req;
-                    i
-                }
-                None => {
-                    self.reqs.push(req);
-                    (self.reqs.len() - 1) as u32
-                }
-            };
+            let r = crate::engine::table::place(&mut self.reqs, &mut self.free_reqs, req);
             let owner = FlowTlp::Request(r).owner(src);
             let id = self.new_tlp(Tlp {
                 addr: addr as u32,

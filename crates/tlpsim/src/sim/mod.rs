@@ -775,13 +775,7 @@ impl<'a> Simulator<'a> {
     /// Puts `t` in a free slab entry (a nullified copy goes here directly: the audit does
     /// not count it).
     fn slot_for(&mut self, t: Tlp) -> u32 {
-        if let Some(i) = self.free_tlps.pop() {
-            self.tlps[i as usize] = t;
-            i
-        } else {
-            self.tlps.push(t);
-            (self.tlps.len() - 1) as u32
-        }
+        crate::engine::table::place(&mut self.tlps, &mut self.free_tlps, t)
     }
 
     /// The TLP reached its destination and is consumed.

@@ -264,16 +264,7 @@ impl Simulator<'_> {
             started: now,
             ready: now,
         };
-        let id = match self.free_dma.pop() {
-            Some(i) => {
-                self.dma[i as usize] = t;
-                i
-            }
-            None => {
-                self.dma.push(t);
-                (self.dma.len() - 1) as u32
-            }
-        };
+        let id = crate::engine::table::place(&mut self.dma, &mut self.free_dma, t);
         let descriptor = self.device(f).descriptor;
         if descriptor > 0 {
             self.enter_phase(id, Phase::Descriptor, descriptor as u64);
@@ -515,16 +506,7 @@ impl Simulator<'_> {
                 descriptor: tr.phase == Phase::Descriptor,
                 first: false,
             };
-            let r = match self.free_reqs.pop() {
-                Some(i) => {
-                    self.reqs[i as usize] = req;
-                    i
-                }
-                None => {
-                    self.reqs.push(req);
-                    (self.reqs.len() - 1) as u32
-                }
-            };
+            let r = crate::engine::table::place(&mut self.reqs, &mut self.free_reqs, req);
             let owner = Owner {
                 node: src,
                 cookie: FlowTlp::Request(r).cookie(),

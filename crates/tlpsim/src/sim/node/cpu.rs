@@ -300,16 +300,7 @@ impl Simulator<'_> {
         let Some(cpu) = self.cpu_mut(r) else {
             return false;
         };
-        let i = match cpu.free_writes.pop() {
-            Some(i) => {
-                cpu.writes[i as usize] = w;
-                i
-            }
-            None => {
-                cpu.writes.push(w);
-                (cpu.writes.len() - 1) as u32
-            }
-        };
+        let i = crate::engine::table::place(&mut cpu.writes, &mut cpu.free_writes, w);
         cpu.posted_queued += 1;
         let owner = cpu_owner(r as u32, CpuTlp::RegWrite(i).cookie());
         let id = self.new_tlp(Tlp::at_source(TlpKind::MWr, r as u32, k as u32, 4, owner));

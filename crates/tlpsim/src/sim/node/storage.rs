@@ -47,16 +47,8 @@ impl Simulator<'_> {
         let AnyNode::Storage(s) = &mut self.nodes[n] else {
             return;
         };
-        let i = match s.free_media_writes.pop() {
-            Some(i) => {
-                s.media_writes[i as usize] = (f, slot);
-                i
-            }
-            None => {
-                s.media_writes.push((f, slot));
-                (s.media_writes.len() - 1) as u32
-            }
-        };
+        let i =
+            crate::engine::table::place(&mut s.media_writes, &mut s.free_media_writes, (f, slot));
         let ev = Ev::Node {
             node: n as u32,
             ev: NodeEv::MediaDone(i),
