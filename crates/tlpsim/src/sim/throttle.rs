@@ -2,6 +2,7 @@
 //! and posted-write sink, a host bridge, a switch's shared bus, one side of a storage media.
 
 use crate::engine::SimTime;
+use crate::sim::bottleneck::{Resource, UsedBy};
 
 /// A bandwidth-limited resource data passes through in order.
 #[derive(Debug, Clone, Copy)]
@@ -43,6 +44,26 @@ impl Throttle {
         self.busy += service;
         self.free_at = start + SimTime::from_ticks(service);
         (start, self.free_at)
+    }
+
+    /// It as a resource of node `node` for the bottleneck verdict: its service by `t` and
+    /// its rate.
+    pub(in crate::sim) fn resource(
+        &self,
+        node: usize,
+        used_by: UsedBy,
+        kind: &'static str,
+        name: String,
+        t: SimTime,
+    ) -> Resource {
+        Resource::of_node(
+            node,
+            used_by,
+            kind,
+            name,
+            self.busy_by(t),
+            Some(self.bytes_per_s()),
+        )
     }
 
     /// Passes `bytes` arriving at `t`; returns when the last byte is through.

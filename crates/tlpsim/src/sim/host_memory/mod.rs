@@ -289,26 +289,11 @@ impl HostMemory {
     ) {
         if let Some(m) = &self.memory.dram {
             let name = format!("{name} memory");
-            out.push(Resource::of_node(
-                n,
-                UsedBy::Every,
-                "memory",
-                name,
-                m.busy_by(t),
-                Some(m.bytes_per_s()),
-            ));
+            out.push(m.resource(n, UsedBy::Every, "memory", name, t));
         }
         if let Some(link) = self.memory.remote.as_ref().and_then(|r| r.link.as_ref()) {
             let name = format!("{name} socket link");
-            let (busy, rate) = (link.busy_by(t), Some(link.bytes_per_s()));
-            out.push(Resource::of_node(
-                n,
-                UsedBy::Every,
-                "socket_link",
-                name,
-                busy,
-                rate,
-            ));
+            out.push(link.resource(n, UsedBy::Every, "socket_link", name, t));
         }
         if let Some(mmu) = &self.iommu {
             let busy = mmu.busy_by(t) / mmu.walkers() as u64;

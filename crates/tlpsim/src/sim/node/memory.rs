@@ -62,13 +62,12 @@ impl Node for MemoryEndpoint {
 
     fn resources(&self, n: usize, name: &str, t: SimTime, out: &mut Vec<Resource>) {
         if let Some(w) = &self.write {
-            out.push(Resource::of_node(
+            out.push(w.resource(
                 n,
                 UsedBy::WritesInto,
                 "memory",
                 format!("{name} memory (write)"),
-                w.busy_by(t),
-                Some(w.bytes_per_s()),
+                t,
             ));
         }
     }

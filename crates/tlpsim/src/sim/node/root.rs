@@ -163,24 +163,16 @@ impl Node for RootComplex {
 
     fn resources(&self, n: usize, name: &str, t: SimTime, out: &mut Vec<Resource>) {
         if let Some(w) = &self.write_sink {
-            out.push(Resource::of_node(
+            out.push(w.resource(
                 n,
                 UsedBy::WritesInto,
                 "write_sink",
                 format!("{name} posted-write sink"),
-                w.busy_by(t),
-                Some(w.bytes_per_s()),
+                t,
             ));
         }
         if let Some(m) = &self.memory {
-            out.push(Resource::of_node(
-                n,
-                UsedBy::Every,
-                "memory",
-                format!("{name} memory"),
-                m.busy_by(t),
-                Some(m.bytes_per_s()),
-            ));
+            out.push(m.resource(n, UsedBy::Every, "memory", format!("{name} memory"), t));
         }
     }
 }

@@ -93,14 +93,7 @@ impl Node for StorageHba {
                 (UsedBy::Reads, "write", &m.write),
             ];
             for (used_by, what, th) in sides {
-                out.push(Resource::of_node(
-                    n,
-                    used_by,
-                    "media",
-                    format!("{name} media ({what})"),
-                    th.busy_by(t),
-                    Some(th.bytes_per_s()),
-                ));
+                out.push(th.resource(n, used_by, "media", format!("{name} media ({what})"), t));
             }
         } else {
             out.push(Resource::of_node(

@@ -96,13 +96,12 @@ impl Node for Switch {
 
     fn resources(&self, n: usize, name: &str, t: SimTime, out: &mut Vec<Resource>) {
         if let Some(b) = &self.bus {
-            out.push(Resource::of_node(
+            out.push(b.resource(
                 n,
                 UsedBy::Every,
                 "switch_bus",
                 format!("{name} shared bus"),
-                b.busy_by(t),
-                Some(b.bytes_per_s()),
+                t,
             ));
         }
     }
