@@ -5,6 +5,7 @@
 
 use crate::engine::rng::Latency;
 use crate::engine::SimTime;
+use crate::host_memory_spec::HostMemorySpec;
 use crate::pcie::phy::Generation;
 use crate::pcie::tlp::Addressing;
 
@@ -88,6 +89,12 @@ pub enum NodeKind {
         /// (a HyperTransport host bridge: responses do not pass posted writes); None when
         /// every root port has its own queue.
         shared_outbound: Option<u32>,
+        /// Rate its read data path returns completion data at (bytes/s), LLC hits included,
+        /// if limited.
+        read_bandwidth: Option<f64>,
+        /// Its host memory system (LLC, IOMMU, remote socket); None: `read_latency` and
+        /// `memory_bandwidth` alone.
+        host_memory: Option<Box<HostMemorySpec>>,
     },
     /// A switch.
     Switch {
@@ -149,8 +156,11 @@ pub struct DmaEngines {
     /// Device-internal time added to each transfer before it takes an engine (it holds no
     /// engine meanwhile).
     pub latency: SimTime,
+    /// Engine time per KiB of a transfer's data (its engine's data rate), with
+    /// `transfer_cost`.
+    pub transfer_cost_per_kib: SimTime,
     /// Engine time per device memory word ([`DmaDevice::unit`]) that a transfer covers only
-    /// in part.
+    /// in part (it overlaps the per-KiB time: the longer of the two counts).
     pub partial_unit_cost: SimTime,
 }
 
@@ -550,8 +560,14 @@ impl Addresses {
 pub enum CacheState {
     /// The host CPU touched the window first (pcie-bench's HWarm).
     Warm,
-    /// The host's caches were thrashed first (pcie-bench's Cold).
+    /// The host's caches were thrashed first (pcie-bench's Cold, DThrash).
     Cold,
+    /// The device wrote the window first: its lines are in the DDIO ways (pcie-bench's
+    /// DWarm).
+    DeviceWarm,
+    /// The other socket's CPU touched the window first: its cache holds the lines
+    /// (pcie-bench's HWarm with the program on the other socket).
+    RemoteWarm,
 }
 
 /// A DMA workload.
@@ -583,8 +599,7 @@ pub struct WorkloadSpec {
     pub address: Option<AddressPath>,
     /// Where its transfers lie in host and device memory.
     pub addresses: Addresses,
-    /// The host's caches for its window (carried for the host memory model; no effect
-    /// yet).
+    /// The host's caches for its window when the run starts (with a host memory model).
     pub cache: CacheState,
 }
 

@@ -3,8 +3,8 @@
 //! values; the scenario loader builds them and calls [`HostMemorySpec::check`]).
 //!
 //! Defaults come from the pcie-bench measurements of an NFP-6000 in a Broadwell Xeon
-//! (`docs/pcie-bench-data.md`); each field says which figure. Once the host memory is wired
-//! into the root complex this belongs beside `NodeKind::RootComplex` in `fabric.rs`.
+//! (`docs/pcie-bench-data.md`); each field says which figure. `NodeKind::RootComplex` holds
+//! one when its `[[root_complex]]` has any of the host memory keys.
 
 use crate::engine::SimTime;
 use crate::error::{ConfigError, Result};
@@ -28,6 +28,10 @@ pub struct HostMemorySpec {
     pub iommu: Option<IommuSpec>,
     /// The memory sits on the other socket; None: on the root complex's own socket.
     pub remote: Option<RemoteSocketSpec>,
+    /// Added to the hit latency for a line the other socket's CPU holds in its cache (a
+    /// workload with `cache = "remote-warm"`): a snoop there and back. Default 106 ns, twice
+    /// the remote latency (pcie-bench s0-s1-s1 HWarm: 653 vs 546 ns per 64 B read).
+    pub remote_cache_latency: SimTime,
 }
 
 /// A set-associative last-level cache with DDIO: device writes allocate into a few ways.
@@ -41,6 +45,9 @@ pub struct LlcSpec {
     /// Request to first data of a read whose line is in the LLC. Default 100 ns (pcie-bench
     /// measures only round trips; the split between device and host is not known).
     pub hit_latency: SimTime,
+    /// From a device write's arrival until its line in the LLC holds the data (a read of
+    /// the line waits for it; the write's credits do not). Default 0 ns.
+    pub write_latency: SimTime,
     /// Ways of each set device writes may allocate into (DDIO); 0: device writes never
     /// allocate. Default 2 (of 20: 10 % of the LLC, Intel's default; pcie-bench's
     /// LAT_CMD_WRRD turns near 2× that capacity).
@@ -110,6 +117,7 @@ impl Default for HostMemorySpec {
             llc: Some(LlcSpec::default()),
             iommu: None,
             remote: None,
+            remote_cache_latency: SimTime::from_ns(106),
         }
     }
 }
@@ -120,6 +128,7 @@ impl Default for LlcSpec {
             capacity: 25 << 20,
             ways: 20,
             hit_latency: SimTime::from_ns(100),
+            write_latency: SimTime::ZERO,
             ddio_ways: 2,
             write_allocate: true,
         }

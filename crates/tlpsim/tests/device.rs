@@ -475,3 +475,46 @@ fn device_and_pattern_mistakes_get_one_clear_line() {
     let e = load_str(&text, "dev.toml").unwrap_err().to_string();
     assert!(e.contains("alternate") && e.contains("DMA endpoint"), "{e}");
 }
+
+#[test]
+fn transfer_cost_per_kib_holds_the_engine_in_proportion_to_the_size() {
+    // One read in flight: 2 KiB at 100 ns per KiB adds exactly 200 ns to its latency,
+    // 512 B adds 50 ns.
+    for (size, added) in [("2KiB", 200.0), ("512B", 50.0)] {
+        let w = format!("direction = \"read\"\ntransfer_size = \"{size}\"\noutstanding = 1\n");
+        let base = simulate(&scenario("", "dma_engines = 1", &w));
+        let dev = "dma_engines = 1\ntransfer_cost_per_kib = { read = \"100ns\" }";
+        let slow = simulate(&scenario("", dev, &w));
+        let whole = |r: &RunResult| r.flows[0].transfer_latency_ns.mean.unwrap();
+        assert!(
+            (whole(&slow) - whole(&base) - added).abs() < 0.1,
+            "{size}: {} vs {}",
+            whole(&slow),
+            whole(&base)
+        );
+    }
+    // Many in flight: one engine finishes one 1 KiB write (4 MWr) per 100 ns + 4 x 20 ns
+    // (45.5 Gb/s; its MWrs take 71 ns of the x16 link).
+    let dev = "dma_engines = 1\ntransfer_cost_per_kib = \"100ns\"\nrequest_cost = \"20ns\"";
+    let w = "direction = \"write\"\ntransfer_size = \"1KiB\"\noutstanding = 8\n";
+    let r = simulate(&scenario("mps = 256", dev, w));
+    let expect = 1.0 / 180e-9;
+    let got = transfers_per_s(&r, 1024.0);
+    assert!(close(got, expect, 0.01), "{got} vs {expect}");
+}
+
+#[test]
+fn partial_words_overlap_the_data_time_and_the_longer_counts() {
+    // One read engine, 63 B reads (one partial 64 B word): 1000 ns per KiB is 61.5 ns of
+    // data time; a partial word's 30 ns hides under it, 100 ns does not.
+    for (partial, engine_ns) in [(30.0, 63.0 * 1000.0 / 1024.0), (100.0, 100.0)] {
+        let device = format!(
+            "dma_engines = 1\ndma_unit = \"64B\"\ntransfer_cost_per_kib = \"1000ns\"\n\
+             partial_unit_cost = \"{partial}ns\""
+        );
+        let w = "direction = \"read\"\ntransfer_size = \"63B\"\noutstanding = 64\n";
+        let r = simulate(&scenario("", &device, w));
+        let got = transfers_per_s(&r, 63.0);
+        assert!(close(got, 1e9 / engine_ns, 0.01), "{partial}: {got}");
+    }
+}

@@ -122,12 +122,15 @@ pub const REQUEST_BOUNDARY: u64 = 4096;
 /// Bytes of the next request TLP (MWr data or MRd length) of a transfer whose next byte is
 /// at address `addr`, with `left` bytes to go: at most `max` (MPS or a smaller TLP payload
 /// for writes, MRRS for reads), cut from the transfer's start, and never across a 4 KiB
-/// boundary ([`REQUEST_BOUNDARY`]). At an address that is a multiple of `max` (a power of
-/// two), every piece but the last is `max` bytes, as [`split`] cuts.
+/// boundary ([`REQUEST_BOUNDARY`]). `max` bounds the Length field, which counts whole DWs
+/// from the DW of the first byte: a piece starting `addr % 4` bytes into its DW is that much
+/// shorter. At an address that is a multiple of `max` (a power of two), every piece but the
+/// last is `max` bytes, as [`split`] cuts.
 #[inline(always)]
 pub fn request_piece(addr: u64, left: u64, max: u32) -> u32 {
     let to_boundary = REQUEST_BOUNDARY - (addr & (REQUEST_BOUNDARY - 1));
-    left.min(max as u64).min(to_boundary) as u32
+    let in_dw = addr & 3;
+    left.min(max as u64 - in_dw).min(to_boundary) as u32
 }
 
 /// Bytes of the next completion of a read request whose next byte is at address `addr`,
@@ -249,6 +252,10 @@ mod tests {
         // Cut from the transfer's start, not at multiples of the maximum.
         assert_eq!(request_piece(8, 128, 128), 128);
         assert_eq!(request_piece(4000, 200, 128), 96);
+        // The Length field counts DWs from the first byte's DW: from byte 3 of a DW, 128 B
+        // of Length carry 125 B.
+        assert_eq!(request_piece(123, 126, 128), 125);
+        assert_eq!(request_piece(4095, 300, 128), 1);
         // At aligned addresses, what `split` cuts.
         for (total, max) in [(4196u64, 256u32), (8192, 512), (100, 128), (1 << 20, 4096)] {
             let (mut addr, mut left, mut pieces) = (0u64, total, Vec::new());

@@ -49,6 +49,8 @@ words! {
 }
 
 /// `[[endpoint]]`: the section of its `kind`.
+// A file's sections are read once and dropped after the build: their size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EndpointSection {
@@ -126,12 +128,17 @@ pub struct DmaEndpointSection {
     /// engine meanwhile; a read's latency counts it), for one side or each (default "0ns").
     #[serde(default = "default_zero_sides")]
     pub latency: DurationSides,
+    /// Engine time per KiB of a transfer's data (the engine's data rate), spent with
+    /// `transfer_cost`, for one side or each, e.g. `{ read = "137ns" }` (default "0ns").
+    #[serde(default = "default_zero_sides")]
+    pub transfer_cost_per_kib: DurationSides,
     /// Bytes in one word of its memory, a power of two up to 4 KiB: a request carries at
     /// most its maximum size in whole words (default "1B": no words).
     #[serde(default = "default_dma_unit")]
     pub dma_unit: String,
     /// Engine time per word of its memory (`dma_unit`) that a transfer covers only in part,
-    /// for one side or each (default "0ns").
+    /// overlapping its `transfer_cost_per_kib` time (the longer counts), for one side or each
+    /// (default "0ns").
     #[serde(default = "default_zero_sides")]
     pub partial_unit_cost: DurationSides,
     /// Bytes of the descriptor it reads from host memory before each transfer, e.g. "16B"
@@ -313,6 +320,7 @@ fn device(place: &Place, s: &DmaEndpointSection) -> Result<DmaDevice, BuildError
     let (read_request, write_request) = cost("request_cost", &s.request_cost)?;
     let (read_transfer, write_transfer) = cost("transfer_cost", &s.transfer_cost)?;
     let (read_latency, write_latency) = cost("latency", &s.latency)?;
+    let (read_per_kib, write_per_kib) = cost("transfer_cost_per_kib", &s.transfer_cost_per_kib)?;
     let (read_partial, write_partial) = cost("partial_unit_cost", &s.partial_unit_cost)?;
     let unit = values::bytes(place, "dma_unit", &s.dma_unit)?;
     if !unit.is_power_of_two() || unit > 4096 {
@@ -342,6 +350,7 @@ fn device(place: &Place, s: &DmaEndpointSection) -> Result<DmaDevice, BuildError
             request_cost: read_request,
             transfer_cost: read_transfer,
             latency: read_latency,
+            transfer_cost_per_kib: read_per_kib,
             partial_unit_cost: read_partial,
         },
         write: DmaEngines {
@@ -349,6 +358,7 @@ fn device(place: &Place, s: &DmaEndpointSection) -> Result<DmaDevice, BuildError
             request_cost: write_request,
             transfer_cost: write_transfer,
             latency: write_latency,
+            transfer_cost_per_kib: write_per_kib,
             partial_unit_cost: write_partial,
         },
         unit: unit as u32,

@@ -19,6 +19,7 @@ mod build;
 mod endpoint;
 mod error;
 mod file;
+mod host_memory;
 mod links;
 mod located;
 mod nodes;

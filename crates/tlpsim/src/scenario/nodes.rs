@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::error::{at, BuildError, Place};
+use super::host_memory::{host_memory, IommuWord, PageSizeWord, SocketWord};
 use super::links::Topology;
 use super::values::{self, defaults, words, CreditsSection, LatencyValue};
 use super::{DEFAULT_ROOT_CREDITS, DEFAULT_SWITCH_CREDITS};
@@ -25,6 +26,14 @@ defaults! {
     default_interrupt_cost: String = "1us";
     default_writes_per_interrupt: i64 = 2;
     default_posted_depth: i64 = 16;
+    default_llc_ways: i64 = 20;
+    default_llc_hit_latency: String = "100ns";
+    default_ddio_ways: i64 = 2;
+    default_true: bool = true;
+    default_iotlb_entries: i64 = 64;
+    default_walk_latency: String = "280ns";
+    default_walkers: i64 = 5;
+    default_remote_latency: String = "53ns";
 }
 
 /// The memory read latency of a root complex left without one.
@@ -124,6 +133,52 @@ pub struct RootComplexSection {
     /// Credits its root ports advertise.
     #[schemars(default = "root_credits")]
     pub credits: Option<CreditsSection>,
+    /// Rate its read data path returns completion data at, LLC hits included, e.g.
+    /// "7GB/s" (unlimited when left out).
+    pub read_bandwidth: Option<String>,
+    /// Host memory model: the last-level cache's size, e.g. "25MiB" (no LLC when left out).
+    pub llc_size: Option<String>,
+    /// The LLC's ways per set (default 20).
+    #[schemars(default = "default_llc_ways")]
+    pub llc_ways: Option<i64>,
+    /// Request to first data of a read that hits the LLC (default "100ns").
+    #[schemars(default = "default_llc_hit_latency")]
+    pub llc_hit_latency: Option<String>,
+    /// From a device write's arrival until its LLC line holds the data: a later read of
+    /// the line waits for it (default "0ns").
+    #[schemars(default = "default_zero_ns")]
+    pub llc_write_latency: Option<String>,
+    /// LLC ways per set that device writes allocate into (DDIO; default 2, 0 is off).
+    #[schemars(default = "default_ddio_ways")]
+    pub ddio_ways: Option<i64>,
+    /// Whether a device write that misses the LLC allocates its line (default true).
+    #[schemars(default = "default_true")]
+    pub ddio_write_allocate: Option<bool>,
+    /// "off" or "on": translate device addresses through an IOMMU (default "off").
+    #[schemars(default = "IommuWord::default")]
+    pub iommu: Option<IommuWord>,
+    /// IOTLB entries, fully associative (default 64).
+    #[schemars(default = "default_iotlb_entries")]
+    pub iotlb_entries: Option<i64>,
+    /// "4KiB" or "2MiB": the IOMMU's page size (default "4KiB").
+    #[schemars(default = "PageSizeWord::default")]
+    pub iommu_page_size: Option<PageSizeWord>,
+    /// Time of one IOMMU page walk (default "280ns").
+    #[schemars(default = "default_walk_latency")]
+    pub iommu_walk_latency: Option<String>,
+    /// Page walks in progress at once (default 5).
+    #[schemars(default = "default_walkers")]
+    pub iommu_walkers: Option<i64>,
+    /// "local" or "remote": the socket the memory sits on (default "local").
+    #[schemars(default = "SocketWord::default")]
+    pub memory_socket: Option<SocketWord>,
+    /// Added to each access that crosses to the other socket (default "53ns"); a line the
+    /// other socket's cache holds costs twice it.
+    #[schemars(default = "default_remote_latency")]
+    pub remote_latency: Option<String>,
+    /// Rate of the inter-socket link remote memory data cross, e.g. "19.2GB/s" (unlimited
+    /// when left out).
+    pub socket_link_bandwidth: Option<String>,
 }
 
 /// `[[switch]]`.
@@ -300,13 +355,14 @@ pub fn root_complexes(
             None => None,
             Some(name) => Some(host_bridge_of(&place, name, host_bridges)?),
         };
+        let memory_bandwidth =
+            values::optional_rate(&place, "memory_bandwidth", &rc.memory_bandwidth)?;
+        let host_memory = host_memory(&place, rc, memory_bandwidth)?;
         let kind = NodeKind::RootComplex {
             read_latency: values::latency(&place, &rc.memory_read_latency)?,
-            memory_bandwidth: values::optional_rate(
-                &place,
-                "memory_bandwidth",
-                &rc.memory_bandwidth,
-            )?,
+            memory_bandwidth: memory_bandwidth.filter(|_| host_memory.is_none()),
+            read_bandwidth: values::optional_rate(&place, "read_bandwidth", &rc.read_bandwidth)?,
+            host_memory,
             posted_write_rate: values::optional_rate(
                 &place,
                 "posted_write_rate",

@@ -74,6 +74,10 @@ words! {
         Warm = "warm",
         /// The host's caches were thrashed first.
         Cold = "cold",
+        /// The device wrote the window first (its lines in the LLC's DDIO ways).
+        DeviceWarm = "device-warm",
+        /// The other socket's CPU touched the window first (its cache holds the lines).
+        RemoteWarm = "remote-warm",
     }
 }
 

@@ -37,7 +37,8 @@ pub const WINDOW_FULL: f64 = 0.5;
 pub struct ResourceResult {
     /// Its name, e.g. "rc memory", "sw shared bus", "cpu core 0".
     pub name: String,
-    /// "memory", "write_sink", "host_bridge", "switch_bus", "media", "cpu", "dma_engines".
+    /// "memory", "write_sink", "read_path", "socket_link", "iommu", "host_bridge",
+    /// "switch_bus", "media", "cpu", "dma_engines".
     pub kind: &'static str,
     /// Fraction of the measured window it was busy.
     pub busy: f64,
@@ -46,8 +47,9 @@ pub struct ResourceResult {
 /// What limits a flow.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Bottleneck {
-    /// "link", "memory", "write_sink", "host_bridge", "switch_bus", "media", "cpu",
-    /// "dma_engines", "credits", "replay_buffer", "requests" or "offered_load".
+    /// "link", "memory", "write_sink", "read_path", "socket_link", "iommu", "host_bridge",
+    /// "switch_bus", "media", "cpu", "dma_engines", "credits", "replay_buffer", "requests"
+    /// or "offered_load".
     pub kind: &'static str,
     /// The resource, e.g. "rc-sw down", "rc memory", "sw -> a NPH credits".
     pub resource: String,
@@ -154,6 +156,8 @@ pub(crate) enum UsedBy {
     WritesInto,
     /// Flows that DMA-read (a duplex media's write side).
     Reads,
+    /// Flows that DMA-read from its node (a root complex's read data path).
+    ReadsFrom,
 }
 
 /// A non-link resource: the node it belongs to (NONE for a host bridge), its kind, its name,
@@ -308,6 +312,7 @@ impl Simulator<'_> {
                         UsedBy::Writes => f.writes,
                         UsedBy::WritesInto => f.writes && dst == r.node,
                         UsedBy::Reads => f.reads,
+                        UsedBy::ReadsFrom => f.reads && dst == r.node,
                     };
                     if !on_path
                         || !side_used

@@ -17,9 +17,6 @@
 pub mod bottleneck;
 pub mod channel;
 mod flow;
-// Built and unit-tested on its own; the root complex uses it once TLPs carry host
-// addresses (the next step), until then only its tests call it.
-#[cfg_attr(not(test), allow(dead_code))]
 mod host_memory;
 mod node;
 mod receive;

@@ -7,7 +7,8 @@
 //! phases ([`Phase`]): its descriptor read if the endpoint has one, its data (a read, a
 //! write, or a write and then a read of the same bytes), its status write if the endpoint
 //! has one. A data phase spends its side's `latency` in the device (holding no engine) and
-//! waits for an engine of its side, which spends `transfer_cost` (plus `partial_unit_cost`
+//! waits for an engine of its side, which spends `transfer_cost` (plus the longer of
+//! `transfer_cost_per_kib` for each KiB of its data and `partial_unit_cost`
 //! per device word it covers in part) and then `request_cost` per request TLP, issuing each
 //! when its cost is spent and a tag (a read) or room in the flow's write queue (a write)
 //! is there; a descriptor or status phase pays `request_cost` per TLP only. A reading phase
@@ -415,7 +416,13 @@ impl Simulator<'_> {
             let tr = &mut self.dma[t as usize];
             let overhead = if tr.phase.data() {
                 let partial = partial_units(tr.first.1, tr.size, unit);
-                spec.transfer_cost + SimTime::from_ticks(partial * spec.partial_unit_cost.ticks())
+                // The data's time and the partial words' time overlap (the partial words
+                // are read, merged and written back while the data streams): the longer
+                // counts.
+                let per_kib = spec.transfer_cost_per_kib.ticks() as u128 * tr.size as u128;
+                let data = SimTime::from_ticks((per_kib / 1024) as u64);
+                let merge = SimTime::from_ticks(partial * spec.partial_unit_cost.ticks());
+                spec.transfer_cost + data.max(merge)
             } else {
                 SimTime::ZERO
             };

@@ -174,6 +174,13 @@ impl Iommu {
         let done = now.max(free) + self.walk;
         self.walkers[w] = done;
         self.busy += self.walk.ticks();
+        self.insert(page, done);
+        done
+    }
+
+    /// Enters `page`, not in the IOTLB, as its most recently used entry, valid from `ready`
+    /// (the least recently used entry leaves when it is full).
+    fn insert(&mut self, page: u64, ready: SimTime) {
         let e = if self.used < self.entries.len() {
             self.used += 1;
             (self.used - 1) as u32
@@ -185,11 +192,29 @@ impl Iommu {
             e
         };
         self.entries[e as usize].page = page;
-        self.entries[e as usize].ready = done;
+        self.entries[e as usize].ready = ready;
         self.push_front(e);
         let s = self.probe(page);
         self.slots[s] = e;
-        done
+    }
+
+    /// Translations of `pages`, in order, known before the run (no walk, not counted): the
+    /// IOTLB ends holding the last of them that fit, the last the most recently used.
+    pub(super) fn prefill(&mut self, pages: std::ops::RangeInclusive<u64>) {
+        let n = self.entries.len() as u64;
+        let first = (*pages.start()).max(pages.end().saturating_sub(n - 1));
+        for page in first..=*pages.end() {
+            let s = self.probe(page);
+            if self.slots[s] == NIL {
+                self.insert(page, SimTime::ZERO);
+            } else {
+                let e = self.slots[s];
+                if self.head != e {
+                    self.unlink(e);
+                    self.push_front(e);
+                }
+            }
+        }
     }
 
     /// Number of walkers.

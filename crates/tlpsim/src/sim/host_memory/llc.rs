@@ -10,10 +10,17 @@
 use crate::engine::SimTime;
 use crate::host_memory_spec::{LlcSpec, LINE_BYTES};
 
-/// The tag of an empty way.
-const EMPTY: u64 = u64::MAX;
+/// The tag of an empty way (a line's tag is its number plus one, so that a new cache is
+/// all zeros: the pages of a large LLC stay untouched until a set is used).
+const EMPTY: u64 = 0;
 /// The bit of a tag that marks the line dirty (written by a device, not yet in DRAM).
 const DIRTY: u64 = 1 << 63;
+
+/// The tag of `line`.
+#[inline]
+fn tag(line: u64) -> u64 {
+    line + 1
+}
 
 /// What a device write found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,8 +49,9 @@ pub(super) struct Llc {
     tags: Vec<u64>,
     /// Per way: when it was last used (0: empty; larger is more recent).
     stamps: Vec<u64>,
-    /// Per way: when the last write to the line takes effect (a read waits for it).
-    ready: Vec<SimTime>,
+    /// Per way: when the last write to the line takes effect (a read waits for it), in
+    /// ticks.
+    ready: Vec<u64>,
     /// The recency clock.
     clock: u64,
 }
@@ -61,7 +69,7 @@ impl Llc {
             write_allocate: spec.write_allocate && spec.ddio_ways > 0,
             tags: vec![EMPTY; lines],
             stamps: vec![0; lines],
-            ready: vec![SimTime::ZERO; lines],
+            ready: vec![0; lines],
             clock: 0,
         }
     }
@@ -72,6 +80,7 @@ impl Llc {
     }
 
     /// Lines it holds now.
+    #[cfg(test)]
     pub(super) fn occupied_lines(&self) -> usize {
         self.tags.iter().filter(|&&t| t != EMPTY).count()
     }
@@ -87,7 +96,7 @@ impl Llc {
     fn find(&self, base: usize, line: u64) -> Option<usize> {
         self.tags[base..base + self.ways]
             .iter()
-            .position(|&t| t & !DIRTY == line)
+            .position(|&t| t & !DIRTY == tag(line))
             .map(|w| base + w)
     }
 
@@ -117,7 +126,7 @@ impl Llc {
     pub(super) fn read(&mut self, line: u64) -> Option<SimTime> {
         let i = self.find(self.set_base(line), line)?;
         self.touch(i);
-        Some(self.ready[i])
+        Some(SimTime::from_ticks(self.ready[i]))
     }
 
     /// A device write of `line` (DDIO): a hit updates the line wherever it is; a miss
@@ -135,7 +144,7 @@ impl Llc {
         }
         let i = self.victim(base, self.ddio_ways);
         let writeback = self.tags[i] != EMPTY && self.tags[i] & DIRTY != 0;
-        self.tags[i] = line | DIRTY;
+        self.tags[i] = tag(line) | DIRTY;
         self.touch(i);
         WriteLookup::Allocated { way: i, writeback }
     }
@@ -143,13 +152,7 @@ impl Llc {
     /// Sets when the write to the line in way `i` takes effect.
     #[inline]
     pub(super) fn set_ready(&mut self, i: usize, at: SimTime) {
-        self.ready[i] = at;
-    }
-
-    /// When the line in way `i` is valid.
-    #[inline]
-    pub(super) fn ready_at(&self, i: usize) -> SimTime {
-        self.ready[i]
+        self.ready[i] = at.ticks();
     }
 
     /// The host CPU touches `line`: it becomes the most recently used, allocated in any way
@@ -160,8 +163,25 @@ impl Llc {
             Some(i) => i,
             None => {
                 let i = self.victim(base, self.ways);
-                self.tags[i] = line;
-                self.ready[i] = SimTime::ZERO;
+                self.tags[i] = tag(line);
+                self.ready[i] = 0;
+                i
+            }
+        };
+        self.touch(i);
+    }
+
+    /// A device wrote `line` before the run (pcie-bench's DWarm): it is in a DDIO way (the
+    /// least recently used one of its set), clean, the most recently used. Untimed.
+    pub(super) fn device_warm(&mut self, line: u64) {
+        let base = self.set_base(line);
+        let i = match self.find(base, line) {
+            Some(i) => i,
+            None if self.ddio_ways == 0 => return,
+            None => {
+                let i = self.victim(base, self.ddio_ways);
+                self.tags[i] = tag(line);
+                self.ready[i] = 0;
                 i
             }
         };
@@ -169,10 +189,13 @@ impl Llc {
     }
 
     /// Empties the cache (pcie-bench's Cold: the host thrashed it; dirty lines are dropped
-    /// untimed).
+    /// untimed). New zeroed storage: no page is touched until a set is used again.
+    #[cfg(test)]
     pub(super) fn flush(&mut self) {
-        self.tags.fill(EMPTY);
-        self.stamps.fill(0);
-        self.ready.fill(SimTime::ZERO);
+        let lines = self.tags.len();
+        self.tags = vec![EMPTY; lines];
+        self.stamps = vec![0; lines];
+        self.ready = vec![0; lines];
+        self.clock = 0;
     }
 }

@@ -12,7 +12,12 @@
 //!   first reads the rest from DRAM; one covering it whole needs only ownership (the remote
 //!   latency when the memory is remote). Without write allocation a missing write goes to
 //!   DRAM. [`HostMemory::warm`] is the host CPU touching a buffer (any way, clean lines);
+//!   [`HostMemory::device_warm`] a device writing it (the DDIO ways);
 //!   [`HostMemory::flush`] empties the cache.
+//! - **The other socket's cache**: [`HostMemory::warm_remote`] is the other socket's CPU
+//!   touching a buffer: a device read of a line it holds (and the local LLC does not) is
+//!   ready after the hit latency plus `remote_cache_latency` (a snoop there and back),
+//!   without DRAM.
 //! - **IOMMU** ([`iommu`]): a fully associative LRU IOTLB of `iotlb_entries` pages of 4 KiB
 //!   or 2 MiB; a miss waits for the first free of `walkers` walkers and takes `walk_latency`
 //!   (a fixed time). Every page an access touches is translated before the access starts.
@@ -25,13 +30,7 @@
 //!
 //! There is no random draw: the same accesses give the same times.
 //!
-//! Proposed `[[root_complex]]` keys (units, defaults): `memory_read_latency` stays the DRAM
-//! latency when `llc_size` is set ("155ns" suggested); `memory_bandwidth` the memory
-//! controller; `llc_size` ("25MiB"; none: no LLC), `llc_ways` (20), `llc_hit_latency`
-//! ("100ns"), `ddio_ways` (2; 0 is DDIO off), `ddio_write_allocate` (true); `iommu` ("off" |
-//! "on"), `iotlb_entries` (64), `iommu_page_size` ("4KiB" | "2MiB"), `iommu_walk_latency`
-//! ("280ns"), `iommu_walkers` (5); `memory_socket` ("local" | "remote"),
-//! `remote_latency` ("53ns"), `socket_link_bandwidth` (unlimited).
+//! The `[[root_complex]]` keys that describe it are in `scenario::host_memory`.
 
 mod iommu;
 mod llc;
@@ -128,9 +127,14 @@ impl Backing {
 #[derive(Debug, Clone)]
 pub(in crate::sim) struct HostMemory {
     hit_latency: SimTime,
+    /// A device write's time to its LLC line (0 without an LLC).
+    write_latency: SimTime,
     memory: Backing,
     llc: Option<Llc>,
     iommu: Option<Iommu>,
+    /// Byte ranges `[start, end)` whose lines the other socket's cache holds.
+    remote_cached: Vec<(u64, u64)>,
+    remote_cache_latency: SimTime,
     stats: HostMemoryStats,
 }
 
@@ -156,6 +160,7 @@ impl HostMemory {
                 .llc
                 .as_ref()
                 .map_or(spec.dram_latency, |l| l.hit_latency),
+            write_latency: spec.llc.as_ref().map_or(SimTime::ZERO, |l| l.write_latency),
             memory: Backing {
                 latency: spec.dram_latency,
                 dram: spec.dram_bandwidth.map(Throttle::new),
@@ -166,6 +171,8 @@ impl HostMemory {
             },
             llc: spec.llc.as_ref().map(Llc::new),
             iommu: spec.iommu.as_ref().map(Iommu::new),
+            remote_cached: Vec::new(),
+            remote_cache_latency: spec.remote_cache_latency,
             stats: HostMemoryStats::default(),
         }
     }
@@ -184,6 +191,9 @@ impl HostMemory {
                 Some(valid) => {
                     self.stats.read_hits += 1;
                     ready = ready.max(valid);
+                }
+                None if self.held_remotely(line) => {
+                    ready = ready.max(t + self.hit_latency + self.remote_cache_latency);
                 }
                 None => missed += 1,
             }
@@ -210,8 +220,9 @@ impl HostMemory {
             self.stats.write_lines += 1;
             let (way, at) = match llc.write(line) {
                 WriteLookup::Hit(way) => {
+                    // The new data replace the line's: no wait for an earlier write.
                     self.stats.write_hits += 1;
-                    (way, t.max(llc.ready_at(way)))
+                    (way, t)
                 }
                 WriteLookup::Allocated { way, writeback } => {
                     self.stats.write_allocs += 1;
@@ -231,7 +242,7 @@ impl HostMemory {
                     continue;
                 }
             };
-            llc.set_ready(way, at);
+            llc.set_ready(way, at + self.write_latency);
             done = done.max(at);
         }
         if to_dram > 0 {
@@ -253,7 +264,48 @@ impl HostMemory {
         }
     }
 
+    /// A device wrote `[addr, addr + len)` before the run: its lines are in the LLC's DDIO
+    /// ways (of a buffer larger than they hold, the last part), clean. Untimed.
+    pub(in crate::sim) fn device_warm(&mut self, addr: u64, len: u64) {
+        let Some(llc) = &mut self.llc else { return };
+        if len == 0 {
+            return;
+        }
+        for line in (addr / LINE_BYTES)..=((addr + len - 1) / LINE_BYTES) {
+            llc.device_warm(line);
+        }
+    }
+
+    /// The other socket's CPU touched `[addr, addr + len)`: its cache holds the last part
+    /// that fits in an LLC as large as this one (all of it without an LLC model). Untimed.
+    pub(in crate::sim) fn warm_remote(&mut self, addr: u64, len: u64) {
+        let held = self
+            .llc
+            .as_ref()
+            .map_or(len, |c| len.min(c.capacity_lines() as u64 * LINE_BYTES));
+        self.remote_cached.push((addr + len - held, addr + len));
+    }
+
+    /// Whether the other socket's cache holds `line`.
+    #[inline]
+    fn held_remotely(&self, line: u64) -> bool {
+        let a = line * LINE_BYTES;
+        self.remote_cached.iter().any(|&(s, e)| a >= s && a < e)
+    }
+
+    /// The IOMMU translated every page of `[addr, addr + len)` before the run (a long run's
+    /// steady state): the IOTLB holds the last pages that fit. Untimed.
+    pub(in crate::sim) fn warm_iotlb(&mut self, addr: u64, len: u64) {
+        let Some(mmu) = &mut self.iommu else { return };
+        if len == 0 {
+            return;
+        }
+        let shift = mmu.page_shift;
+        mmu.prefill((addr >> shift)..=((addr + len - 1) >> shift));
+    }
+
     /// Empties the LLC (pcie-bench's Cold); the IOTLB keeps its entries.
+    #[cfg(test)]
     pub(in crate::sim) fn flush(&mut self) {
         if let Some(llc) = &mut self.llc {
             llc.flush();
@@ -261,6 +313,7 @@ impl HostMemory {
     }
 
     /// What the accesses so far found.
+    #[cfg(test)]
     pub(in crate::sim) fn stats(&self) -> HostMemoryStats {
         let mut s = self.stats;
         if let Some(mmu) = &self.iommu {
@@ -270,6 +323,7 @@ impl HostMemory {
     }
 
     /// Lines the LLC holds now, and at most (0 and 0 without an LLC).
+    #[cfg(test)]
     pub(in crate::sim) fn llc_lines(&self) -> (usize, usize) {
         self.llc
             .as_ref()

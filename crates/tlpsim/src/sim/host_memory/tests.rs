@@ -22,11 +22,13 @@ fn small() -> HostMemorySpec {
             capacity: 64 * KIB,
             ways: 16,
             hit_latency: ns(100),
+            write_latency: ns(0),
             ddio_ways: 4,
             write_allocate: true,
         }),
         iommu: None,
         remote: None,
+        remote_cache_latency: ns(106),
     }
 }
 
@@ -414,6 +416,7 @@ fn spec_strategy() -> impl Strategy<Value = HostMemorySpec> {
                 capacity: 16 * KIB,
                 ways,
                 hit_latency: ns(90),
+                write_latency: ns(0),
                 ddio_ways: ddio.min(ways),
                 write_allocate: alloc,
             }),
@@ -431,6 +434,7 @@ fn spec_strategy() -> impl Strategy<Value = HostMemorySpec> {
                 remote_latency: ns(53),
                 socket_link_bandwidth: bw,
             }),
+            remote_cache_latency: ns(106),
         })
 }
 
@@ -462,4 +466,30 @@ proptest! {
         prop_assert!(s.read_hits <= s.read_lines && s.write_hits <= s.write_lines);
         prop_assert!(s.iotlb_misses <= s.iotlb_lookups);
     }
+}
+
+#[test]
+fn the_other_sockets_cache_and_the_ddio_ways_warm_what_they_should() {
+    let mut m = HostMemory::new(&small());
+    // The other socket holds a 1 MiB buffer's last 64 KiB (an LLC as large as this one).
+    m.warm_remote(0, MIB);
+    assert_eq!(m.read(ns(0), MIB - 64, 64), ns(206), "hit + snoop");
+    assert_eq!(m.read(ns(0), 0, 64), ns(160), "not held there: DRAM");
+    // A device-warmed buffer sits in the 4 DDIO ways of 16: 16 KiB of the 64 KiB LLC.
+    let mut d = HostMemory::new(&small());
+    d.device_warm(0, 64 * KIB);
+    assert!(hits(&mut d, 64 * KIB - 64));
+    assert!(!hits(&mut d, 0));
+    assert_eq!(d.llc_lines().0, 256);
+}
+
+#[test]
+fn a_prefilled_iotlb_holds_the_last_pages_that_fit() {
+    let mut m = HostMemory::new(&with_iommu(4, PageSize::Small, 1));
+    m.warm_iotlb(0, 10 * 4096);
+    // Pages 6..=9 are translated; page 5 walks.
+    assert_eq!(m.read(ns(0), 9 * 4096, 64), ns(160));
+    assert_eq!(m.read(ns(0), 6 * 4096, 64), ns(160));
+    assert_eq!(m.read(ns(0), 5 * 4096, 64), ns(280 + 160));
+    assert_eq!(m.stats().iotlb_misses, 1);
 }

@@ -201,6 +201,8 @@ impl AnyNode {
                 host_bridge,
                 completion,
                 shared_outbound,
+                read_bandwidth,
+                host_memory,
             } => AnyNode::Root(RootComplex::new(
                 &sys.pcie,
                 *read_latency,
@@ -210,6 +212,8 @@ impl AnyNode {
                 *completion,
                 *shared_outbound,
                 sys.cpu.filter(|c| c.root == n),
+                *read_bandwidth,
+                host_memory.as_deref(),
             )),
             NodeKind::Switch {
                 forwarding,

@@ -1,5 +1,6 @@
-//! Root complexes: memory behind an optional posted-write sink and host bridge, completions
-//! for memory reads at RCB or MPS size, the CPU's own read tags, and an optional outbound
+//! Root complexes: memory behind an optional posted-write sink and host bridge (or a host
+//! memory system: LLC, IOMMU, NUMA socket), completions for memory reads at RCB or MPS size
+//! paced by an optional read data path, the CPU's own read tags, and an optional outbound
 //! queue shared by all root ports (a HyperTransport host bridge's issue order).
 
 use std::collections::VecDeque;
@@ -8,10 +9,12 @@ use super::cpu::Cpu;
 use super::{AnyNode, Node, NodeEv};
 use crate::engine::rng::Latency;
 use crate::engine::SimTime;
-use crate::fabric::{CompletionRule, CpuSpec, PcieSettings};
+use crate::fabric::{CacheState, CompletionRule, CpuSpec, PcieSettings};
+use crate::host_memory_spec::HostMemorySpec;
 use crate::pcie::tlp::{self, TlpKind};
 use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::channel::FcClass;
+use crate::sim::host_memory::HostMemory;
 use crate::sim::throttle::Throttle;
 use crate::sim::{Ev, Owner, Simulator, Tlp};
 
@@ -49,6 +52,17 @@ pub(in crate::sim) struct RootComplex {
     outbound: Option<Outbound>,
     /// The host CPU behind it that bridges NICs' frames, if it is that CPU's root.
     pub(in crate::sim) cpu: Option<Box<Cpu>>,
+    /// Its read data path (completion payload), if limited.
+    read_path: Option<Throttle>,
+    /// Its host memory system, if it has one (then `read_latency` and `memory` are unused).
+    host: Option<Box<HostMemory>>,
+}
+
+/// The host address of byte `addr` of workload `w`'s buffer (each workload's buffer starts
+/// on its own 4 GiB boundary; TLPs of no workload use the first).
+#[inline]
+fn host_address(w: Option<u32>, addr: u32) -> u64 {
+    (w.map_or(0, |w| w as u64 + 1) << 32) | addr as u64
 }
 
 /// A root complex's one outbound queue for all its root ports (a HyperTransport host
@@ -78,6 +92,8 @@ impl RootComplex {
         completion: CompletionRule,
         shared_outbound: Option<u32>,
         cpu: Option<CpuSpec>,
+        read_bandwidth: Option<f64>,
+        host_memory: Option<&HostMemorySpec>,
     ) -> Self {
         RootComplex {
             read_latency,
@@ -94,6 +110,8 @@ impl RootComplex {
                 ..Outbound::default()
             }),
             cpu: cpu.map(|spec| Box::new(Cpu::new(spec))),
+            read_path: read_bandwidth.map(Throttle::new),
+            host: host_memory.map(|h| Box::new(HostMemory::new(h))),
         }
     }
 }
@@ -146,6 +164,27 @@ impl Node for RootComplex {
         }
     }
 
+    fn start(sim: &mut Simulator<'_>, n: usize) {
+        let AnyNode::Root(RootComplex { host: Some(h), .. }) = &mut sim.nodes[n] else {
+            return;
+        };
+        // The caches and IOTLB as the run finds them: each workload's window in the state
+        // its `cache` names, its pages translated (a long run's steady state).
+        for (i, w) in sim.sys.workloads.iter().enumerate() {
+            if w.target != n {
+                continue;
+            }
+            let (base, len) = (host_address(Some(i as u32), 0), w.addresses.window);
+            match w.cache {
+                CacheState::Warm => h.warm(base, len),
+                CacheState::Cold => {}
+                CacheState::DeviceWarm => h.device_warm(base, len),
+                CacheState::RemoteWarm => h.warm_remote(base, len),
+            }
+            h.warm_iotlb(base, len);
+        }
+    }
+
     fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
         match ev {
             NodeEv::Written(id) => sim.written(sim.tlps[id as usize].ingress, id),
@@ -174,6 +213,13 @@ impl Node for RootComplex {
         if let Some(m) = &self.memory {
             out.push(m.resource(n, UsedBy::Every, "memory", format!("{name} memory"), t));
         }
+        if let Some(r) = &self.read_path {
+            let what = format!("{name} read data path");
+            out.push(r.resource(n, UsedBy::ReadsFrom, "read_path", what, t));
+        }
+        if let Some(h) = &self.host {
+            h.resources(n, name, t, out);
+        }
     }
 }
 
@@ -195,6 +241,12 @@ impl Simulator<'_> {
         if let Some(m) = &mut r.memory {
             done = m.pass(done, t.payload);
         }
+        if r.host.is_some() {
+            let addr = host_address(AnyNode::tlp_workload(self, &t), t.addr);
+            if let AnyNode::Root(RootComplex { host: Some(h), .. }) = &mut self.nodes[n] {
+                done = h.write(done, addr, t.payload);
+            }
+        }
         // The write counts, and its credits free, once the memory has it: a root
         // advertising infinite posted credits still takes data at its sink's and
         // memory's rates.
@@ -210,13 +262,26 @@ impl Simulator<'_> {
         };
         let size = r.cpl_size;
         let bridge_lat = r.bridge.map_or(SimTime::ZERO, |b| self.bridges[b].1);
-        let ready = now + r.read_latency.sample(&mut self.rng) + bridge_lat + bridge_lat;
+        let memory_lat = match r.host {
+            // The host memory times each completion's bytes itself.
+            Some(_) => SimTime::ZERO,
+            None => r.read_latency.sample(&mut self.rng),
+        };
+        let ready = now + memory_lat + bridge_lat + bridge_lat;
+        let mut addr = host_address(AnyNode::tlp_workload(self, &t), t.addr);
         self.complete_read(n, c, id, t, ready, size, |sim, piece, mut at| {
             let AnyNode::Root(r) = &mut sim.nodes[n] else {
                 return at;
             };
+            if let Some(h) = &mut r.host {
+                at = h.read(at, addr, piece);
+                addr += piece as u64;
+            }
             if let Some(m) = &mut r.memory {
                 at = m.pass(at, piece);
+            }
+            if let Some(p) = &mut r.read_path {
+                at = p.pass(at, piece);
             }
             if let Some(b) = r.bridge {
                 at = sim.bridges[b].0.pass(at, piece);
