@@ -315,7 +315,9 @@ def _validate_with_bar(only: str | None):
 
 @app.command(name="validate")
 def validate_cmd(
-    only: Annotated[str | None, typer.Option(help="One system: pes24n3a, pes24t6, ntb, t5220, ixp12xx.")] = None,
+    only: Annotated[
+        str | None, typer.Option(help="One system: pes24n3a, pes24t6, ntb, t5220, ixp12xx, pciebench.")
+    ] = None,
     report: Annotated[Path | None, typer.Option(help="Write DIR/report.md.")] = None,
     format: FormatOpt = Format.table,
 ) -> None:
@@ -326,6 +328,8 @@ def validate_cmd(
         out = console()
         for summary in rows.summaries():
             out.print(summary.line())
+        for line in rows.group_lines():
+            out.print(line, highlight=False, markup=False)
         if rows.unmodelled_tables:
             out.print(
                 f"not modelled yet ({len(rows.unmodelled_tables)} published tables): "
