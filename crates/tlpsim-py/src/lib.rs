@@ -91,10 +91,12 @@ fn set_scenario_value(text: &str, origin: &str, key: &str, value: &str) -> PyRes
         .map_err(|e| ScenarioError::new_err(e.to_string()))
 }
 
-/// Parses and checks scenario TOML text; `origin` names it in error messages.
+/// Parses and checks scenario TOML text (the GIL is released meanwhile, so that threads
+/// load scenarios in parallel); `origin` names it in error messages.
 #[pyfunction]
-fn load_scenario(text: &str, origin: &str) -> PyResult<Scenario> {
-    let system = tlpsim::scenario::load_str(text, origin)
+fn load_scenario(py: Python<'_>, text: &str, origin: &str) -> PyResult<Scenario> {
+    let system = py
+        .detach(|| tlpsim::scenario::load_str(text, origin))
         .map_err(|e| ScenarioError::new_err(e.to_string()))?;
     Ok(Scenario {
         system,

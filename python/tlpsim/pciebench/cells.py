@@ -146,17 +146,20 @@ def _names(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
     transfer size where it varies in the file, else the window; the series the test and
     whatever else tells the file's rows apart."""
     by_size = _varies(rows, "transfer_bytes")
+    by_window = by_size and _varies(rows, "window_bytes")
+    by_pattern = _varies(rows, "pattern")
+    by_offset = _varies(rows, "host_offset") or _varies(rows, "device_offset")
     out = []
     for r in rows:
         words = [r["test"]]
         if not by_size:
             words.append(f"{r['transfer_bytes']}B")
-        if by_size and _varies(rows, "window_bytes"):
+        if by_window:
             words.append(f"win {format_size(r['window_bytes'])}")
         words.append(r["cache"])
-        if _varies(rows, "pattern"):
+        if by_pattern:
             words.append(r["pattern"])
-        if _varies(rows, "host_offset") or _varies(rows, "device_offset") or r["host_offset"] or r["device_offset"]:
+        if by_offset or r["host_offset"] or r["device_offset"]:
             words.append(f"HO {r['host_offset']} DO {r['device_offset']}")
         column = f"{r['transfer_bytes']}B" if by_size else f"win {format_size(r['window_bytes'])}"
         out.append((" ".join(words), column))

@@ -53,12 +53,6 @@ class Selector:
             return max(matches, key=lambda c: c.window_bytes)
         return matches[0]
 
-    def describe(self) -> str:
-        """``BW_DMA_RD 64B bw_gbps in bw_dma_sz_sweep`` with the window and cache asked for."""
-        window = " at the largest window" if self.window == "largest" else f" win {self.window}B" if self.window else ""
-        cache = f" {self.cache}" if self.cache else ""
-        return f"{self.test} {self.size}B{cache}{window} {self.measure} in {self.file}"
-
 
 @dataclass(frozen=True)
 class Parameter:

@@ -24,6 +24,7 @@ __all__ = [
     "BW_OUTSTANDING",
     "KNOWN_CPUS",
     "Machine",
+    "ScenarioWriter",
     "host_keys",
     "machine_of",
     "scenario_text",
@@ -175,9 +176,13 @@ def host_keys(machine: Machine) -> dict[str, Any]:
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _toml_string(s: str) -> str:
     out = s.replace("\\", "\\\\").replace('"', '\\"')
-    out = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group()):04x}", out)
+    if _CONTROL.search(out):
+        out = _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
     return f'"{out}"'
 
 
@@ -222,6 +227,52 @@ def _keys(section: Mapping[str, Any]) -> list[str]:
     return [f"{k} = {toml_value(v)}" for k, v in section.items() if v is not None]
 
 
+class ScenarioWriter:
+    """The scenarios of one machine with the same device and host keys: the sections they
+    share are written once, the ``[simulation]`` and ``[[workload]]`` per cell (:meth:`text`);
+    see :func:`scenario_text`."""
+
+    def __init__(
+        self,
+        machine: Machine,
+        device: Mapping[str, Any],
+        host: Mapping[str, Any],
+        cache_words: Collection[str] | None = None,
+    ):
+        self.machine = machine
+        self.cache_words = cache_words
+        self.payload = device.get(WRITE_TLP_PAYLOAD)
+        endpoint = {k: v for k, v in device.items() if k != WRITE_TLP_PAYLOAD}
+        m = machine
+        self.fabric = "\n".join([
+            "[pcie]", f"gen = {m.gen}", f"mps = {m.mps}", f"mrrs = {m.mrrs}", f"addressing = {m.addressing}",
+            "", "[[root_complex]]", 'name = "rc"', 'completion = "mps"', *_keys(host),
+            "", "[[endpoint]]", 'name = "nfp"', 'kind = "dma"', f"tags = {m.tags}", *_keys(endpoint),
+            "", "[[link]]", 'between = ["rc", "nfp"]', f"width = {m.width}",
+        ])  # fmt: skip
+
+    def text(self, cell: Cell, duration: str = "40us", warmup: str = "5us", seed: int = 1) -> str:
+        """The TOML of ``cell``'s scenario."""
+        if cell.test not in _DIRECTIONS:
+            raise ValueError(f"test {cell.test!r} is not one of {', '.join(_DIRECTIONS)}")
+        direction, outstanding = _DIRECTIONS[cell.test]
+        pattern = "random" if cell.pattern == "Rand" else "sequential"
+        lines = [
+            f"# pcie-bench {self.machine.directory}: {cell.test}",
+            "[simulation]", f"duration = {toml_value(duration)}", f"warmup = {toml_value(warmup)}", f"seed = {seed}",
+            "", self.fabric,
+            "", "[[workload]]", 'name = "dma"', 'kind = "dma"', 'endpoint = "nfp"', f'direction = "{direction}"',
+            f'transfer_size = "{cell.transfer_bytes}B"', f"outstanding = {outstanding}",
+            f'window = "{cell.window_bytes}B"', f'pattern = "{pattern}"',
+            f"host_offset = {cell.host_offset}", f"device_offset = {cell.device_offset}",
+            f"cache = {toml_value(_cache_word(cell, self.machine, self.cache_words))}",
+        ]  # fmt: skip
+        payload = self.payload
+        if payload is not None and direction != "read":
+            lines.append(f"tlp_payload = {toml_value(f'{payload}B' if isinstance(payload, int) else payload)}")
+        return "\n".join(lines) + "\n"
+
+
 def scenario_text(
     cell: Cell,
     machine: Machine,
@@ -237,25 +288,4 @@ def scenario_text(
     ``write_tlp_payload``, which becomes a writing workload's ``tlp_payload``), their link, and
     the cell's test as a DMA workload. Keys whose value is None are left out.
     ``cache_words``: the cache words the loader accepts (all when None)."""
-    if cell.test not in _DIRECTIONS:
-        raise ValueError(f"test {cell.test!r} is not one of {', '.join(_DIRECTIONS)}")
-    direction, outstanding = _DIRECTIONS[cell.test]
-    endpoint = {k: v for k, v in device.items() if k != WRITE_TLP_PAYLOAD}
-    payload = device.get(WRITE_TLP_PAYLOAD)
-    lines = [
-        f"# pcie-bench {machine.directory}: {cell.test}",
-        "[simulation]", f"duration = {toml_value(duration)}", f"warmup = {toml_value(warmup)}", f"seed = {seed}",
-        "", "[pcie]", f"gen = {machine.gen}", f"mps = {machine.mps}", f"mrrs = {machine.mrrs}",
-        f"addressing = {machine.addressing}",
-        "", "[[root_complex]]", 'name = "rc"', 'completion = "mps"', *_keys(host),
-        "", "[[endpoint]]", 'name = "nfp"', 'kind = "dma"', f"tags = {machine.tags}", *_keys(endpoint),
-        "", "[[link]]", 'between = ["rc", "nfp"]', f"width = {machine.width}",
-        "", "[[workload]]", 'name = "dma"', 'kind = "dma"', 'endpoint = "nfp"', f'direction = "{direction}"',
-        f'transfer_size = "{cell.transfer_bytes}B"', f"outstanding = {outstanding}",
-        f'window = "{cell.window_bytes}B"', f'pattern = "{"random" if cell.pattern == "Rand" else "sequential"}"',
-        f"host_offset = {cell.host_offset}", f"device_offset = {cell.device_offset}",
-        f"cache = {toml_value(_cache_word(cell, machine, cache_words))}",
-    ]  # fmt: skip
-    if payload is not None and direction != "read":
-        lines.append(f"tlp_payload = {toml_value(f'{payload}B' if isinstance(payload, int) else payload)}")
-    return "\n".join(lines) + "\n"
+    return ScenarioWriter(machine, device, host, cache_words).text(cell, duration, warmup, seed)

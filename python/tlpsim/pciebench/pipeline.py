@@ -17,7 +17,7 @@ from tlpsim.importers.pciebench import import_pcie_bench
 from tlpsim.pciebench import protocol
 from tlpsim.pciebench.cells import Cell, NotModelled, cells_of, not_modelled
 from tlpsim.pciebench.fit import Fitted, Parameter, fit
-from tlpsim.pciebench.model import CACHE_FALLBACK, Machine, host_keys, machine_of, scenario_text
+from tlpsim.pciebench.model import CACHE_FALLBACK, Machine, ScenarioWriter, host_keys, machine_of
 from tlpsim.pciebench.runner import Outcome, run_cells
 from tlpsim.pciebench.shipped import LSPCI_FILE, Source, shipped
 from tlpsim.pciebench.support import loader_keys
@@ -74,12 +74,17 @@ class Setup:
 
     def scenario(self, values: Mapping[str, float | None], cell: Cell) -> str:
         """The scenario of ``cell`` with the parameters at ``values``."""
-        device, host = self.keys(values)
-        return scenario_text(
-            cell, self.machine, device, host,
-            duration=protocol.BW_DURATION if cell.is_bandwidth else protocol.LAT_DURATION,
-            warmup=protocol.WARMUP, seed=protocol.SEED, cache_words=loader_keys().cache,
-        )  # fmt: skip
+        return self.scenario_for(values)(cell)
+
+    def scenario_for(self, values: Mapping[str, float | None]) -> Callable[[Cell], str]:
+        """The scenario of each cell with the parameters at ``values`` (the keys made once)."""
+        writer = ScenarioWriter(self.machine, *self.keys(values), cache_words=loader_keys().cache)
+
+        def scenario(cell: Cell) -> str:
+            duration = protocol.BW_DURATION if cell.is_bandwidth else protocol.LAT_DURATION
+            return writer.text(cell, duration, protocol.WARMUP, protocol.SEED)
+
+        return scenario
 
 
 def _setup(machine: Machine, device: Mapping[str, Any], parameters: Iterable[Parameter]) -> Setup:
@@ -270,7 +275,7 @@ def fit_source(
     calibrate = {_key(f.cell) for f in fitted.values() if f.cell is not None}
     if source.name == protocol.DEVICE_DIRECTORY:
         calibrate |= {_key(f.cell) for f in device.fitted if f.cell is not None}
-    outcomes = run_cells(cells, lambda c: setup.scenario(values, c), workers, progress)
+    outcomes = run_cells(cells, setup.scenario_for(values), workers, progress)
     roles = ["calibrate" if _key(c) in calibrate else "predict" for c in cells]
     rows = [_row(c, o, role) for c, o, role in zip(cells, outcomes, roles, strict=True)]
     dev_keys, host_keys_used = setup.keys(values)

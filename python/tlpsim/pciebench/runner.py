@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,15 +103,13 @@ def run_cells(
     else:
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tlpsim-pciebench")
         try:
-            pending: dict[Future, str] = {pool.submit(_run, t): t for t in users}
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for f in finished:
-                    t = pending.pop(f)
-                    flows[t] = f.result()
-                    done += users[t]
-                    if progress:
-                        progress(done, len(cells))
+            futures: dict[Future, str] = {pool.submit(_run, t): t for t in users}
+            for f in as_completed(futures):
+                t = futures[f]
+                flows[t] = f.result()
+                done += users[t]
+                if progress:
+                    progress(done, len(cells))
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     return [
