@@ -155,6 +155,27 @@ def test_scenario_text_loads_for_every_test(bdw, bdw_machine):
                                              cache_words={"warm", "cold"})  # fmt: skip
 
 
+def test_protocol_scenarios_load_with_every_accepted_key():
+    # The protocol's keys as this build's loader takes them: once the host memory model's
+    # keys load, they are in these scenarios (and the notes no longer name them).
+    from tlpsim.pciebench.pipeline import protocol_setup, source_machine
+    from tlpsim.pciebench.support import loader_keys
+
+    keys = loader_keys()
+    for source in shipped():
+        setup = protocol_setup(source_machine(source), protocol.DEVICE, protocol.HOST_PARAMETERS)
+        assert all(keys.accepts("host", k) for k in setup.host) and "memory_read_latency" in setup.host
+        assert all(keys.accepts("device", k) for k in setup.device) and "request_cost" in setup.device
+        values = setup.start()
+        picked = {(c.test, c.cache): c for c in cells_of(source.data)}
+        for cell in picked.values():
+            tlpsim.load_scenario(setup.scenario(values, cell))
+        for k in protocol.HOST:
+            applies = getattr(setup.machine, protocol.HOST_ONLY_IF.get(k, "gen"))
+            if applies and not keys.accepts("host", k):
+                assert any(k in note for _, note in setup.notes), k
+
+
 def test_remote_warm_cache_word():
     s = next(s for s in shipped() if s.name.endswith("s0-s0-s1"))
     m = machine_of(s.data, s.lspci)

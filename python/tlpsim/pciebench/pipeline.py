@@ -26,10 +26,13 @@ __all__ = [
     "SYSTEM",
     "DeviceFit",
     "FitReport",
+    "Setup",
     "fit_device",
     "fit_directory",
     "fit_source",
     "load_directory",
+    "protocol_setup",
+    "source_machine",
     "validate_reports",
     "validate_rows",
 ]
@@ -87,7 +90,7 @@ class Setup:
         return scenario
 
 
-def _setup(machine: Machine, device: Mapping[str, Any], parameters: Iterable[Parameter]) -> Setup:
+def protocol_setup(machine: Machine, device: Mapping[str, Any], parameters: Iterable[Parameter]) -> Setup:
     """The :class:`Setup` of ``machine`` with device keys ``device``, the protocol's host
     keys, and the ``parameters`` that apply to it and that this tlpsim loads."""
     accepts = loader_keys().accepts
@@ -141,7 +144,8 @@ def load_directory(path: str | os.PathLike[str]) -> Source:
     return Source(data, read_text(lspci, "the output of lspci -vvv"), str(d))
 
 
-def _machine(source: Source) -> Machine:
+def source_machine(source: Source) -> Machine:
+    """The :class:`Machine` of a directory read."""
     return machine_of(source.data, source.lspci, origin=f"{source.origin}/{LSPCI_FILE}")
 
 
@@ -151,7 +155,9 @@ def fit_device(source: Source | None = None) -> DeviceFit:
     process), together with that directory's host parameters, which interact with them."""
     if source is None:
         return _shipped_device_fit()
-    setup = _setup(_machine(source), protocol.DEVICE, (*protocol.DEVICE_PARAMETERS, *protocol.HOST_PARAMETERS))
+    setup = protocol_setup(
+        source_machine(source), protocol.DEVICE, (*protocol.DEVICE_PARAMETERS, *protocol.HOST_PARAMETERS)
+    )
     fitted = fit(setup.parameters, cells_of(source.data), setup.scenario, setup.start(), passes=protocol.PASSES)
     values = {name: f.value for name, f in fitted.items()}
     device, _ = setup.keys(values)
@@ -258,7 +264,7 @@ def fit_source(
     workers: int = WORKERS,
 ) -> FitReport:
     """:func:`fit_directory` on a directory already read."""
-    machine = _machine(source)
+    machine = source_machine(source)
     cells = cells_of(source.data)
     if not cells:
         raise ImportFileError(
@@ -269,7 +275,7 @@ def fit_source(
         device = fit_device()
     elif not isinstance(device, DeviceFit):
         device = DeviceFit(dict(device), (), ("device keys given, not fitted",))
-    setup = _setup(machine, device.device, protocol.HOST_PARAMETERS)
+    setup = protocol_setup(machine, device.device, protocol.HOST_PARAMETERS)
     fitted = fit(setup.parameters, cells, setup.scenario, setup.start(), passes=protocol.PASSES)
     values = {name: f.value for name, f in fitted.items()}
     calibrate = {_key(f.cell) for f in fitted.values() if f.cell is not None}
