@@ -269,6 +269,34 @@ def test_summary_groups():
     assert "2 predicted cells, median |error| 2.0 %, max |error| 3.0 % (x/bw_dma_sz_sweep" in first.line()
 
 
+def test_iommu_knees_and_remote_penalties():
+    from tlpsim.pciebench.summary import iommu_knees, remote_penalties, summary_lines
+
+    def row(short, column, published, simulated, stem="bw_dma_win_sweep_rd_rnd_64", series="BW_DMA_RD 64B Cold"):
+        error = simulated / published - 1
+        return {"table": f"{short}/{stem}", "series": series, "column": column, "published": published,
+                "simulated": simulated, "error": error, "role": "predict", "unit": "Gb/s"}  # fmt: skip
+
+    windows = ["win 4KiB", "win 256KiB", "win 512KiB", "win 1MiB", "win 64MiB"]
+    measured = [28.0, 27.6, 20.2, 14.3, 9.8]
+    good = [28.0, 27.0, 27.0, 20.0, 10.5]  # falls one step late, plateau within 10 %
+    bad = [28.0, 28.0, 28.0, 28.0, 28.0]
+    rows = [row("bdw-s0-s0-s0-iommu-nosp", w, m, g) for w, m, g in zip(windows, measured, good, strict=True)]
+    rows += [row("hsw-iommu", w, m, b, series="BW_DMA_RD 64B HWarm") for w, m, b in
+             zip(windows, measured, bad, strict=True)]  # fmt: skip
+    rows += [row("bdw-s0-s0-s0", w, 28.0, 28.0) for w in windows]  # no IOMMU: not counted
+    knees = iommu_knees(rows)
+    assert (knees.sweeps, knees.knee_within_step, knees.plateau_within) == (2, 1, 1)
+    # Remote: s0-s1-s0 against s0-s0-s0, cell by cell.
+    rows += [row("bdw-s0-s1-s0", w, 28.0 * f, 28.0 * g) for w, f, g in
+             zip(windows, [0.9, 0.9, 1.0, 1.0, 1.005], [0.88, 1.0, 1.0, 0.8, 0.998], strict=True)]  # fmt: skip
+    remote = remote_penalties(rows)
+    assert (remote.pairs, remote.sign_agrees, remote.size_within) == (5, 3, 3)
+    lines = summary_lines(rows)
+    assert lines[-2].startswith("pciebench IOMMU window sweeps: 2 fall") and "3 (60 %)" in lines[-1]
+    assert iommu_knees(rows[-5:]) is None and remote_penalties(rows[:5]) is None
+
+
 @pytest.fixture(scope="module")
 def small_dir(tmp_path_factory):
     """A copy of bdw-s0-s0-s0 with a few result files."""

@@ -343,7 +343,7 @@ def validate_cmd(
 
 def _print_fit(report) -> None:
     """A fitted directory as tables: the machine, the fitted values, the rows, the summary."""
-    from tlpsim.pciebench import group_summaries
+    from tlpsim.pciebench.summary import summary_lines
 
     m = report.machine
     out = console()
@@ -366,8 +366,8 @@ def _print_fit(report) -> None:
         ("error", "error", "+.2%"),
     ], title="fitted parameters (device: on the calibration directory; host: on this one)")  # fmt: skip
     emit(report.rows, Format.table, _VALIDATE_COLUMNS, title=f"{report.short}: published vs tlpsim")
-    for g in group_summaries(report.rows):
-        out.print(g.line(report.short), highlight=False, markup=False)
+    for line in summary_lines(report.rows, report.short):
+        out.print(line, highlight=False, markup=False)
     by_reason: dict[str, list[str]] = {}
     for n in report.not_modelled:
         by_reason.setdefault(n.reason, []).append(f"{n.file} ({n.rows})")
