@@ -356,7 +356,7 @@ def _print_fit(report) -> None:
     llc = f"LLC {m.llc_bytes >> 20} MiB, {m.llc_ways} ways" if m.llc_bytes else "LLC unknown"
     out.print(
         f"{report.directory} ({report.short}): {m.device}, Gen{m.gen} x{m.width}, MPS {m.mps}, MRRS {m.mrrs}, "
-        f"{m.tags} tags; CPU {m.cpu} ({llc}); IOMMU {iommu}; {sockets}",
+        f"{m.tags} tags; CPU {m.cpu or 'not named'} ({llc}); IOMMU {iommu}; {sockets}",
         highlight=False,
         markup=False,
     )
