@@ -1,4 +1,4 @@
-"""The ``tlpsim`` command line: ``link``, ``run``, ``sweep``, ``schema``, ``validate``, ``import``."""
+"""The ``tlpsim`` command line: ``link``, ``run``, ``sweep``, ``schema``, ``validate``, ``fit``, ``import``."""
 
 from __future__ import annotations
 
@@ -300,6 +300,14 @@ def _with_count_bar(label: str, unit: str, work: Callable[[Callable[[int, int], 
             _interrupted(bar, f"{count[0]} of {count[1]} {unit}")
 
 
+#: The table columns of validation rows (`tlpsim validate`, `tlpsim fit`).
+_VALIDATE_COLUMNS = [
+    ("system", " system", ""), ("table", " table", ""), ("series", " series", ""), ("column", " column", ""),
+    ("unit", " unit", ""), ("published", "published", ".6g"), ("simulated", "simulated", ".6g"),
+    ("error", "error", "+.2%"), ("role", " role", ""),
+]  # fmt: skip
+
+
 def _validate_with_bar(only: str | None):
     """Runs the validation with a progress bar; Ctrl-C stops it as the next cell finishes."""
     return _with_count_bar("simulating cells", "simulated cells", lambda step: validate(only, step))
@@ -307,22 +315,21 @@ def _validate_with_bar(only: str | None):
 
 @app.command(name="validate")
 def validate_cmd(
-    only: Annotated[str | None, typer.Option(help="One system: pes24n3a, pes24t6, ntb, t5220, ixp12xx.")] = None,
+    only: Annotated[
+        str | None, typer.Option(help="One system: pes24n3a, pes24t6, ntb, t5220, ixp12xx, pciebench.")
+    ] = None,
     report: Annotated[Path | None, typer.Option(help="Write DIR/report.md.")] = None,
     format: FormatOpt = Format.table,
 ) -> None:
     """Every modelled number of the seed reports: published vs tlpsim, with the error."""
     rows = _validate_with_bar(only)
-    columns = [
-        ("system", " system", ""), ("table", " table", ""), ("series", " series", ""), ("column", " column", ""),
-        ("unit", " unit", ""), ("published", "published", ".6g"), ("simulated", "simulated", ".6g"),
-        ("error", "error", "+.2%"), ("role", " role", ""),
-    ]  # fmt: skip
-    emit(rows, format, columns, title="tlpsim validate")
+    emit(rows, format, _VALIDATE_COLUMNS, title="tlpsim validate")
     if format is Format.table:
         out = console()
         for summary in rows.summaries():
             out.print(summary.line())
+        for line in rows.group_lines():
+            out.print(line, highlight=False, markup=False)
         if rows.unmodelled_tables:
             out.print(
                 f"not modelled yet ({len(rows.unmodelled_tables)} published tables): "
@@ -332,6 +339,79 @@ def validate_cmd(
     if report is not None:
         path = write_report(rows, report)
         Console(stderr=True).print(f"wrote {path}")
+
+
+def _print_fit(report) -> None:
+    """A fitted directory as tables: the machine, the fitted values, the rows, the summary."""
+    from tlpsim.pciebench.summary import summary_lines
+
+    m = report.machine
+    out = console()
+    iommu = "off" if not m.iommu else "on, 2 MiB pages" if m.super_pages else "on, 4 KiB pages only"
+    sockets = (
+        f"card on socket {m.device_socket}, memory on {m.memory_socket}, caches warmed from {m.warming_socket}"
+        if m.device_socket is not None
+        else "one socket"
+    )
+    llc = f"LLC {m.llc_bytes >> 20} MiB, {m.llc_ways} ways" if m.llc_bytes else "LLC unknown"
+    out.print(
+        f"{report.directory} ({report.short}): {m.device}, Gen{m.gen} x{m.width}, MPS {m.mps}, MRRS {m.mrrs}, "
+        f"{m.tags} tags; CPU {m.cpu or 'not named'} ({llc}); IOMMU {iommu}; {sockets}",
+        highlight=False,
+        markup=False,
+    )
+    emit(report.fitted_rows(), Format.table, [
+        ("parameter", " parameter", ""), ("where", " in", ""), ("value", " value", ""), ("status", " fit", ""),
+        ("cell", " calibrate cell", ""), ("published", "published", ".6g"), ("simulated", "simulated", ".6g"),
+        ("error", "error", "+.2%"),
+    ], title="fitted parameters (device: on the calibration directory; host: on this one)")  # fmt: skip
+    emit(report.rows, Format.table, _VALIDATE_COLUMNS, title=f"{report.short}: published vs tlpsim")
+    for line in summary_lines(report.rows, report.short):
+        out.print(line, highlight=False, markup=False)
+    by_reason: dict[str, list[str]] = {}
+    for n in report.not_modelled:
+        by_reason.setdefault(n.reason, []).append(f"{n.file} ({n.rows})")
+    for reason, files in by_reason.items():
+        out.print(f"not modelled ({reason}): {', '.join(files)}", style="dim", highlight=False, markup=False)
+    for note in report.notes:
+        out.print(f"note: {note}", style="dim", highlight=False, markup=False)
+
+
+@app.command(name="fit")
+def fit_cmd(
+    directory: Annotated[
+        Path, typer.Argument(help="A pcie-bench result directory (bw_*.txt, lat_*.txt and sys-lspci.txt).")
+    ],
+    format: FormatOpt = Format.table,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the output here (default: stdout).")
+    ] = None,
+) -> None:
+    """Fit a pcie-bench directory's host on the protocol's calibrate cells and predict every
+    other measurement: the fitted values with their cells, then rows as `tlpsim validate`
+    writes them, then the accuracy per test group."""
+    import contextlib
+
+    from tlpsim.pciebench import fit_directory
+
+    report = _with_count_bar(
+        f"fitting {directory.name}", "simulated cells", lambda step: fit_directory(directory, progress=step)
+    )
+    with contextlib.ExitStack() as stack:
+        if output is not None:
+            try:
+                handle = stack.enter_context(output.open("w", encoding="utf-8"))
+            except OSError as e:
+                raise ConfigError(f"{output}: cannot write the output: {e.strerror or e}") from None
+            stack.enter_context(contextlib.redirect_stdout(handle))
+        if format is Format.json:
+            emit_json(report.to_dict())
+        elif format is Format.csv:
+            emit(report.rows, format, [])
+        else:
+            _print_fit(report)
+    if output is not None:
+        Console(stderr=True).print(f"wrote {output}")
 
 
 import_app = typer.Typer(

@@ -8,22 +8,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tlpsim import _core
+from tlpsim._core import ConfigError
 
 #: Field order of a validation row (DESIGN.md).
 ROW_FIELDS = ("system", "table", "series", "column", "unit", "published", "simulated", "error", "role")
 
 
+#: The validation system of the shipped pcie-bench directories, run by :mod:`tlpsim.pciebench`
+#: after the core's systems.
+PCIEBENCH = "pciebench"
+
+
 class ValidationReport(list):
     """The validation rows (dicts with :data:`ROW_FIELDS` and ``limit``), plus the tables not
-    modelled yet."""
+    modelled yet and the ``pciebench`` system's fitted directories (``pciebench``: a list of
+    :class:`tlpsim.pciebench.FitReport`, for its charts)."""
 
-    def __init__(self, rows: list[dict], unmodelled_tables: list[str]):
+    def __init__(self, rows: list[dict], unmodelled_tables: list[str], pciebench: list | None = None):
         super().__init__(rows)
         self.unmodelled_tables = unmodelled_tables
+        self.pciebench = pciebench or []
 
     def summaries(self) -> list[SystemSummary]:
         """One accuracy summary per system, over its predicted cells."""
         return [summarize(system, [r for r in self if r["system"] == system]) for system in _systems_in(self)]
+
+    def group_lines(self) -> list[str]:
+        """The ``pciebench`` system's accuracy per test group (bandwidth vs size, latency vs
+        size, window sweeps ...), its IOMMU window sweeps' falls and its remote-socket
+        penalties, one line each; empty without its rows."""
+        from tlpsim.pciebench.summary import summary_lines
+
+        return summary_lines([r for r in self if r["system"] == PCIEBENCH])
 
 
 @dataclass(frozen=True)
@@ -132,25 +148,62 @@ def validate(only: str | None = None, progress: Callable[[int, int], None] | Non
     cell, at full load), or None.
 
     ``only`` restricts the run to one system (``pes24n3a``, ``pes24t6``, ``ntb``,
-    ``t5220``, ``ixp12xx``); an unknown name raises :class:`tlpsim.ConfigError`.
+    ``t5220``, ``ixp12xx``, ``pciebench``); an unknown name raises
+    :class:`tlpsim.ConfigError`. The ``pciebench`` rows (the nine shipped pcie-bench
+    directories, :mod:`tlpsim.pciebench`) come after the core's systems' rows.
     ``progress(done, total)`` is called as simulated cells finish. Ctrl-C stops the
     validation: no further cell starts, and KeyboardInterrupt is raised once the running
     ones finish.
     """
-    rows, unmodelled = _core.validate(only, progress)
-    return ValidationReport(rows, unmodelled)
+    from tlpsim.pciebench import cells_of, validate_reports
+    from tlpsim.pciebench.shipped import shipped
+
+    systems = [*_core.systems(), PCIEBENCH]
+    if only is not None and only not in systems:
+        raise ConfigError(f"system {only} is not allowed; allowed: {', '.join(sorted(systems))}")
+    with_pciebench = only in (None, PCIEBENCH)
+    extra = sum(len(cells_of(s.data)) for s in shipped()) if with_pciebench else 0
+    core_total = [0]
+
+    def core_step(done: int, total: int) -> None:
+        core_total[0] = total
+        if progress:
+            progress(done, total + extra)
+
+    rows, unmodelled = _core.validate(only, core_step) if only != PCIEBENCH else ([], [])
+    reports = []
+    if with_pciebench:
+
+        def step(done: int, total: int) -> None:
+            if progress:
+                progress(core_total[0] + done, core_total[0] + total)
+
+        reports = validate_reports(step)
+        rows += [r for report in reports for r in report.rows]
+        unmodelled += _unmodelled_pciebench(reports)
+    return ValidationReport(rows, unmodelled, reports)
+
+
+def _unmodelled_pciebench(reports: list) -> list[str]:
+    """The pcie-bench result files without cells, one line per reason."""
+    by_reason: dict[str, dict[str, None]] = {}
+    for report in reports:
+        for n in report.not_modelled:
+            by_reason.setdefault(n.reason, {})[n.file.removesuffix(".txt")] = None
+    return [f"{PCIEBENCH}: {', '.join(sorted(files))} ({reason})" for reason, files in by_reason.items()]
 
 
 def write_charts(report: ValidationReport, directory: Path) -> list[Path]:
     """One PNG per published table: published (solid) and simulated (dashed) per series,
-    against the table's columns (frame size, workload ...), as the seed reports chart them."""
+    against the table's columns (frame size, workload ...), as the seed reports chart them;
+    for ``pciebench``, one PNG per directory in the style of the pcie-bench paper."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     paths = []
-    tables = dict.fromkeys((r["system"], r["table"]) for r in report)
+    tables = dict.fromkeys((r["system"], r["table"]) for r in report if r["system"] != PCIEBENCH)
     for system, table in tables:
         rows = [r for r in report if r["system"] == system and r["table"] == table]
         columns = list(dict.fromkeys(r["column"] for r in rows))
@@ -178,6 +231,10 @@ def write_charts(report: ValidationReport, directory: Path) -> list[Path]:
         fig.savefig(path, dpi=110)
         plt.close(fig)
         paths.append(path)
+    if report.pciebench:
+        from tlpsim.pciebench.charts import write_charts as write_pciebench_charts
+
+        paths += write_pciebench_charts(report.pciebench, directory)
     return paths
 
 
@@ -190,6 +247,7 @@ def write_report(report: ValidationReport, directory: Path) -> Path:
     charts = write_charts(report, directory)
     lines = ["# tlpsim validation report", "", "## Summary (predicted cells)", ""]
     lines += [f"- {s.line()}" for s in report.summaries()]
+    lines += [f"- {line}" for line in report.group_lines()]
     lines += ["", "## Per table (predicted cells)", "", "| table | predicted | median |error| |", "|---|---|---|"]
     tables = dict.fromkeys((r["system"], r["table"]) for r in report)
     for system, table in tables:

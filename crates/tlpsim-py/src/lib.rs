@@ -91,10 +91,12 @@ fn set_scenario_value(text: &str, origin: &str, key: &str, value: &str) -> PyRes
         .map_err(|e| ScenarioError::new_err(e.to_string()))
 }
 
-/// Parses and checks scenario TOML text; `origin` names it in error messages.
+/// Parses and checks scenario TOML text (the GIL is released meanwhile, so that threads
+/// load scenarios in parallel); `origin` names it in error messages.
 #[pyfunction]
-fn load_scenario(text: &str, origin: &str) -> PyResult<Scenario> {
-    let system = tlpsim::scenario::load_str(text, origin)
+fn load_scenario(py: Python<'_>, text: &str, origin: &str) -> PyResult<Scenario> {
+    let system = py
+        .detach(|| tlpsim::scenario::load_str(text, origin))
         .map_err(|e| ScenarioError::new_err(e.to_string()))?;
     Ok(Scenario {
         system,
@@ -341,6 +343,19 @@ fn systems() -> Vec<String> {
     validation::systems()
 }
 
+/// The shipped pcie-bench files (`data/pcie-bench/*/`: `bw_*.txt`, `lat_*.txt`,
+/// `sys-lspci.txt`), embedded at build time.
+static PCIE_BENCH_FILES: &[(&str, &str)] =
+    include!(concat!(env!("OUT_DIR"), "/pcie_bench_files.rs"));
+
+/// The shipped pcie-bench measurements as (`directory/file`, text) pairs, sorted: the result
+/// files and `sys-lspci.txt` of each directory of `data/pcie-bench`, embedded at build time
+/// so that an installed wheel has them.
+#[pyfunction]
+fn pcie_bench_files() -> Vec<(&'static str, &'static str)> {
+    PCIE_BENCH_FILES.to_vec()
+}
+
 /// The `tlpsim._core` extension module.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -358,5 +373,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(systems, m)?)?;
     m.add_function(wrap_pyfunction!(parse_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(pcie_bench_files, m)?)?;
     Ok(())
 }

@@ -6,7 +6,7 @@
 
 from tlpsim.importers.common import ImportFileError, format_size, parse_size
 from tlpsim.importers.lspci import LspciImport, import_lspci
-from tlpsim.importers.pciebench import PcieBenchData, import_pcie_bench, parse_host_name
+from tlpsim.importers.pciebench import PcieBenchData, import_pcie_bench, parse_host_name, read_pcie_bench
 
 __all__ = [
     "ImportFileError",
@@ -17,4 +17,5 @@ __all__ = [
     "import_pcie_bench",
     "parse_host_name",
     "parse_size",
+    "read_pcie_bench",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from tlpsim.importers.common import ImportFileError, parse_size, read_text
 
-__all__ = ["PcieBenchData", "import_pcie_bench", "parse_host_name"]
+__all__ = ["PcieBenchData", "import_pcie_bench", "parse_host_name", "read_pcie_bench"]
 
 
 def _text(s: str) -> str:
@@ -218,9 +218,10 @@ def _read_cdf(path: Path, lines: list[str], first: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_file(path: Path) -> tuple[Literal["results", "cdf"], list[dict[str, Any]]]:
-    """One result file: which table its header says it belongs to, and its rows."""
-    lines = read_text(path, "pcie-bench results").splitlines()
+def _read_file(path: Path, text: str) -> tuple[Literal["results", "cdf"], list[dict[str, Any]]]:
+    """One result file (``text``, read from ``path``): which table its header says it belongs
+    to, and its rows."""
+    lines = text.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None:
         raise ImportFileError(f"{path}: the file is empty; expected a header line naming the columns")
@@ -377,19 +378,35 @@ def import_pcie_bench(directory: str | os.PathLike[str]) -> PcieBenchData:
         raise ImportFileError(f"{d}: no such directory; give a pcie-bench directory (with bw_*.txt, lat_*.txt)")
     if not d.is_dir():
         raise ImportFileError(f"{d}: is a file; give the pcie-bench directory that holds bw_*.txt and lat_*.txt")
-    paths = sorted(p for p in (*d.glob("bw_*.txt"), *d.glob("lat_*.txt")) if p.is_file())
+    paths = sorted(p for p in d.iterdir() if _is_result_file(p.name) and p.is_file())
     if not paths:
         raise ImportFileError(f"{d}: no pcie-bench result files (bw_*.txt, lat_*.txt) in the directory")
+    return read_pcie_bench(d.resolve().name, {p.name: read_text(p, "pcie-bench results") for p in paths}, origin=d)
+
+
+def _is_result_file(name: str) -> bool:
+    """A pcie-bench result file's name: ``bw_*.txt`` or ``lat_*.txt``."""
+    return name.startswith(("bw_", "lat_")) and name.endswith(".txt")
+
+
+def read_pcie_bench(name: str, files: Mapping[str, str], origin: str | os.PathLike[str] | None = None) -> PcieBenchData:
+    """A pcie-bench directory given as its name and its files' texts (file name -> text):
+    what :func:`import_pcie_bench` makes of the directory ``name`` holding those files. Files
+    other than ``bw_*.txt`` and ``lat_*.txt`` are passed over; errors name ``origin`` (the
+    name when left out) and the file."""
+    where = Path(origin if origin is not None else name)
+    names = sorted(f for f in files if _is_result_file(f))
+    if not names:
+        raise ImportFileError(f"{where}: no pcie-bench result files (bw_*.txt, lat_*.txt) in the directory")
     results: list[dict[str, Any]] = []
     cdf: list[dict[str, Any]] = []
-    for path in paths:
-        table, rows = _read_file(path)
+    for file in names:
+        table, rows = _read_file(where / file, files[file])
         (results if table == "results" else cdf).extend(rows)
-    name = d.resolve().name
     return PcieBenchData(
         directory=name,
         host=parse_host_name(name),
         measurements=_uniform(results),
         cdf=_uniform(cdf),
-        files=[p.name for p in paths],
+        files=names,
     )

@@ -1,0 +1,413 @@
+"""The pciebench pipeline: cells, scenarios, runner, fit, tlpsim fit and the validation system."""
+
+import dataclasses
+import json
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import tlpsim
+from tlpsim.pciebench import (
+    Cell,
+    Parameter,
+    Selector,
+    cells_of,
+    fit,
+    fit_device,
+    host_keys,
+    machine_of,
+    not_modelled,
+    protocol,
+    run_cells,
+    scenario_text,
+    short_name,
+    simulate,
+    toml_value,
+)
+from tlpsim.pciebench.shipped import shipped
+from tlpsim.pciebench.summary import group_of, group_summaries
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "pcie-bench"
+BDW = "nfp6000-1.2GHz_bdw-Xeon-E5-2630v4-dell-t430-s0-s0-s0"
+HSW = "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
+FIELDS = ["system", "table", "series", "column", "unit", "published", "simulated", "error", "role", "limit"]
+#: The protocol's device keys, as a scenario takes them (host keys: none, so that the
+#: scenarios load on a core with or without the host memory model).
+DEVICE = protocol.DEVICE
+#: Short runs: the tests check the plumbing, not the model's accuracy.
+QUICK = {"duration": "12us", "warmup": "2us"}
+
+
+@pytest.fixture(scope="module")
+def bdw():
+    return tlpsim.import_pcie_bench(DATA / BDW)
+
+
+@pytest.fixture(scope="module")
+def bdw_machine(bdw):
+    return machine_of(bdw, (DATA / BDW / "sys-lspci.txt").read_text())
+
+
+def _cell(cells, test, file, size, measure="bw_gbps", **kw):
+    return Selector(test, file, size, measure, **kw).pick(cells)
+
+
+def test_shipped_data_is_the_data_folder():
+    names = sorted(p.name for p in DATA.iterdir() if p.is_dir())
+    assert [s.name for s in shipped()] == names
+    for s in shipped()[:2]:
+        on_disk = tlpsim.import_pcie_bench(DATA / s.name)
+        assert s.data.measurements == on_disk.measurements and s.data.cdf == on_disk.cdf
+        assert s.lspci == (DATA / s.name / "sys-lspci.txt").read_text()
+
+
+def test_cells_of_a_real_directory(bdw):
+    cells = cells_of(bdw)
+    # 120 + 8 x 52 bandwidth cells; 30 + 128 + 2 x 48 + 16 latency rows, two cells each.
+    assert len(cells) == 120 + 8 * 52 + 2 * (30 + 128 + 96 + 16) == 1076
+    keys = [(c.table, c.series, c.column) for c in cells]
+    assert len(set(keys)) == len(keys)
+    by_key = {k: c for k, c in zip(keys, cells, strict=True)}
+    c = by_key[("bdw-s0-s0-s0/bw_dma_sz_sweep", "BW_DMA_RD HWarm", "64B")]
+    assert (c.published, c.unit, c.measure, c.window_bytes, c.pattern) == (31.906, "Gb/s", "bw_gbps", 8192, "Rand")
+    c = by_key[("bdw-s0-s0-s0/bw_dma_win_sweep_rd_rnd_64", "BW_DMA_RD 64B Cold", "win 64MiB")]
+    assert c.window_bytes == 64 << 20 and c.cache == "Cold"
+    c = by_key[("bdw-s0-s0-s0/lat_dma_details", "LAT_DMA_RD win 8KiB Cold median", "64B")]
+    assert (c.published, c.unit) == (600.0, "ns")
+    assert ("bdw-s0-s0-s0/lat_dma_sizes", "LAT_DMA_WRRD HWarm p99.9", "2048B") in by_key
+    reasons = {n.file: n.reason for n in not_modelled(bdw)}
+    assert "command interface" in reasons["lat_cmd_sizes.txt"]
+    assert "alignment" in reasons["bw_dma_off_rd.txt"] and "alignment" in reasons["lat_dma_off_wrrd.txt"]
+    assert not any(f.startswith(("bw_dma_sz", "lat_dma_sizes")) for f in reasons)
+
+
+def test_short_names():
+    names = {short_name(s.data.host) for s in shipped()}
+    assert names == {
+        "bdw-s0-s0-s0", "bdw-s0-s0-s0-iommu-nosp", "bdw-s0-s0-s1", "bdw-s0-s1-s0", "bdw-s0-s1-s1",
+        "bdw-s0-s1-s1-iommu-nosp", "hsw", "hsw-iommu", "hsw-iommu-nosp",
+    }  # fmt: skip
+    unseen = tlpsim.importers.parse_host_name("cx5_Xeon-Gold-6130_supermicro-x11-iommu")
+    assert short_name(unseen) == "Xeon-Gold-6130-iommu"
+
+
+def test_machine_from_lspci_and_name(bdw_machine):
+    m = bdw_machine
+    assert (m.gen, m.width, m.mps, m.mrrs, m.tags) == (3, 8, 256, 4096, 32)
+    assert "Device 6000" in m.device and m.llc_bytes == 25 << 20 and m.llc_ways == 20
+    assert host_keys(m) == {"llc_size": "25MiB", "llc_ways": 20, "iommu": "off", "memory_socket": "local"}
+    hsw = next(s for s in shipped() if s.name == f"{HSW}-iommu-nosp")
+    mh = machine_of(hsw.data, hsw.lspci)
+    assert (mh.mrrs, mh.addressing, mh.llc_bytes) == (512, 32, 15 << 20)
+    assert host_keys(mh) == {
+        "llc_size": "15MiB", "llc_ways": 20, "iommu": "on", "iommu_page_size": "4KiB", "memory_socket": "local",
+    }  # fmt: skip
+    remote = next(s for s in shipped() if s.name.endswith("s0-s1-s1"))
+    mr = machine_of(remote.data, remote.lspci)
+    assert mr.remote_memory and mr.remote_warm and host_keys(mr)["memory_socket"] == "remote"
+
+
+def test_unknown_card_and_cpu_are_noted(bdw):
+    text = (DATA / BDW / "sys-lspci.txt").read_text().replace("Netronome Systems, Inc. Device 6000", "Acme Device 1")
+    data = dataclasses.replace(bdw, host={**bdw.host, "cpu": "Xeon-Mystery-1"})
+    m = machine_of(data, text)
+    assert m.llc_bytes is None and "llc_size" not in host_keys(m)
+    assert any("no Netronome NFP-6000" in n for n in m.notes) and any("LLC size unknown" in n for n in m.notes)
+
+
+def test_toml_value_writer():
+    values = {
+        "a": "16ns", "b": 3, "c": 2.5, "d": True, "e": {"read": "16ns", "write": 2}, "f": 'q"uo\\te\n',
+        "g": [1, "x"], "h-i": {},
+    }  # fmt: skip
+    text = "\n".join(f"{k} = {toml_value(v)}" for k, v in values.items())
+    assert tomllib.loads(text) == values
+    assert toml_value({"read": "16ns", "write": "21ns"}) == '{ read = "16ns", write = "21ns" }'
+    for bad in (None, float("nan"), object()):
+        with pytest.raises((TypeError, ValueError)):
+            toml_value(bad)
+
+
+def test_scenario_text_loads_for_every_test(bdw, bdw_machine):
+    cells = cells_of(bdw)
+    picked = {(c.test, c.cache): c for c in cells}
+    for cell in picked.values():
+        text = scenario_text(cell, bdw_machine, DEVICE, {}, **QUICK, cache_words={"warm", "cold"})
+        tlpsim.load_scenario(text)
+    rw = scenario_text(picked[("BW_DMA_RW", "HWarm")], bdw_machine, DEVICE, {"memory_read_latency": "155ns"})
+    doc = tomllib.loads(rw)
+    w = doc["workload"][0]
+    assert (w["direction"], w["outstanding"], w["tlp_payload"], w["pattern"], w["window"]) == (
+        "alternate", 64, "128B", "random", "8192B",
+    )  # fmt: skip
+    assert doc["root_complex"][0] == {"name": "rc", "completion": "mps", "memory_read_latency": "155ns"}
+    assert doc["endpoint"][0]["request_cost"] == {"read": "16ns", "write": "17ns"}
+    assert "write_tlp_payload" not in doc["endpoint"][0]
+    assert (doc["pcie"]["mrrs"], doc["pcie"]["addressing"], doc["link"][0]["width"]) == (4096, 64, 8)
+    lat = tomllib.loads(scenario_text(picked[("LAT_DMA_RD", "Cold")], bdw_machine, DEVICE, {}))["workload"][0]
+    assert (lat["direction"], lat["outstanding"], lat["cache"]) == ("read", 1, "cold")
+    assert "tlp_payload" not in lat
+    dwarm = scenario_text(picked[("BW_DMA_RD", "DWarm")], bdw_machine, DEVICE, {})
+    assert 'cache = "device-warm"' in dwarm
+    assert 'cache = "warm"' in scenario_text(picked[("BW_DMA_RD", "DWarm")], bdw_machine, DEVICE, {},
+                                             cache_words={"warm", "cold"})  # fmt: skip
+
+
+def test_protocol_scenarios_load_with_every_accepted_key():
+    # The protocol's keys as this build's loader takes them: once the host memory model's
+    # keys load, they are in these scenarios (and the notes no longer name them).
+    from tlpsim.pciebench.pipeline import protocol_setup, source_machine
+    from tlpsim.pciebench.support import loader_keys
+
+    keys = loader_keys()
+    for source in shipped():
+        setup = protocol_setup(source_machine(source), protocol.DEVICE, protocol.HOST_PARAMETERS)
+        assert all(keys.accepts("host", k) for k in setup.host) and "memory_read_latency" in setup.host
+        assert all(keys.accepts("device", k) for k in setup.device) and "request_cost" in setup.device
+        values = setup.start()
+        picked = {(c.test, c.cache): c for c in cells_of(source.data)}
+        for cell in picked.values():
+            tlpsim.load_scenario(setup.scenario(values, cell))
+        for k in protocol.HOST:
+            applies = getattr(setup.machine, protocol.HOST_ONLY_IF.get(k, "gen"))
+            if applies and not keys.accepts("host", k):
+                assert any(k in note for _, note in setup.notes), k
+
+
+def test_remote_warm_cache_word():
+    s = next(s for s in shipped() if s.name.endswith("s0-s0-s1"))
+    m = machine_of(s.data, s.lspci)
+    warm = next(c for c in cells_of(s.data) if c.cache == "HWarm")
+    assert 'cache = "remote-warm"' in scenario_text(warm, m, DEVICE, {})
+
+
+def test_runner_is_deterministic_and_shares_runs(bdw, bdw_machine):
+    all_cells = cells_of(bdw)
+    cells = [c for c in all_cells if c.stem == "bw_dma_sz_sweep"][::3] + [
+        c for c in all_cells if c.stem == "lat_dma_details"
+    ]
+
+    def scenario(c):
+        return scenario_text(c, bdw_machine, DEVICE, {}, **QUICK, cache_words={"warm", "cold"})
+
+    seen = []
+    one = simulate(cells, scenario, workers=1)
+    two = simulate(cells, scenario, workers=2, progress=lambda done, total: seen.append((done, total)))
+    assert one == two and all(v > 0 for v in one)
+    assert seen[-1] == (len(cells), len(cells)) and len(seen) < len(cells)  # median and p99.9 share a run
+
+
+def test_rw_counts_one_direction(bdw, bdw_machine):
+    cell = _cell(cells_of(bdw), "BW_DMA_RW", "bw_dma_sz_sweep", 256)
+    text = scenario_text(cell, bdw_machine, DEVICE, {}, **QUICK, cache_words={"warm", "cold"})
+    [outcome] = run_cells([cell], lambda c: text, workers=1)
+    result = tlpsim.run(text)
+    both = result.flows[0]["throughput_gbps"]
+    payload = {link["direction"]: link["payload_gbps"] for link in result.links}
+    assert outcome.value == pytest.approx(both / 2)
+    # The flow counts the writes' data (up) and the reads' (down); pcie-bench one of them.
+    assert outcome.value == pytest.approx((payload["up"] + payload["down"]) / 2, rel=0.01)
+    assert outcome.limit and outcome.latency["p50"] > 0
+
+
+def test_fit_recovers_a_known_parameter(bdw, bdw_machine):
+    cell = _cell(cells_of(bdw), "BW_DMA_WR", "bw_dma_sz_sweep", 64)
+    param = Parameter("request_cost.write", "device", "request_cost", "write", "ns", 1, 60,
+                      Selector("BW_DMA_WR", "bw_dma_sz_sweep", 64), rises=False)  # fmt: skip
+
+    def scenario(values, c):
+        device = json.loads(json.dumps(DEVICE))
+        param.write(device, values["request_cost.write"])
+        device["transfer_cost"] = "0ns"
+        return scenario_text(c, bdw_machine, device, {}, **QUICK, cache_words={"warm", "cold"})
+
+    truth = 23.0
+    [measured] = simulate([cell], lambda c: scenario({"request_cost.write": truth}, c), workers=1)
+    known = dataclasses.replace(cell, published=measured)
+    fitted = fit([param], [known], scenario, {"request_cost.write": 10.0}, passes=1)["request_cost.write"]
+    assert fitted.status == "fitted" and fitted.cell == known
+    assert abs(fitted.error) <= 0.002
+    assert fitted.value == pytest.approx(truth, rel=0.01)
+    # A directory without the cell keeps the start value and says so.
+    missing = fit([param], [], scenario, {"request_cost.write": 10.0})["request_cost.write"]
+    assert (missing.value, missing.status, missing.cell) == (10.0, "no calibrate cell", None)
+    # A target out of reach ends at the nearer bound.
+    fast = dataclasses.replace(cell, published=1000.0)
+    assert fit([param], [fast], scenario, {"request_cost.write": 10.0}, passes=1)["request_cost.write"].status == (
+        "at lower bound"
+    )
+
+
+def test_selectors_pick_the_protocol_cells(bdw):
+    cells = cells_of(bdw)
+    for p in (*protocol.DEVICE_PARAMETERS, *protocol.HOST_PARAMETERS):
+        cell = p.cell.pick(cells)
+        assert cell is not None, p.name
+    iommu = next(s for s in shipped() if s.name.endswith("s0-s0-s0-iommu-nosp"))
+    walk = next(p for p in protocol.HOST_PARAMETERS if p.name == "iommu_walk_latency").cell.pick(cells_of(iommu.data))
+    assert (walk.window_bytes, walk.cache, walk.published) == (64 << 20, "Cold", 880.0)
+
+
+def test_summary_groups():
+    def row(table, series, column, error, role="predict"):
+        return {"table": table, "series": series, "column": column, "error": error, "role": role}
+
+    rows = [
+        row("x/bw_dma_sz_sweep", "BW_DMA_RD HWarm", "64B", 0.01),
+        row("x/bw_dma_sz_sweep", "BW_DMA_RD HWarm", "128B", -0.03),
+        row("x/bw_dma_sz_sweep", "BW_DMA_RD HWarm", "32B", 0.5),
+        row("x/bw_dma_sz_sweep", "BW_DMA_RD HWarm", "129B", 0.9, "calibrate"),
+        row("x/lat_dma_sizes_byte_inc", "LAT_DMA_RD HWarm p99.9", "240B", 0.2),
+        row("x/bw_dma_win_sweep_rd_rnd_64", "BW_DMA_RD 64B Cold", "win 8KiB", 0.1),
+    ]
+    assert group_of(rows[4]) == "latency vs size, p99.9" and group_of(rows[5]) == "bandwidth vs window"
+    first = group_summaries(rows)[0]
+    assert (first.group, first.predicted, first.calibrated) == ("bandwidth vs size, 64 B-2 KiB", 2, 1)
+    assert first.median_abs_error == pytest.approx(0.02) and first.max_abs_error == pytest.approx(0.03)
+    assert "2 predicted cells, median |error| 2.0 %, max |error| 3.0 % (x/bw_dma_sz_sweep" in first.line()
+
+
+def test_iommu_knees_and_remote_penalties():
+    from tlpsim.pciebench.summary import iommu_knees, remote_penalties, summary_lines
+
+    def row(short, column, published, simulated, stem="bw_dma_win_sweep_rd_rnd_64", series="BW_DMA_RD 64B Cold"):
+        error = simulated / published - 1
+        return {"table": f"{short}/{stem}", "series": series, "column": column, "published": published,
+                "simulated": simulated, "error": error, "role": "predict", "unit": "Gb/s"}  # fmt: skip
+
+    windows = ["win 4KiB", "win 256KiB", "win 512KiB", "win 1MiB", "win 64MiB"]
+    measured = [28.0, 27.6, 20.2, 14.3, 9.8]
+    good = [28.0, 27.0, 27.0, 20.0, 10.5]  # falls one step late, plateau within 10 %
+    bad = [28.0, 28.0, 28.0, 28.0, 28.0]
+    rows = [row("bdw-s0-s0-s0-iommu-nosp", w, m, g) for w, m, g in zip(windows, measured, good, strict=True)]
+    rows += [row("hsw-iommu", w, m, b, series="BW_DMA_RD 64B HWarm") for w, m, b in
+             zip(windows, measured, bad, strict=True)]  # fmt: skip
+    rows += [row("bdw-s0-s0-s0", w, 28.0, 28.0) for w in windows]  # no IOMMU: not counted
+    knees = iommu_knees(rows)
+    assert (knees.sweeps, knees.knee_within_step, knees.plateau_within) == (2, 1, 1)
+    # Remote: s0-s1-s0 against s0-s0-s0, cell by cell.
+    rows += [row("bdw-s0-s1-s0", w, 28.0 * f, 28.0 * g) for w, f, g in
+             zip(windows, [0.9, 0.9, 1.0, 1.0, 1.005], [0.88, 1.0, 1.0, 0.8, 0.998], strict=True)]  # fmt: skip
+    remote = remote_penalties(rows)
+    assert (remote.pairs, remote.sign_agrees, remote.size_within) == (5, 3, 3)
+    lines = summary_lines(rows)
+    assert lines[-2].startswith("pciebench IOMMU window sweeps: 2 fall") and "3 (60 %)" in lines[-1]
+    assert iommu_knees(rows[-5:]) is None and remote_penalties(rows[:5]) is None
+
+
+@pytest.fixture(scope="module")
+def small_dir(tmp_path_factory):
+    """A copy of bdw-s0-s0-s0 with a few result files."""
+    d = tmp_path_factory.mktemp("pb") / BDW
+    d.mkdir()
+    for f in ("bw_dma_sz_sweep.txt", "lat_dma_details.txt", "lat_dma_details_cdf.txt", "sys-lspci.txt"):
+        shutil.copy(DATA / BDW / f, d / f)
+    return d
+
+
+def test_fit_cli_json(cli_json, small_dir):
+    report = cli_json("fit", str(small_dir))
+    assert report["short"] == "bdw-s0-s0-s0" and report["machine"]["mrrs"] == 4096
+    rows = report["rows"]
+    assert len(rows) == 120 + 2 * 16 and all(list(r) == FIELDS for r in rows)
+    assert {r["system"] for r in rows} == {"pciebench"}
+    for r in rows:
+        assert r["error"] == pytest.approx((r["simulated"] - r["published"]) / r["published"])
+    fitted = {f["parameter"]: f for f in report["fitted"]}
+    assert fitted["request_cost.read"]["cell"] == "bdw-s0-s0-s0/bw_dma_sz_sweep BW_DMA_RD HWarm @ 64B"
+    assert fitted["memory_read_latency"]["cell"].startswith("bdw-s0-s0-s0/lat_dma_details LAT_DMA_RD win 8KiB Cold")
+    # The copy is the calibration directory: its device cells and host cells calibrate.
+    calibrate = {(r["series"], r["column"]) for r in rows if r["role"] == "calibrate"}
+    assert ("BW_DMA_RD HWarm", "64B") in calibrate and ("BW_DMA_WR HWarm", "129B") in calibrate
+    assert ("LAT_DMA_RD win 8KiB Cold median", "64B") in calibrate
+    assert report["summary"][0]["group"] == "bandwidth vs size, 64 B-2 KiB"
+
+
+def test_fit_cli_table_csv_and_output(cli, small_dir, tmp_path):
+    proc = cli("fit", str(small_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert "fitted parameters" in proc.stdout and "request_cost.read" in proc.stdout
+    assert "bdw-s0-s0-s0 bandwidth vs size, 64 B-2 KiB:" in proc.stdout
+    out = tmp_path / "rows.csv"
+    proc = cli("fit", str(small_dir), "--format", "csv", "-o", str(out))
+    assert proc.returncode == 0 and proc.stdout == "" and f"wrote {out}" in proc.stderr
+    lines = out.read_text().splitlines()
+    assert lines[0] == ",".join(FIELDS) and len(lines) == 1 + 152
+
+
+def test_fit_cli_bad_directories(cli, tmp_path):
+    for path, words in (
+        (tmp_path / "missing", "no such directory"),
+        (DATA.parent.parent / "docs", "no pcie-bench result files"),
+    ):
+        proc = cli("fit", str(path))
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    no_lspci = tmp_path / "no-lspci"
+    no_lspci.mkdir()
+    shutil.copy(DATA / BDW / "lat_dma_sizes.txt", no_lspci)
+    proc = cli("fit", str(no_lspci))
+    assert proc.returncode == 2 and "no sys-lspci.txt" in proc.stderr and proc.stderr.count("\n") == 1
+    only_cmd = tmp_path / "only-cmd"
+    only_cmd.mkdir()
+    for f in ("lat_cmd_sizes.txt", "sys-lspci.txt"):
+        shutil.copy(DATA / BDW / f, only_cmd)
+    proc = cli("fit", str(only_cmd))
+    assert proc.returncode == 2 and "no DMA test results" in proc.stderr
+
+
+def test_device_fit_reaches_its_cells():
+    device = fit_device()
+    assert device is fit_device()  # once per process
+    for f in device.fitted:
+        assert f.cell.directory == protocol.DEVICE_DIRECTORY
+        assert abs(f.error) <= 0.01, (f.parameter.name, f.error)
+
+
+@pytest.fixture(scope="module")
+def validation():
+    return tlpsim.validate("pciebench")
+
+
+def test_validate_pciebench_rows(validation):
+    rows = validation
+    assert len(rows) == sum(len(cells_of(s.data)) for s in shipped())
+    assert all(list(r) == FIELDS and r["system"] == "pciebench" for r in rows)
+    assert len({(r["table"], r["series"], r["column"]) for r in rows}) == len(rows)
+    tables = {r["table"].split("/")[0] for r in rows}
+    assert len(tables) == 9 and "hsw-iommu-nosp" in tables
+    # Calibrate: the device's cells in bdw-s0-s0-s0 and each directory's own host cells.
+    calibrate = {(r["table"], r["series"], r["column"]) for r in rows if r["role"] == "calibrate"}
+    bdw_cells = cells_of(next(s for s in shipped() if s.name == BDW).data)
+    possible = {(c.table, c.series, c.column) for p in protocol.DEVICE_PARAMETERS if (c := p.cell.pick(bdw_cells))}
+    for s in shipped():
+        cells = cells_of(s.data)
+        possible |= {(c.table, c.series, c.column) for p in protocol.HOST_PARAMETERS if (c := p.cell.pick(cells))}
+    assert 9 <= len(calibrate) and calibrate <= possible
+    assert [line.split(":")[0] for line in validation.group_lines()][:2] == [
+        "pciebench bandwidth vs size, 64 B-2 KiB", "pciebench bandwidth vs size, under 64 B",
+    ]  # fmt: skip
+    assert any(t.startswith("pciebench: lat_cmd_details") for t in validation.unmodelled_tables)
+
+
+def test_validate_only_other_system_runs_no_pciebench():
+    rows = tlpsim.validate("ntb")
+    assert {r["system"] for r in rows} == {"ntb"} and not rows.pciebench and not rows.group_lines()
+    with pytest.raises(tlpsim.ConfigError, match="pciebench"):
+        tlpsim.validate("pciebench2")
+
+
+def test_report_charts(validation, tmp_path):
+    from tlpsim.pciebench.charts import write_charts
+
+    [path] = write_charts(validation.pciebench[:1], tmp_path)
+    assert path.name == "pciebench.bdw-s0-s0-s0.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cell_is_hashable_and_frozen(bdw):
+    c = cells_of(bdw)[0]
+    assert isinstance(c, Cell) and c in {c}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.published = 1.0  # type: ignore[misc]
