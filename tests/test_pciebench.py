@@ -143,7 +143,7 @@ def test_scenario_text_loads_for_every_test(bdw, bdw_machine):
         "alternate", 64, "128B", "random", "8192B",
     )  # fmt: skip
     assert doc["root_complex"][0] == {"name": "rc", "completion": "mps", "memory_read_latency": "155ns"}
-    assert doc["endpoint"][0]["request_cost"] == {"read": "16ns", "write": "17ns"}
+    assert doc["endpoint"][0]["request_cost"] == DEVICE["request_cost"]
     assert "write_tlp_payload" not in doc["endpoint"][0]
     assert (doc["pcie"]["mrrs"], doc["pcie"]["addressing"], doc["link"][0]["width"]) == (4096, 64, 8)
     lat = tomllib.loads(scenario_text(picked[("LAT_DMA_RD", "Cold")], bdw_machine, DEVICE, {}))["workload"][0]
@@ -316,8 +316,9 @@ def test_fit_cli_json(cli_json, small_dir):
     for r in rows:
         assert r["error"] == pytest.approx((r["simulated"] - r["published"]) / r["published"])
     fitted = {f["parameter"]: f for f in report["fitted"]}
-    assert fitted["request_cost.read"]["cell"] == "bdw-s0-s0-s0/bw_dma_sz_sweep BW_DMA_RD HWarm @ 64B"
-    assert fitted["memory_read_latency"]["cell"].startswith("bdw-s0-s0-s0/lat_dma_details LAT_DMA_RD win 8KiB Cold")
+    assert fitted["llc_hit_latency"]["cell"] == "bdw-s0-s0-s0/bw_dma_sz_sweep BW_DMA_RD HWarm @ 64B"
+    assert fitted["dram_over_llc"]["cell"].startswith("bdw-s0-s0-s0/lat_dma_details LAT_DMA_RD win 8KiB Cold")
+    assert fitted["request_cost.write"]["cell"] == "bdw-s0-s0-s0/bw_dma_sz_sweep BW_DMA_WR HWarm @ 129B"
     # The copy is the calibration directory: its device cells and host cells calibrate.
     calibrate = {(r["series"], r["column"]) for r in rows if r["role"] == "calibrate"}
     assert ("BW_DMA_RD HWarm", "64B") in calibrate and ("BW_DMA_WR HWarm", "129B") in calibrate
@@ -328,7 +329,7 @@ def test_fit_cli_json(cli_json, small_dir):
 def test_fit_cli_table_csv_and_output(cli, small_dir, tmp_path):
     proc = cli("fit", str(small_dir))
     assert proc.returncode == 0, proc.stderr
-    assert "fitted parameters" in proc.stdout and "request_cost.read" in proc.stdout
+    assert "fitted parameters" in proc.stdout and "llc_hit_latency" in proc.stdout
     assert "bdw-s0-s0-s0 bandwidth vs size, 64 B-2 KiB:" in proc.stdout
     out = tmp_path / "rows.csv"
     proc = cli("fit", str(small_dir), "--format", "csv", "-o", str(out))

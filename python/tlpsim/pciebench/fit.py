@@ -74,6 +74,9 @@ class Parameter:
     integer: bool = False
     #: Only for a machine with this property (``"iommu"``); None: every machine.
     only_if: str | None = None
+    #: The parameter whose value is added to this one's in the key (a DRAM latency fitted
+    #: as its excess over the LLC hit); None: the key holds this value alone.
+    plus: str | None = None
 
     def setting(self, value: float) -> Any:
         """``value`` as the scenario writes it: ``"16.25ns"``, ``"7.5GB/s"``, ``5``."""

@@ -101,6 +101,17 @@ class Machine:
         return None not in (self.device_socket, self.warming_socket) and self.device_socket != self.warming_socket
 
     @property
+    def walks(self) -> bool:
+        """Whether its IOMMU walks pages within the windows pcie-bench sweeps: on, with 4 KiB
+        pages (2 MiB pages reach 128 MiB, past the largest 64 MiB window)."""
+        return self.iommu and not self.super_pages
+
+    @property
+    def no_walks(self) -> bool:
+        """Whether its IOMMU, if any, never walks within the windows swept."""
+        return not self.walks
+
+    @property
     def addressing(self) -> int:
         """Address bits of the card's requests: 32 with the IOMMU on (Linux hands out IOVAs
         below 4 GiB: 3-DW headers), else 64 (the buffer lies above 4 GiB)."""

@@ -8,7 +8,7 @@ import copy
 import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,15 +64,26 @@ class Setup:
     notes: tuple[tuple[str, str], ...]
 
     def start(self) -> dict[str, float | None]:
-        """The parameters' start values, from the keys."""
-        return {p.name: p.read(self.device if p.where == "device" else self.host) for p in self.parameters}
+        """The parameters' start values, from the keys (less the value of the parameter a
+        ``plus`` one is added to)."""
+        keys = {"device": self.device, "host": self.host}
+        start = {p.name: p.read(keys[p.where]) for p in self.parameters}
+        for p in self.parameters:
+            base = start.get(p.plus) if p.plus else None
+            if base is not None and start[p.name] is not None:
+                start[p.name] -= base
+        return start
 
     def keys(self, values: Mapping[str, float | None]) -> tuple[dict[str, Any], dict[str, Any]]:
         """(device keys, host keys) with the parameters at ``values``."""
         device, host = copy.deepcopy(self.device), copy.deepcopy(self.host)
         for p in self.parameters:
             if p.name in values:
-                p.write(device if p.where == "device" else host, values[p.name])
+                value = values[p.name]
+                base = values.get(p.plus) if p.plus else None
+                if value is not None and base is not None:
+                    value += base
+                p.write(device if p.where == "device" else host, value)
         return device, host
 
     def scenario(self, values: Mapping[str, float | None], cell: Cell) -> str:
@@ -90,12 +101,20 @@ class Setup:
         return scenario
 
 
-def protocol_setup(machine: Machine, device: Mapping[str, Any], parameters: Iterable[Parameter]) -> Setup:
+def protocol_setup(
+    machine: Machine,
+    device: Mapping[str, Any],
+    parameters: Iterable[Parameter],
+    host_start: Mapping[str, Any] | None = None,
+) -> Setup:
     """The :class:`Setup` of ``machine`` with device keys ``device``, the protocol's host
-    keys, and the ``parameters`` that apply to it and that this tlpsim loads."""
+    keys (those in ``host_start`` instead, where given: the calibration directory's fitted
+    host, for the parameters a directory cannot fit), and the ``parameters`` that apply to
+    it and that this tlpsim loads."""
     accepts = loader_keys().accepts
     host = {**host_keys(machine)}
-    host.update({k: v for k, v in protocol.HOST.items() if _applies(protocol.HOST_ONLY_IF.get(k), machine)})
+    defaults = {**protocol.HOST, **(host_start or {})}
+    host.update({k: v for k, v in defaults.items() if _applies(protocol.HOST_ONLY_IF.get(k), machine)})
     notes: list[tuple[str, str]] = []
     kept: list[Parameter] = []
     for p in parameters:
@@ -128,6 +147,9 @@ class DeviceFit:
     device: dict[str, Any]
     fitted: tuple[Fitted, ...]
     notes: tuple[str, ...] = ()
+    #: The calibration directory's fitted host parameters, as keys: where another directory
+    #: has no calibrate cell for one (or the protocol does not fit it there), it takes this.
+    host: dict[str, Any] = field(default_factory=dict)
 
 
 def load_directory(path: str | os.PathLike[str]) -> Source:
@@ -156,13 +178,15 @@ def fit_device(source: Source | None = None) -> DeviceFit:
     if source is None:
         return _shipped_device_fit()
     setup = protocol_setup(
-        source_machine(source), protocol.DEVICE, (*protocol.DEVICE_PARAMETERS, *protocol.HOST_PARAMETERS)
+        source_machine(source), protocol.DEVICE, (*protocol.HOST_PARAMETERS, *protocol.DEVICE_PARAMETERS)
     )
     fitted = fit(setup.parameters, cells_of(source.data), setup.scenario, setup.start(), passes=protocol.PASSES)
     values = {name: f.value for name, f in fitted.items()}
-    device, _ = setup.keys(values)
+    device, host = setup.keys(values)
     mine = tuple(f for f in fitted.values() if f.parameter.where == "device")
-    return DeviceFit(device, mine, tuple(text for where, text in setup.notes if where == "device"))
+    host_params = {p.key for p in protocol.HOST_PARAMETERS}
+    notes = tuple(text for where, text in setup.notes if where == "device")
+    return DeviceFit(device, mine, notes, {k: v for k, v in host.items() if k in host_params})
 
 
 @functools.cache
@@ -275,7 +299,7 @@ def fit_source(
         device = fit_device()
     elif not isinstance(device, DeviceFit):
         device = DeviceFit(dict(device), (), ("device keys given, not fitted",))
-    setup = protocol_setup(machine, device.device, protocol.HOST_PARAMETERS)
+    setup = protocol_setup(machine, device.device, protocol.HOST_PARAMETERS, device.host)
     fitted = fit(setup.parameters, cells, setup.scenario, setup.start(), passes=protocol.PASSES)
     values = {name: f.value for name, f in fitted.items()}
     calibrate = {_key(f.cell) for f in fitted.values() if f.cell is not None}

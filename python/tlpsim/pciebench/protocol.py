@@ -9,9 +9,8 @@
 
 A cell is ``calibrate`` when it is a device calibrate cell of :data:`DEVICE_DIRECTORY` or
 a host calibrate cell of its own directory, ``predict`` otherwise. Changing the protocol is
-editing this file: the pipeline reads nothing else.
-
-The values below are placeholders until the host memory model's parameters are chosen.
+editing this file: the pipeline reads nothing else. docs/pcie-bench-data.md says what each
+cell shows; docs/validation-gaps.md what the fitted model still misses.
 """
 
 from __future__ import annotations
@@ -49,44 +48,53 @@ SEED = 1
 PASSES = 2
 
 _RD_SZ = "bw_dma_sz_sweep"
+_LAT_SZ = "lat_dma_sizes"
+_MEDIAN = "latency_median_ns"
 
 #: The NFP's ``[[endpoint]]`` keys: start values of the fitted ones, and the fixed ones.
-#: ``write_tlp_payload`` goes on the workload as ``tlp_payload``.
+#: ``write_tlp_payload`` goes on the workload as ``tlp_payload``. One read engine and one
+#: write engine; a read engine spends ``transfer_cost`` plus ``transfer_cost_per_kib`` per
+#: KiB (or, if longer, ``partial_unit_cost`` for a transfer ending inside an 8-byte word),
+#: a write engine ``transfer_cost`` plus ``request_cost`` per 128-byte MWr.
 DEVICE: dict[str, Any] = {
-    "dma_engines": {"read": 2, "write": 1},
-    "request_cost": {"read": "16ns", "write": "17ns"},
-    "transfer_cost": {"read": "0ns", "write": "4.1ns"},
+    "dma_engines": {"read": 1, "write": 1},
+    "request_cost": {"read": "0ns", "write": "17ns"},
+    "transfer_cost": {"read": "5.5ns", "write": "4.2ns"},
+    "transfer_cost_per_kib": {"read": "143ns", "write": "0ns"},
     "dma_unit": "8B",
-    "partial_unit_cost": {"read": "8.7ns", "write": "0ns"},
-    "latency": {"read": "300ns", "write": "0ns"},
+    "partial_unit_cost": {"read": "18ns", "write": "0ns"},
+    "latency": {"read": "18ns", "write": "0ns"},
     "write_tlp_payload": 128,
 }
 
-#: The device's free parameters and their calibrate cells (all of DEVICE_DIRECTORY).
+#: The device's free parameters and their calibrate cells (all of DEVICE_DIRECTORY), in
+#: the order they are fitted (each after those its cell depends on).
 DEVICE_PARAMETERS: tuple[Parameter, ...] = (
-    Parameter("request_cost.read", "device", "request_cost", "read", "ns", 1, 60,
-              Selector("BW_DMA_RD", _RD_SZ, 64), rises=False),
-    Parameter("request_cost.write", "device", "request_cost", "write", "ns", 1, 60,
-              Selector("BW_DMA_WR", _RD_SZ, 129), rises=False),
-    Parameter("transfer_cost.write", "device", "transfer_cost", "write", "ns", 0, 60,
+    Parameter("latency.read", "device", "latency", "read", "ns", 0, 600,
+              Selector("LAT_DMA_RD", _LAT_SZ, 64, _MEDIAN), rises=True),
+    Parameter("transfer_cost.write", "device", "transfer_cost", "write", "ns", 0, 40,
               Selector("BW_DMA_WR", _RD_SZ, 64), rises=False),
+    Parameter("request_cost.write", "device", "request_cost", "write", "ns", 0, 40,
+              Selector("BW_DMA_WR", _RD_SZ, 129), rises=False),
+    Parameter("transfer_cost.read", "device", "transfer_cost", "read", "ns", 0, 40,
+              Selector("BW_DMA_RD", _RD_SZ, 128), rises=False),
+    Parameter("transfer_cost_per_kib.read", "device", "transfer_cost_per_kib", "read", "ns", 0, 400,
+              Selector("LAT_DMA_RD", _LAT_SZ, 2048, _MEDIAN), rises=True),
     Parameter("partial_unit_cost.read", "device", "partial_unit_cost", "read", "ns", 0, 60,
               Selector("BW_DMA_RD", _RD_SZ, 65), rises=False),
-    Parameter("latency.read", "device", "latency", "read", "ns", 0, 1000,
-              Selector("LAT_DMA_RD", "lat_dma_sizes", 64, "latency_median_ns"), rises=True),
-    # A per-DMA streaming rate; skipped (with a note) while the loader has no such key.
-    Parameter("engine_bandwidth", "device", "engine_bandwidth", None, "GB/s", 1, 30,
-              Selector("LAT_DMA_RD", "lat_dma_sizes", 2048, "latency_median_ns"), rises=False),
 )  # fmt: skip
 
 #: The host's ``[[root_complex]]`` keys besides those the machine gives
 #: (:func:`tlpsim.pciebench.model.host_keys`): start values of the fitted ones, and the
-#: fixed ones. A key missing here and fitted starts left out (``read_bandwidth``: unlimited).
+#: fixed ones. A directory's host parameters that the protocol does not fit there take the
+#: calibration directory's fitted values instead.
 HOST: dict[str, Any] = {
-    "memory_read_latency": "155ns",
+    "llc_hit_latency": "490ns",
+    "memory_read_latency": "544ns",
+    "read_bandwidth": "6.94GB/s",
+    "llc_write_latency": "720ns",
     "iommu_walk_latency": "280ns",
     "iommu_walkers": 5,
-    "llc_hit_latency": "100ns",
     "ddio_ways": 2,
     "iotlb_entries": 64,
     "remote_latency": "53ns",
@@ -95,30 +103,40 @@ HOST: dict[str, Any] = {
 #: Host keys that apply only to a machine with this property.
 HOST_ONLY_IF = {"iommu_walk_latency": "iommu", "iommu_walkers": "iommu", "iotlb_entries": "iommu"}
 
-#: The host's free parameters and their calibrate cells (the same selectors everywhere).
+#: The host's free parameters and their calibrate cells: the same selectors in every
+#: directory, four per directory. With an IOMMU that walks within the swept windows (4 KiB
+#: pages), its walk latency and walkers take the places of the read path and the write
+#: latency, which then keep the calibration directory's values.
 HOST_PARAMETERS: tuple[Parameter, ...] = (
-    Parameter("memory_read_latency", "host", "memory_read_latency", None, "ns", 0, 1000,
-              Selector("LAT_DMA_RD", "lat_dma_details", 64, "latency_median_ns", window=8192, cache="Cold"),
-              rises=True),
-    Parameter("read_bandwidth", "host", "read_bandwidth", None, "GB/s", 5, 10,
-              Selector("BW_DMA_RD", _RD_SZ, 2048), rises=True),
+    Parameter("llc_hit_latency", "host", "llc_hit_latency", None, "ns", 20, 1000,
+              Selector("BW_DMA_RD", _RD_SZ, 64), rises=False),
+    Parameter("dram_over_llc", "host", "memory_read_latency", None, "ns", 0, 400,
+              Selector("LAT_DMA_RD", "lat_dma_details", 64, _MEDIAN, window=8192, cache="Cold"),
+              rises=True, plus="llc_hit_latency"),
+    Parameter("read_bandwidth", "host", "read_bandwidth", None, "GB/s", 5, 9,
+              Selector("BW_DMA_RD", _RD_SZ, 2048), rises=True, only_if="no_walks"),
+    Parameter("llc_write_latency", "host", "llc_write_latency", None, "ns", 0, 2000,
+              Selector("LAT_DMA_WRRD", _LAT_SZ, 64, _MEDIAN), rises=True, only_if="no_walks"),
     Parameter("iommu_walk_latency", "host", "iommu_walk_latency", None, "ns", 0, 1000,
-              Selector("LAT_DMA_RD", "lat_dma_sweep_rd_rnd_64", 64, "latency_median_ns", window="largest",
-                       cache="Cold"),
-              rises=True, only_if="iommu"),
+              Selector("LAT_DMA_RD", "lat_dma_sweep_rd_rnd_64", 64, _MEDIAN, window="largest", cache="Cold"),
+              rises=True, only_if="walks"),
     Parameter("iommu_walkers", "host", "iommu_walkers", None, "", 1, 32,
               Selector("BW_DMA_RD", "bw_dma_win_sweep_rd_rnd_64", 64, window="largest", cache="Cold"),
-              rises=True, integer=True, only_if="iommu"),
+              rises=True, integer=True, only_if="walks"),
 )  # fmt: skip
 
 #: Where each fixed value comes from.
 PROVENANCE: dict[str, str] = {
-    "dma_engines": "placeholder: separate read and write engines (RW at 64 B runs 45 M/s each way)",
-    "dma_unit": "placeholder: the NFP's 8-byte memory word (DO not a multiple of 8 halves reads)",
+    "dma_engines": "one read and one write engine: RW at 64 B runs 45 M/s each way, more in total than "
+    "either side alone; one engine per side fits the per-DMA times of the size sweep",
+    "dma_unit": "the NFP's 8-byte memory word: 16, 32, 64 and 128 B reads run fast, 63, 65 and 127 B slow, "
+    "and a device offset not a multiple of 8 halves 64 B reads",
     "write_tlp_payload": "pcie-bench data: 2048 B writes take 309.1 ns with 4-DW and 300.9 ns with 3-DW "
     "headers, 148/152 = 128 B TLPs",
-    "llc_hit_latency": "placeholder: pcie-bench Cold vs HWarm, 64 B reads",
     "ddio_ways": "Intel's default DDIO share: 2 of 20 LLC ways",
-    "iotlb_entries": "pcie-bench data: the read knee between 256 and 512 KiB windows with 4 KiB pages",
-    "remote_latency": "pcie-bench data: s0-s1-s0 vs s0-s0-s0, 64 B Cold read median +53 ns",
+    "iotlb_entries": "the Intel VT-d IOTLB reach that fits the read knee between 256 and 512 KiB windows "
+    "with 4 KiB pages; not fitted on a cell",
+    "remote_latency": "one crossing of the inter-socket link: the s0-s1-s0 against s0-s0-s0 difference of "
+    "their calibrate cells LAT_DMA_RD 64 B Cold 8 KiB (653 - 600 ns)",
+    "llc_size": "the CPU's LLC from its model number (E5-2630 v4: 25 MiB, E5-2620 v3: 15 MiB, 20 ways)",
 }

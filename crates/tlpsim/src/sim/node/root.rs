@@ -56,6 +56,8 @@ pub(in crate::sim) struct RootComplex {
     read_path: Option<Throttle>,
     /// Its host memory system, if it has one (then `read_latency` and `memory` are unused).
     host: Option<Box<HostMemory>>,
+    /// When the last posted write into its host memory took effect.
+    last_written: SimTime,
 }
 
 /// The host address of byte `addr` of workload `w`'s buffer (each workload's buffer starts
@@ -112,6 +114,7 @@ impl RootComplex {
             cpu: cpu.map(|spec| Box::new(Cpu::new(spec))),
             read_path: read_bandwidth.map(Throttle::new),
             host: host_memory.map(|h| Box::new(HostMemory::new(h))),
+            last_written: SimTime::ZERO,
         }
     }
 }
@@ -243,8 +246,16 @@ impl Simulator<'_> {
         }
         if r.host.is_some() {
             let addr = host_address(AnyNode::tlp_workload(self, &t), t.addr);
-            if let AnyNode::Root(RootComplex { host: Some(h), .. }) = &mut self.nodes[n] {
-                done = h.write(done, addr, t.payload);
+            if let AnyNode::Root(RootComplex {
+                host: Some(h),
+                last_written,
+                ..
+            }) = &mut self.nodes[n]
+            {
+                // Posted writes take effect in the order they came (a write to a line
+                // that misses does not let a later hit pass it).
+                done = h.write(done, addr, t.payload).max(*last_written);
+                *last_written = done;
             }
         }
         // The write counts, and its credits free, once the memory has it: a root
@@ -269,12 +280,16 @@ impl Simulator<'_> {
         };
         let ready = now + memory_lat + bridge_lat + bridge_lat;
         let mut addr = host_address(AnyNode::tlp_workload(self, &t), t.addr);
+        // A request's completions leave in address order (a later piece whose lines are
+        // ready sooner waits for the one before).
+        let mut previous = SimTime::ZERO;
         self.complete_read(n, c, id, t, ready, size, |sim, piece, mut at| {
             let AnyNode::Root(r) = &mut sim.nodes[n] else {
                 return at;
             };
             if let Some(h) = &mut r.host {
-                at = h.read(at, addr, piece);
+                at = h.read(at, addr, piece).max(previous);
+                previous = at;
                 addr += piece as u64;
             }
             if let Some(m) = &mut r.memory {
