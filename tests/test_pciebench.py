@@ -26,6 +26,8 @@ from tlpsim.pciebench import (
     simulate,
     toml_value,
 )
+from tlpsim.pciebench.model import DEFAULT_LLC
+from tlpsim.pciebench.pipeline import protocol_setup
 from tlpsim.pciebench.shipped import shipped
 from tlpsim.pciebench.summary import group_of, group_summaries
 
@@ -113,8 +115,12 @@ def test_unknown_card_and_cpu_are_noted(bdw):
     text = (DATA / BDW / "sys-lspci.txt").read_text().replace("Netronome Systems, Inc. Device 6000", "Acme Device 1")
     data = dataclasses.replace(bdw, host={**bdw.host, "cpu": "Xeon-Mystery-1"})
     m = machine_of(data, text)
-    assert m.llc_bytes is None and "llc_size" not in host_keys(m)
+    assert (m.llc_bytes, m.llc_ways) == DEFAULT_LLC and host_keys(m)["llc_size"] == "25MiB"
     assert any("no Netronome NFP-6000" in n for n in m.notes) and any("LLC size unknown" in n for n in m.notes)
+    # The protocol's LLC keys need an LLC: every test's scenario loads for such a host.
+    setup = protocol_setup(m, protocol.DEVICE, protocol.HOST_PARAMETERS)
+    for cell in {c.test: c for c in cells_of(bdw)}.values():
+        tlpsim.load_scenario(setup.scenario(setup.start(), cell))
 
 
 def test_toml_value_writer():

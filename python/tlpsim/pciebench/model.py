@@ -22,6 +22,7 @@ from tlpsim.pciebench.cells import Cell, short_name
 
 __all__ = [
     "BW_OUTSTANDING",
+    "DEFAULT_LLC",
     "KNOWN_CPUS",
     "Machine",
     "ScenarioWriter",
@@ -40,6 +41,10 @@ KNOWN_CPUS: dict[str, tuple[int, int]] = {
     "E5-2630 v4": (25 << 20, 20),  # Broadwell-EP, Intel ARK: 25 MB SmartCache
     "E5-2620 v3": (15 << 20, 20),  # Haswell-EP, Intel ARK: 15 MB SmartCache
 }
+
+#: The LLC (bytes, ways) assumed for a CPU not in :data:`KNOWN_CPUS`: the host memory
+#: model's default (a Xeon E5 v4's), said in the machine's notes.
+DEFAULT_LLC: tuple[int, int] = (25 << 20, 20)
 
 #: The NFP-6000 as lspci names it.
 _NFP = re.compile(r"Netronome.*Device 6000|NFP-?6000", re.IGNORECASE)
@@ -158,13 +163,16 @@ def machine_of(data: PcieBenchData, lspci_text: str, origin: str = "sys-lspci.tx
         mps, mrrs = mps or 256, mrrs or 512
     llc = _llc(h.get("cpu"))
     if llc is None:
-        notes.append(f"CPU {h.get('cpu') or '(not named)'}: LLC size unknown; the host memory's default is used")
+        notes.append(
+            f"CPU {h.get('cpu') or '(not named)'}: LLC size unknown; "
+            f"{format_size(DEFAULT_LLC[0])}, {DEFAULT_LLC[1]} ways assumed"
+        )
     if h.get("device_socket") is None:
         notes.append("the directory's name gives no socket topology: card, memory and warming CPU on one socket")
     return Machine(
         directory=data.directory, short=short_name(h), gen=card["gen"], width=card["width"], mps=mps, mrrs=mrrs,
         tags=card["tags"] or 32, device=f"{card['bdf']} {card['description']}", cpu=h.get("cpu"),
-        llc_bytes=llc[0] if llc else None, llc_ways=llc[1] if llc else None, iommu=bool(h.get("iommu")),
+        llc_bytes=(llc or DEFAULT_LLC)[0], llc_ways=(llc or DEFAULT_LLC)[1], iommu=bool(h.get("iommu")),
         super_pages=h.get("iommu_super_pages") if h.get("iommu") else None, device_socket=h.get("device_socket"),
         memory_socket=h.get("memory_socket"), warming_socket=h.get("warming_socket"), notes=tuple(notes),
     )  # fmt: skip
