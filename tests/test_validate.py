@@ -116,3 +116,22 @@ def test_switch_effects_pair_cells_and_judge_the_sign():
     }
     line = summarize("s", rows).line()
     assert line.endswith("switch effect sign agrees in 3/5 (60 %)"), line
+
+
+def test_table_view_shows_a_large_systems_worst_rows_only():
+    from tlpsim.cli import TABLE_ROWS_PER_SYSTEM, WORST_ROWS_SHOWN, _table_rows
+
+    def row(system, i, role="predict"):
+        return {"system": system, "error": (-1) ** i * i / 1000, "role": role, "column": str(i)}
+
+    small = [row("seed", i) for i in range(10)]
+    big = [row("big", i) for i in range(TABLE_ROWS_PER_SYSTEM + 100)] + [row("big", 10**6, "calibrate")]
+    shown, lines = _table_rows(small + big)
+    assert shown[:10] == small
+    kept = shown[10:]
+    assert len(kept) == WORST_ROWS_SHOWN and all(r["role"] == "predict" for r in kept)
+    # The worst by |error|, in their original order.
+    assert [int(r["column"]) for r in kept] == list(
+        range(TABLE_ROWS_PER_SYSTEM + 100 - WORST_ROWS_SHOWN, TABLE_ROWS_PER_SYSTEM + 100)
+    )
+    assert len(lines) == 1 and lines[0].startswith(f"big: the {WORST_ROWS_SHOWN} worst predicted of 601 rows")

@@ -313,6 +313,37 @@ def _validate_with_bar(only: str | None):
     return _with_count_bar("simulating cells", "simulated cells", lambda step: validate(only, step))
 
 
+#: A system with more rows than this shows only its worst predicted rows in the table view
+#: (the seed systems have at most about 120; pciebench has over 9,000).
+TABLE_ROWS_PER_SYSTEM = 500
+#: How many of its worst predicted rows such a system shows.
+WORST_ROWS_SHOWN = 40
+
+
+def _table_rows(rows: list[dict]) -> tuple[list[dict], list[str]]:
+    """The rows the table view shows: every row of a system with at most
+    :data:`TABLE_ROWS_PER_SYSTEM`, else its :data:`WORST_ROWS_SHOWN` worst predicted rows;
+    and a line per system cut so, saying how to see the rest."""
+    by_system: dict[str, list[dict]] = {}
+    for r in rows:
+        by_system.setdefault(r["system"], []).append(r)
+    shown: list[dict] = []
+    lines: list[str] = []
+    for system, own in by_system.items():
+        if len(own) <= TABLE_ROWS_PER_SYSTEM:
+            shown += own
+            continue
+        predicted = [r for r in own if r["role"] == "predict" and r["error"] is not None]
+        worst = sorted(predicted, key=lambda r: -abs(r["error"]))[:WORST_ROWS_SHOWN]
+        keep = {id(r) for r in worst}
+        shown += [r for r in own if id(r) in keep]
+        lines.append(
+            f"{system}: the {len(worst)} worst predicted of {len(own):,} rows shown; "
+            f"--format csv or json gives every row (tlpsim validate --only {system} --format csv)"
+        )
+    return shown, lines
+
+
 @app.command(name="validate")
 def validate_cmd(
     only: Annotated[
@@ -323,9 +354,12 @@ def validate_cmd(
 ) -> None:
     """Every modelled number of the seed reports: published vs tlpsim, with the error."""
     rows = _validate_with_bar(only)
-    emit(rows, format, _VALIDATE_COLUMNS, title="tlpsim validate")
+    shown, cut = _table_rows(rows) if format is Format.table else (rows, [])
+    emit(shown, format, _VALIDATE_COLUMNS, title="tlpsim validate")
     if format is Format.table:
         out = console()
+        for line in cut:
+            out.print(line, style="dim", highlight=False, markup=False)
         for summary in rows.summaries():
             out.print(summary.line())
         for line in rows.group_lines():
