@@ -1,6 +1,10 @@
 //! The egress arbiter of one link direction: the TLPs waiting for the wire, one set of
 //! queues per ingress port (input), and the choice of which goes next.
 //!
+//! An input exists only for an ingress port that has queued a TLP here, so a switch with
+//! thousands of ports keeps per egress only the inputs its traffic uses (linear, not
+//! quadratic, in ports); inputs are kept sorted by ingress port.
+//!
 //! Among inputs it serves round-robin, weighted (`weight` TLPs per turn) or oldest first;
 //! within an input, the transaction ordering rules: nothing passes an older posted
 //! request, posted requests pass blocked non-posted requests and completions. A TLP may go
@@ -8,9 +12,13 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::{SimTime, Table};
+use crate::engine::SimTime;
 use crate::pcie::dll::transmit::DllTransmitter;
 use crate::pcie::flow_control::{CreditType, FcClass, FcTransmitter, CLASSES};
+
+/// Up to this many ingress ports, an arbiter makes all their inputs at once (as cheap to
+/// find as a table); beyond, only when a port first queues a TLP.
+const DENSE_PORTS: u32 = 32;
 
 /// A TLP waiting in an egress queue.
 #[derive(Debug, Clone, Copy)]
@@ -26,9 +34,12 @@ pub struct Queued {
 }
 
 /// One ingress port's TLPs waiting for this egress: posted, non-posted, completion queues.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Input {
     queues: [VecDeque<Queued>; 3],
+    /// The ingress port.
+    port: u32,
+    /// TLPs per turn.
     weight: u32,
 }
 
@@ -54,12 +65,21 @@ pub enum Blocked {
 /// The egress queues and arbiter of one link direction.
 #[derive(Debug)]
 pub struct Arbiter {
-    inputs: Table<Input>,
+    /// The inputs of the ingress ports that have queued here, sorted by port.
+    inputs: Vec<Input>,
+    /// Ingress ports.
+    ports: u32,
+    /// TLPs per turn of each ingress port; empty when every port takes one.
+    weights: Box<[u32]>,
     /// Sends the oldest ready TLP of all inputs (else round-robin or weighted).
     pub oldest_first: bool,
-    /// The input whose turn it is, and the TLPs left in its turn.
-    current: usize,
+    /// Where the round starts in `inputs`: the input of the port whose turn it is, else
+    /// the first of a later port, else the first.
+    start: usize,
+    /// The TLPs left in the turn of input `start` (0: no turn has begun).
     left: u32,
+    /// The port whose turn it is, kept while `left` is 0 (else input `start`'s).
+    current: u32,
     next_stamp: u64,
     /// TLPs waiting in every input.
     pub queued: usize,
@@ -75,25 +95,33 @@ impl Arbiter {
     /// An arbiter among `weights.len()` inputs, input `i` taking `weights[i]` TLPs per turn
     /// (at least one).
     pub fn new(weights: &[u32]) -> Self {
-        let inputs = weights
-            .iter()
-            .map(|&w| Input {
-                weight: w.max(1),
-                ..Input::default()
-            })
-            .collect::<Table<_>>();
-        let left = inputs[0].weight;
-        Arbiter {
-            inputs,
+        let ports = weights.len() as u32;
+        let weights = if weights.iter().all(|&w| w <= 1) {
+            Box::default()
+        } else {
+            weights.iter().map(|&w| w.max(1)).collect()
+        };
+        let mut arbiter = Arbiter {
+            inputs: Vec::new(),
+            ports,
+            weights,
             oldest_first: false,
             current: 0,
-            left,
+            left: 0,
+            start: 0,
             next_stamp: 0,
             queued: 0,
             queue_joined: 0,
             queue_left: 0,
             queue_max: 0,
+        };
+        // A few ports get their inputs at once, so that each sits at its port's index.
+        if ports <= DENSE_PORTS {
+            for port in 0..ports as usize {
+                arbiter.add_input(port, port);
+            }
         }
+        arbiter
     }
 
     /// TLPs waiting, integrated over time up to `now` (TLP-ticks): each counts from when it
@@ -103,7 +131,7 @@ impl Arbiter {
     }
 
     /// Queues a TLP from `input` in `class` at `now`.
-    #[inline]
+    #[inline(always)] // into `Simulator::enqueue_from`, one of the hottest paths
     pub fn enqueue(
         &mut self,
         now: SimTime,
@@ -116,7 +144,7 @@ impl Arbiter {
         self.queue_joined += now.ticks() as u128;
         let stamp = self.next_stamp;
         self.next_stamp += 1;
-        self.inputs[input].queues[class as usize].push_back(Queued {
+        self.input(input).queues[class as usize].push_back(Queued {
             tlp,
             data_credits,
             bytes,
@@ -124,6 +152,56 @@ impl Arbiter {
         });
         self.queued += 1;
         self.queue_max = self.queue_max.max(self.queued);
+    }
+
+    /// The input of ingress port `port`, made if it is not yet there.
+    #[inline(always)]
+    fn input(&mut self, port: usize) -> &mut Input {
+        // Once every port below `port` has an input (from the start, for a few ports),
+        // port `port`'s sits at index `port`.
+        let at = match self.inputs.get(port) {
+            Some(i) if i.port as usize == port => port,
+            _ => self.find_input(port),
+        };
+        &mut self.inputs[at]
+    }
+
+    /// Where in `inputs` the input of ingress port `port` is, by binary search, made if it
+    /// is not yet there.
+    #[inline(never)]
+    fn find_input(&mut self, port: usize) -> usize {
+        match self.inputs.binary_search_by_key(&port, |i| i.port as usize) {
+            Ok(at) => at,
+            Err(at) => self.add_input(port, at),
+        }
+    }
+
+    /// Makes the input of ingress port `port` at index `at` of `inputs`; returns `at`.
+    fn add_input(&mut self, port: usize, at: usize) -> usize {
+        assert!(
+            port < self.ports as usize,
+            "ingress port {port} out of range"
+        );
+        let weight = self.weights.get(port).copied().unwrap_or(1);
+        // The round still starts at the first input whose port is the current one or later.
+        let current = if self.left > 0 {
+            self.inputs[self.start].port
+        } else {
+            self.current
+        };
+        self.inputs.insert(
+            at,
+            Input {
+                queues: Default::default(),
+                port: port as u32,
+                weight,
+            },
+        );
+        self.start = self.inputs.partition_point(|i| i.port < current);
+        if self.start == self.inputs.len() {
+            self.start = 0;
+        }
+        at
     }
 
     /// Chooses the next TLP to send (round-robin, weighted or oldest first among inputs;
@@ -148,7 +226,8 @@ impl Arbiter {
         let mut blocked = Blocked::Empty;
         // The input after `i`, round the ring.
         let after = |i: usize| if i + 1 == n { 0 } else { i + 1 };
-        let mut idx = self.current;
+        // In ingress-port order from the port whose turn it is, round the ring.
+        let mut idx = self.start;
         for _ in 0..n {
             if self.inputs[idx].is_empty() {
                 idx = after(idx);
@@ -156,23 +235,34 @@ impl Arbiter {
             }
             if let Some(c) = self.choose(idx, gate, &mut blocked) {
                 let entry = self.take(idx, c, now);
-                // Round-robin or weighted turns only matter among several inputs.
-                if n > 1 {
-                    if idx != self.current {
-                        self.current = idx;
-                        self.left = self.inputs[idx].weight;
-                    }
-                    self.left -= 1;
-                    if self.left == 0 {
-                        self.current = after(idx);
-                        self.left = self.inputs[self.current].weight;
-                    }
+                // Round-robin or weighted turns only matter among several ingress ports.
+                if self.ports > 1 {
+                    self.took_turn(idx, n);
                 }
                 return Ok((entry, CLASSES[c]));
             }
             idx = after(idx);
         }
         Err(blocked)
+    }
+
+    /// Counts a TLP sent from input `idx` (of `n`) against its turn: the turn passes to
+    /// the next ingress port when its weight is used up.
+    #[inline(always)]
+    fn took_turn(&mut self, idx: usize, n: usize) {
+        // A TLP from another input than the round's start, or the first of a turn,
+        // begins that input's turn.
+        if idx != self.start || self.left == 0 {
+            self.start = idx;
+            self.left = self.inputs[idx].weight;
+        }
+        self.left -= 1;
+        if self.left == 0 {
+            // The next port's turn: it begins when that port next sends.
+            let next = self.inputs[idx].port + 1;
+            self.current = if next == self.ports { 0 } else { next };
+            self.start = if idx + 1 == n { 0 } else { idx + 1 };
+        }
     }
 
     /// [`Self::pick`] for an egress that sends the oldest ready TLP of all its inputs: each
@@ -321,6 +411,28 @@ mod tests {
             arb.enqueue(SimTime::ZERO, i, FcClass::Posted, k as u32, 8, 156);
         }
         assert_eq!(sent(arb), [0, 1, 4, 2, 3, 5]);
+    }
+
+    #[test]
+    fn a_sparse_arbiter_serves_ports_in_order_from_the_turn() {
+        // 100 ports, inputs made only as ports queue. Port 70 takes three per turn.
+        let mut weights = vec![1; 100];
+        weights[70] = 3;
+        let mut arb = Arbiter::new(&weights);
+        for (k, i) in [70, 70, 70, 70, 5, 90].into_iter().enumerate() {
+            arb.enqueue(SimTime::ZERO, i, FcClass::Posted, k as u32, 8, 156);
+        }
+        let credits = FcTransmitter::new(PerCreditType([None; 6]));
+        let replay = DllTransmitter::default();
+        let mut next = || arb.pick(SimTime::ZERO, &credits, &replay).unwrap().0.tlp;
+        // From port 0: port 5, then port 70's turn of three, then port 90.
+        assert_eq!([next(), next(), next(), next(), next()], [4, 0, 1, 2, 5]);
+        // The turn is now port 91's: a later port 95 goes before port 70 and port 40.
+        arb.enqueue(SimTime::ZERO, 40, FcClass::Posted, 6, 8, 156);
+        arb.enqueue(SimTime::ZERO, 95, FcClass::Posted, 7, 8, 156);
+        let mut next = || arb.pick(SimTime::ZERO, &credits, &replay).unwrap().0.tlp;
+        assert_eq!([next(), next(), next()], [7, 6, 3]);
+        assert_eq!(arb.inputs.len(), 5);
     }
 
     #[test]
