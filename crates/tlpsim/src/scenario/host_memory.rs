@@ -8,9 +8,11 @@
 use super::error::{at, BuildError, Place};
 use super::nodes::RootComplexSection;
 use super::values::{self, words, LatencyValue};
-use crate::engine::rng::Latency;
 use crate::engine::SimTime;
-use crate::host_memory_spec::{HostMemorySpec, IommuSpec, LlcSpec, PageSize, RemoteSocketSpec};
+use crate::host_memory_spec::{
+    HostMemorySpec, IommuSpec, LlcSpec, PageSize, RemoteSocketSpec, MAX_IOTLB_ENTRIES, MAX_WALKERS,
+    MAX_WAYS,
+};
 
 words! {
     /// Whether a root complex translates device addresses through an IOMMU.
@@ -70,11 +72,7 @@ fn needs<T: PartialEq>(
 /// The keys of the parts that are off (or of the whole model, when it is off) hold their
 /// defaults.
 fn check_unused(place: &Place, rc: &RootComplexSection) -> Result<(), BuildError> {
-    let ns = |t: &Option<String>, key: &'static str| -> Result<Option<SimTime>, BuildError> {
-        t.as_deref()
-            .map(|t| values::duration(place, key, t))
-            .transpose()
-    };
+    let ns = |t: &Option<String>, key| values::optional_duration(place, key, t);
     let d = LlcSpec::default();
     if rc.llc_size.is_none() {
         let part = "llc_size (the last-level cache)";
@@ -142,10 +140,7 @@ pub fn host_memory(
         return Ok(None);
     }
     let dram_latency = match &rc.memory_read_latency {
-        LatencyValue::Fixed(_) => match values::latency(place, &rc.memory_read_latency)? {
-            Latency::Fixed(t) => t,
-            _ => unreachable!("a fixed latency value gives a fixed latency"),
-        },
+        LatencyValue::Fixed(t) => values::duration(place, "memory_read_latency", t)?,
         LatencyValue::Distribution(_) => {
             return Err(BuildError::conflict(
                 place,
@@ -154,26 +149,43 @@ pub fn host_memory(
             ))
         }
     };
+    // The bounds are the spec's own (`HostMemorySpec::check` holds them too); here they
+    // keep a file's number inside a u32 and name the key's place.
+    let count = |key, v: Option<i64>, min: u32, max: u32, default: u32| match v {
+        Some(v) => values::count(
+            place,
+            key,
+            v,
+            min as i64..=max as i64,
+            &format!("{min} to {max}"),
+        ),
+        None => Ok(default),
+    };
+    let duration = |key, t: &Option<String>, default| -> Result<SimTime, BuildError> {
+        Ok(values::optional_duration(place, key, t)?.unwrap_or(default))
+    };
     let llc = match &rc.llc_size {
         None => None,
         Some(size) => {
             let d = LlcSpec::default();
             Some(LlcSpec {
                 capacity: values::bytes(place, "llc_size", size)?,
-                ways: match rc.llc_ways {
-                    Some(w) => values::count(place, "llc_ways", w, 1..=64, "1 to 64")?,
-                    None => d.ways,
-                },
-                hit_latency: match &rc.llc_hit_latency {
-                    Some(t) => values::duration(place, "llc_hit_latency", t)?,
-                    None => d.hit_latency.min(dram_latency),
-                },
-                write_latency: match &rc.llc_write_latency {
-                    Some(t) => values::duration(place, "llc_write_latency", t)?,
-                    None => d.write_latency,
-                },
+                ways: count("llc_ways", rc.llc_ways, 1, MAX_WAYS, d.ways)?,
+                hit_latency: duration(
+                    "llc_hit_latency",
+                    &rc.llc_hit_latency,
+                    d.hit_latency.min(dram_latency),
+                )?,
+                write_latency: duration(
+                    "llc_write_latency",
+                    &rc.llc_write_latency,
+                    d.write_latency,
+                )?,
                 ddio_ways: match rc.ddio_ways {
-                    Some(w) => values::count(place, "ddio_ways", w, 0..=64, "0 to llc_ways")?,
+                    Some(w) => {
+                        let ways = 0..=MAX_WAYS as i64;
+                        values::count(place, "ddio_ways", w, ways, "0 to llc_ways")?
+                    }
                     None => d.ddio_ways,
                 },
                 write_allocate: rc.ddio_write_allocate.unwrap_or(d.write_allocate),
@@ -185,27 +197,25 @@ pub fn host_memory(
         IommuWord::On => {
             let d = IommuSpec::default();
             Some(IommuSpec {
-                iotlb_entries: match rc.iotlb_entries {
-                    Some(n) => values::count(place, "iotlb_entries", n, 1..=4096, "1 to 4096")?,
-                    None => d.iotlb_entries,
-                },
+                iotlb_entries: count(
+                    "iotlb_entries",
+                    rc.iotlb_entries,
+                    1,
+                    MAX_IOTLB_ENTRIES,
+                    d.iotlb_entries,
+                )?,
                 page_size: rc.iommu_page_size.unwrap_or_default().into(),
-                walk_latency: match &rc.iommu_walk_latency {
-                    Some(t) => values::duration(place, "iommu_walk_latency", t)?,
-                    None => d.walk_latency,
-                },
-                walkers: match rc.iommu_walkers {
-                    Some(n) => values::count(place, "iommu_walkers", n, 1..=256, "1 to 256")?,
-                    None => d.walkers,
-                },
+                walk_latency: duration(
+                    "iommu_walk_latency",
+                    &rc.iommu_walk_latency,
+                    d.walk_latency,
+                )?,
+                walkers: count("iommu_walkers", rc.iommu_walkers, 1, MAX_WALKERS, d.walkers)?,
             })
         }
     };
     let d = RemoteSocketSpec::default();
-    let remote_latency = match &rc.remote_latency {
-        Some(t) => values::duration(place, "remote_latency", t)?,
-        None => d.remote_latency,
-    };
+    let remote_latency = duration("remote_latency", &rc.remote_latency, d.remote_latency)?;
     let socket_link_bandwidth =
         values::optional_rate(place, "socket_link_bandwidth", &rc.socket_link_bandwidth)?;
     let remote = match rc.memory_socket.unwrap_or_default() {

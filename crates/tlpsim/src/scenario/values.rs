@@ -461,6 +461,15 @@ pub fn optional_rate(
     text.as_deref().map(|s| rate(place, key, s)).transpose()
 }
 
+/// An optional duration key: `None` when left out.
+pub fn optional_duration(
+    place: &Place,
+    key: &'static str,
+    text: &Option<String>,
+) -> Result<Option<SimTime>, BuildError> {
+    text.as_deref().map(|s| duration(place, key, s)).transpose()
+}
+
 /// A size key such as "4KiB", in bytes.
 pub fn bytes(place: &Place, key: &'static str, text: &str) -> Result<u64, BuildError> {
     units::parse_bytes(key, text).map_err(at(place))
