@@ -227,11 +227,10 @@ impl Simulator<'_> {
 
     /// The channels from `from` toward `to`, in path order.
     fn path(&self, from: usize, to: usize) -> Vec<usize> {
-        let n = self.sys.nodes.len();
         let mut out = Vec::new();
         let mut node = from;
         while node != to && out.len() < self.chans.len() {
-            let c = self.route[node * n + to];
+            let c = self.route.next(node, to);
             if c == NONE {
                 break;
             }

@@ -136,7 +136,7 @@ impl Simulator<'_> {
     /// of order `order` (posted writes keep their order, so the doorbell follows the data).
     pub(in crate::sim) fn ring_doorbell(&mut self, f: u32, ntb: u32, order: u64) {
         let src = self.flows[f as usize].source;
-        let out = self.route[src as usize * self.sys.nodes.len() + ntb as usize];
+        let out = self.route.next(src as usize, ntb as usize);
         let owner = FlowTlp::Doorbell(f).owner(src);
         let id = self.new_tlp(Tlp {
             order,

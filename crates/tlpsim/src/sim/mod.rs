@@ -22,6 +22,7 @@ mod node;
 mod receive;
 pub mod result;
 pub mod rfc2544;
+mod route;
 mod slab;
 mod throttle;
 pub mod trace;
@@ -245,7 +246,8 @@ pub struct Simulator<'a> {
     rx_port: Table<u32>,
     tx_port: Table<u32>,
     nodes: Table<AnyNode>,
-    route: Table<u32>,
+    /// The next channel from any node toward any other.
+    route: route::Routes,
     bridges: Vec<(Throttle, SimTime)>,
     flows: Table<Flow>,
     audit: Audit,
@@ -359,26 +361,7 @@ impl<'a> Simulator<'a> {
             }
         }
 
-        // Routing: down toward descendants, up otherwise.
-        let mut route = vec![NONE; n * n];
-        for d in 0..n {
-            for a in 0..n {
-                if a != d {
-                    route[a * n + d] = if up_link[a] != usize::MAX {
-                        2 * up_link[a] as u32 + 1
-                    } else {
-                        NONE
-                    };
-                }
-            }
-            let mut child = d;
-            while up_link[child] != usize::MAX {
-                let l = up_link[child];
-                let parent = sys.links[l].up;
-                route[parent * n + d] = 2 * l as u32;
-                child = parent;
-            }
-        }
+        let route = route::Routes::new(sys);
 
         let nodes = (0..n).map(|i| AnyNode::build(sys, i, &ports[i])).collect();
 
@@ -388,7 +371,7 @@ impl<'a> Simulator<'a> {
             .map(|w| Flow {
                 source: w.source as u32,
                 target: w.target as u32,
-                out: route[w.source * n + w.target],
+                out: route.next(w.source, w.target),
                 reads: w.bridge.is_none() && w.direction.reads(),
                 writes: w.bridge.is_none() && w.direction.writes(),
                 transfer_size: w.transfer_size,
@@ -441,7 +424,7 @@ impl<'a> Simulator<'a> {
             rx_port: rx_port.into(),
             tx_port: tx_port.into(),
             nodes,
-            route: route.into(),
+            route,
             bridges: sys
                 .host_bridges
                 .iter()
@@ -559,7 +542,7 @@ impl<'a> Simulator<'a> {
                         // Never in the switch's buffer: straight to its egress queue.
                         let n = self.rx_node[c as usize] as usize;
                         let dst = self.tlps[id as usize].dst as usize;
-                        let out = self.route[n * self.sys.nodes.len() + dst];
+                        let out = self.route.next(n, dst);
                         self.tlps[id as usize].ingress = c;
                         self.enqueue_tlp(out, id);
                     } else {

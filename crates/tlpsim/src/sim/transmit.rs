@@ -254,11 +254,7 @@ impl Simulator<'_> {
     ) -> Option<SimTime> {
         let rx = self.rx_node[c as usize] as usize;
         let crossing = self.nodes[rx].crossing()?;
-        let out = self
-            .route
-            .get(rx * self.nodes.len() + dst)
-            .copied()
-            .unwrap_or(NONE);
+        let out = self.route.next(rx, dst);
         if out == NONE {
             return None;
         }

@@ -212,7 +212,7 @@ impl Simulator<'_> {
                     let owner = cpu_owner(r as u32, CpuTlp::RegRead(core).cookie());
                     let id =
                         self.new_tlp(Tlp::at_source(TlpKind::MRd, r as u32, k as u32, 4, owner));
-                    let down = self.route[r * self.sys.nodes.len() + k];
+                    let down = self.route.next(r, k);
                     self.push(down, id);
                     return;
                 }
@@ -304,7 +304,7 @@ impl Simulator<'_> {
         cpu.posted_queued += 1;
         let owner = cpu_owner(r as u32, CpuTlp::RegWrite(i).cookie());
         let id = self.new_tlp(Tlp::at_source(TlpKind::MWr, r as u32, k as u32, 4, owner));
-        let down = self.route[r * self.sys.nodes.len() + k];
+        let down = self.route.next(r, k);
         self.push(down, id);
         true
     }

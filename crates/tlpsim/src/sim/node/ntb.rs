@@ -67,7 +67,7 @@ impl Node for Ntb {
             // Queued at the egress as if it came in with the doorbell.
             let t = &sim.tlps[id as usize];
             let input = Msi::of(t.owner.cookie).port as usize;
-            let out = sim.route[n * sim.sys.nodes.len() + t.dst as usize];
+            let out = sim.route.next(n, t.dst as usize);
             sim.enqueue_from(out, id, input);
         }
     }
@@ -93,7 +93,7 @@ impl Simulator<'_> {
         match t.kind {
             TlpKind::MWr => AnyNode::tlp_written(self, &t, c),
             TlpKind::MRd => {
-                let out = self.route[n * self.sys.nodes.len() + t.src as usize];
+                let out = self.route.next(n, t.src as usize);
                 let cpl = Tlp::at_source(TlpKind::CplD, n as u32, t.src, t.length, t.owner)
                     .data_at(t.addr as u64);
                 let reply = self.new_tlp(cpl);

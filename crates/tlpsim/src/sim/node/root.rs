@@ -322,7 +322,7 @@ impl Simulator<'_> {
         size: u32,
         mut pace: impl FnMut(&mut Self, u32, SimTime) -> SimTime,
     ) {
-        let out = self.route[n * self.sys.nodes.len() + t.src as usize];
+        let out = self.route.next(n, t.src as usize);
         let rcb = self.sys.pcie.rcb.min(size);
         let mut offset = 0u64;
         // (time, last TLP) of the chain the latest Enqueue event will queue.

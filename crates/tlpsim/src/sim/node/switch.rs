@@ -113,7 +113,7 @@ impl Simulator<'_> {
     #[inline(always)]
     pub(in crate::sim) fn forward(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
         let now = self.now();
-        let out = self.route[n * self.sys.nodes.len() + t.dst as usize];
+        let out = self.route.next(n, t.dst as usize);
         self.tlps[id as usize].ingress = c;
         if let AnyNode::Switch(Switch {
             crossing,

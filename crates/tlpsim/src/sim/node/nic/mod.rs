@@ -391,7 +391,7 @@ impl Simulator<'_> {
     fn nic_send(&mut self, n: usize, kind: TlpKind, root: u32, bytes: u32, what: NicTlp) {
         let t = Tlp::at_source(kind, n as u32, root, bytes, what.owner(n));
         let id = self.new_tlp(t);
-        let up = self.route[n * self.sys.nodes.len() + root as usize];
+        let up = self.route.next(n, root as usize);
         self.push(up, id);
     }
 }

@@ -97,7 +97,7 @@ impl Simulator<'_> {
         if t.kind == TlpKind::MRd {
             let cpl = self.new_tlp(Tlp::at_source(TlpKind::CplD, n as u32, t.src, 4, t.owner));
             self.deliver(id);
-            let up = self.route[n * self.sys.nodes.len() + t.src as usize];
+            let up = self.route.next(n, t.src as usize);
             self.push(up, cpl);
             return;
         }
