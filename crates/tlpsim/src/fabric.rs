@@ -95,6 +95,9 @@ pub enum NodeKind {
         /// Its host memory system (LLC, IOMMU, remote socket); None: `read_latency` and
         /// `memory_bandwidth` alone.
         host_memory: Option<Box<HostMemorySpec>>,
+        /// How it forwards peer-to-peer TLPs from one root port to another; None: it refuses
+        /// them.
+        p2p: Option<PeerForwarding>,
     },
     /// A switch.
     Switch {
@@ -108,6 +111,10 @@ pub enum NodeKind {
         core: Core,
         /// Egress arbitration.
         arbitration: Arbitration,
+        /// Whether its downstream ports redirect peer-to-peer TLPs upstream (ACS P2P Request
+        /// and Completion Redirect with Upstream Forwarding), unless a `[[link]]` says
+        /// otherwise for its port.
+        acs_redirect: bool,
     },
     /// A non-transparent bridge: joins the PCIe domain above it to the one below it (whose
     /// root complex is its downstream neighbour), translating memory windows; TLPs cross it
@@ -139,6 +146,16 @@ pub enum NodeKind {
         /// Bytes/s its memory absorbs written data at, if limited.
         write_rate: Option<f64>,
     },
+}
+
+/// How a root complex forwards peer-to-peer TLPs between its root ports: store-and-forward,
+/// after `latency`, through a data path of `bandwidth`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PeerForwarding {
+    /// Bytes/s of TLP payload it forwards, if limited.
+    pub bandwidth: Option<f64>,
+    /// Added to each TLP it forwards, after its last byte is in.
+    pub latency: SimTime,
 }
 
 /// One side (reads or writes) of a DMA endpoint: its engines and what they spend on a
@@ -219,7 +236,8 @@ pub enum TargetKind {
     /// Host memory behind a root complex: endpoints read and write it, another root
     /// complex writes it.
     HostMemory,
-    /// An endpoint's memory BAR of `bytes`: a root complex reads and writes it.
+    /// An endpoint's memory BAR of `bytes`: a root complex reads and writes it, and so do other
+    /// endpoints (peer-to-peer).
     BarMemory {
         /// The BAR's size.
         bytes: u64,
@@ -455,6 +473,9 @@ pub struct LinkSpec {
     pub replay_buffer: u32,
     /// When the receivers on this link send their Acks and UpdateFCs.
     pub ack: AckPolicy,
+    /// Whether the switch port at its upper end redirects peer-to-peer TLPs it receives
+    /// upstream (ACS); false where the upper end is not a switch.
+    pub acs_redirect: bool,
 }
 
 /// A bandwidth-capped, latency-adding hop between root complexes and memory.

@@ -153,8 +153,9 @@ fn mistakes_with_a_memory_endpoint_get_one_clear_message() {
         ),
         (
             "",
-            dma("w", "ep", "gpu", "write", "4KiB", 1),
-            vec!["peer-to-peer", "root complex"],
+            // Peer-to-peer from an endpoint: the BAR still bounds a transfer.
+            dma("w", "ep", "gpu", "write", "512MiB", 1),
+            vec!["transfer_size", "BAR"],
         ),
         (
             "",

@@ -65,6 +65,8 @@ const FREE_TEXT: &[&str] = &[
     "iommu_walk_latency",
     "remote_latency",
     "socket_link_bandwidth",
+    "p2p_bandwidth",
+    "p2p_latency",
     // A DMA endpoint's per-side values: { read = "15ns", write = "17ns" }.
     "read",
     "write",

@@ -49,6 +49,9 @@ pub struct LinkSection {
     /// When both ends send their Acks and UpdateFCs: "timer" or "immediate" (`[pcie]` ack
     /// when left out).
     pub ack: Option<AckWord>,
+    /// Whether the switch port at its upper end redirects peer-to-peer TLPs upstream (ACS;
+    /// the switch's `acs_redirect` when left out).
+    pub acs_redirect: Option<bool>,
 }
 
 /// What a link takes from `[pcie]` when its own section leaves it out.
@@ -100,6 +103,36 @@ impl Topology {
     /// The link above `n`, if it has one.
     pub fn upstream_link(&self, n: NodeId) -> Option<&LinkSpec> {
         self.upstream_of[n].map(|l| &self.links[l])
+    }
+
+    /// The nodes a TLP from `from` to `to` passes through on its way, in order (neither end):
+    /// down toward `to` where it lies below, up otherwise, and up from a switch port with ACS
+    /// redirect (as the simulator routes it).
+    pub fn path_between(&self, from: NodeId, to: NodeId) -> Vec<NodeId> {
+        let mut out = Vec::new();
+        let (mut at, mut came_up_link) = (from, None::<usize>);
+        while at != to && out.len() <= self.upstream_of.len() {
+            // The child of `at` whose subtree holds `to`, if any.
+            let mut child = to;
+            while self.up(child).is_some_and(|p| p != at) {
+                child = self.up(child).unwrap_or(child);
+            }
+            let below = self.up(child) == Some(at);
+            let redirect = came_up_link.is_some_and(|l| self.links[l].acs_redirect);
+            let (next, up_link) = if below && !redirect {
+                (child, None)
+            } else {
+                match self.upstream_of[at] {
+                    Some(l) => (self.links[l].up, Some(l)),
+                    None => break,
+                }
+            };
+            if next != to {
+                out.push(next);
+            }
+            (at, came_up_link) = (next, up_link);
+        }
+        out
     }
 
     /// The top of `n`'s tree: the root complex above it (or across no bridge).
@@ -256,6 +289,20 @@ fn link(
         },
         replay_buffer: replay,
         ack: l.ack.map_or(defaults.ack, AckPolicy::from),
+        acs_redirect: match (&up.kind, l.acs_redirect) {
+            (NodeKind::Switch { acs_redirect, .. }, set) => set.unwrap_or(*acs_redirect),
+            (_, Some(_)) => {
+                return Err(BuildError::conflict(
+                    place,
+                    format!(
+                        "acs_redirect applies to a switch's downstream port; {:?} is {}",
+                        up.name,
+                        up.kind.noun()
+                    ),
+                ))
+            }
+            (_, None) => false,
+        },
     })
 }
 

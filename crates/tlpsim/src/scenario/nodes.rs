@@ -14,7 +14,7 @@ use super::{DEFAULT_ROOT_CREDITS, DEFAULT_SWITCH_CREDITS};
 use crate::engine::SimTime;
 use crate::fabric::{
     Arbitration, CompletionRule, Core, CpuSpec, Forwarding, HostBridgeSpec, NodeId, NodeKind,
-    NodeSpec,
+    NodeSpec, PeerForwarding,
 };
 use crate::pcie::phy;
 
@@ -68,6 +68,16 @@ words! {
         PerPort = "per_port",
         /// One queue in issue order feeds every root port.
         Shared = "shared",
+    }
+}
+
+words! {
+    /// What a root complex does with peer-to-peer TLPs between its root ports.
+    pub enum P2pWord for "p2p" default Forward {
+        /// Forward them, at `p2p_bandwidth` after `p2p_latency`.
+        Forward = "forward",
+        /// Refuse them: a workload whose path needs it is refused at load time.
+        Refuse = "refuse",
     }
 }
 
@@ -179,6 +189,15 @@ pub struct RootComplexSection {
     /// Rate of the inter-socket link remote memory data cross, e.g. "19.2GB/s" (unlimited
     /// when left out).
     pub socket_link_bandwidth: Option<String>,
+    /// "forward" or "refuse": peer-to-peer TLPs between its root ports (default "forward").
+    #[schemars(default = "P2pWord::default")]
+    pub p2p: Option<P2pWord>,
+    /// Payload rate of the peer-to-peer TLPs it forwards, e.g. "12GB/s" (unlimited when left
+    /// out).
+    pub p2p_bandwidth: Option<String>,
+    /// Added to each peer-to-peer TLP it forwards, after its last byte is in (default "0ns").
+    #[schemars(default = "default_zero_ns")]
+    pub p2p_latency: Option<String>,
 }
 
 /// `[[switch]]`.
@@ -210,6 +229,10 @@ pub struct SwitchSection {
     /// Credits every port advertises.
     #[schemars(default = "switch_credits")]
     pub credits: Option<CreditsSection>,
+    /// Whether its downstream ports send peer-to-peer TLPs up toward the root complex (ACS
+    /// redirect) instead of across (default false; a `[[link]]` below may set its own port).
+    #[serde(default)]
+    pub acs_redirect: bool,
 }
 
 /// `[[host_bridge]]`.
@@ -363,6 +386,7 @@ pub fn root_complexes(
             memory_bandwidth: memory_bandwidth.filter(|_| host_memory.is_none()),
             read_bandwidth: values::optional_rate(&place, "read_bandwidth", &rc.read_bandwidth)?,
             host_memory,
+            p2p: peer_forwarding(&place, rc)?,
             posted_write_rate: values::optional_rate(
                 &place,
                 "posted_write_rate",
@@ -397,6 +421,34 @@ pub fn root_complexes(
         )?;
     }
     Ok(())
+}
+
+/// A root complex's peer-to-peer forwarding: None where it refuses it (then its bandwidth
+/// and latency keys are refused too).
+fn peer_forwarding(
+    place: &Place,
+    rc: &RootComplexSection,
+) -> Result<Option<PeerForwarding>, BuildError> {
+    if rc.p2p == Some(P2pWord::Refuse) {
+        if let Some(key) = [("p2p_bandwidth", rc.p2p_bandwidth.is_some())]
+            .into_iter()
+            .chain([("p2p_latency", rc.p2p_latency.is_some())])
+            .find_map(|(k, set)| set.then_some(k))
+        {
+            return Err(BuildError::conflict(
+                place,
+                format!("{key} applies only with p2p = \"forward\""),
+            ));
+        }
+        return Ok(None);
+    }
+    Ok(Some(PeerForwarding {
+        bandwidth: values::optional_rate(place, "p2p_bandwidth", &rc.p2p_bandwidth)?,
+        latency: match &rc.p2p_latency {
+            Some(l) => values::duration(place, "p2p_latency", l)?,
+            None => SimTime::ZERO,
+        },
+    }))
 }
 
 /// The index of the host bridge called `name`.
@@ -472,6 +524,7 @@ pub fn switches(
             latency_by_width,
             core,
             arbitration,
+            acs_redirect: sw.acs_redirect,
         };
         let credits = values::credits(&place, &sw.credits, DEFAULT_SWITCH_CREDITS)?;
         let id = nodes.add(

@@ -637,7 +637,7 @@ fn check_pair(
              (direction = \"write\"); a root complex reads a kind = \"memory\" endpoint",
             fabric.node(target).kind.noun()
         )),
-        TargetKind::BarMemory { bytes } if from_root && transfer_size > bytes => {
+        TargetKind::BarMemory { bytes } if transfer_size > bytes => {
             return Err(BuildError::not_allowed(
                 place,
                 "transfer_size",
@@ -648,11 +648,9 @@ fn check_pair(
                 ),
             ));
         }
-        TargetKind::WriteSink | TargetKind::BarMemory { .. } if from_root => None,
-        TargetKind::BarMemory { .. } => Some(format!(
-            "the target {target_name:?} is a memory endpoint, which only a root complex reads \
-             and writes here (peer-to-peer from {endpoint:?} is not modelled yet)"
-        )),
+        TargetKind::WriteSink if from_root => None,
+        // Peer-to-peer when the source is an endpoint.
+        TargetKind::BarMemory { .. } => None,
         _ => Some(format!(
             "the target {target_name:?} must be a root complex (or, for a root complex's \
              writes, an endpoint or another domain's root complex; for its reads and writes, \
@@ -668,6 +666,24 @@ fn check_pair(
             format!(
                 "{:?} and {target_name:?} are under different root complexes",
                 fabric.node(source).name
+            ),
+        ));
+    }
+    // A root complex on the way (not an end) forwards peer-to-peer, or refuses it.
+    let refusing = fabric
+        .topology
+        .path_between(source, target)
+        .into_iter()
+        .find(|&n| matches!(fabric.node(n).kind, NodeKind::RootComplex { p2p: None, .. }));
+    if let Some(rc) = refusing {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "peer-to-peer from {:?} to {target_name:?} crosses root complex {:?}, which has \
+                 p2p = \"refuse\"; set p2p = \"forward\" there, or put both under one switch \
+                 without acs_redirect",
+                fabric.node(source).name,
+                fabric.node(rc).name
             ),
         ));
     }

@@ -158,6 +158,8 @@ pub(crate) enum UsedBy {
     Reads,
     /// Flows that DMA-read from its node (a root complex's read data path).
     ReadsFrom,
+    /// Flows that pass through its node (a root complex's peer-to-peer forwarding).
+    Through,
 }
 
 /// A non-link resource: the node it belongs to (NONE for a host bridge), its kind, its name,
@@ -229,13 +231,15 @@ impl Simulator<'_> {
     fn path(&self, from: usize, to: usize) -> Vec<usize> {
         let mut out = Vec::new();
         let mut node = from;
+        let mut came_in = NONE;
         while node != to && out.len() < self.chans.len() {
-            let c = self.route.next(node, to);
+            let c = self.route.hop(node, came_in, to);
             if c == NONE {
                 break;
             }
             out.push(c as usize);
             node = self.rx_node[c as usize] as usize;
+            came_in = c;
         }
         out
     }
@@ -312,6 +316,7 @@ impl Simulator<'_> {
                         UsedBy::WritesInto => f.writes && dst == r.node,
                         UsedBy::Reads => f.reads,
                         UsedBy::ReadsFrom => f.reads && dst == r.node,
+                        UsedBy::Through => src != r.node && dst != r.node,
                     };
                     if !on_path
                         || !side_used

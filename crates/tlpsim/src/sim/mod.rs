@@ -337,7 +337,11 @@ impl<'a> Simulator<'a> {
                         vec![1; ports[tx].len()],
                         *arbitration == Arbitration::Oldest,
                     ),
-                    NodeKind::Ntb { .. } => (vec![1; ports[tx].len()], false),
+                    // A root complex's own TLPs come in on its first port's input; the
+                    // peer-to-peer TLPs it forwards on their own root port's.
+                    NodeKind::Ntb { .. } | NodeKind::RootComplex { .. } => {
+                        (vec![1; ports[tx].len()], false)
+                    }
                     _ => (vec![1], false),
                 };
                 let wire = Wire::new(l.gen, l.width, l.flit, l.skp);
@@ -542,7 +546,7 @@ impl<'a> Simulator<'a> {
                         // Never in the switch's buffer: straight to its egress queue.
                         let n = self.rx_node[c as usize] as usize;
                         let dst = self.tlps[id as usize].dst as usize;
-                        let out = self.route.next(n, dst);
+                        let out = self.route.hop(n, c, dst);
                         self.tlps[id as usize].ingress = c;
                         self.enqueue_tlp(out, id);
                     } else {

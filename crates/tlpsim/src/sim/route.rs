@@ -32,6 +32,9 @@ pub(in crate::sim) struct Routes {
     children: Vec<(u32, u32)>,
     /// Every answer, by `node × nodes + dst`, in a small system.
     dense: Option<Vec<u32>>,
+    /// Whether the switch port at each link's upper end redirects peer-to-peer TLPs
+    /// upstream (ACS); empty when no port does.
+    acs: Vec<bool>,
 }
 
 impl Routes {
@@ -84,6 +87,11 @@ impl Routes {
             first_child,
             children,
             dense: None,
+            acs: if sys.links.iter().any(|l| l.acs_redirect) {
+                sys.links.iter().map(|l| l.acs_redirect).collect()
+            } else {
+                Vec::new()
+            },
         };
         if n <= DENSE_NODES {
             let table = (0..n * n).map(|i| routes.search(i / n, i % n)).collect();
@@ -99,6 +107,26 @@ impl Routes {
         match &self.dense {
             Some(table) if dst < self.enter.len() => table[node * self.enter.len() + dst],
             _ => self.search(node, dst),
+        }
+    }
+
+    /// The channel `node` sends a TLP for `dst` on that came in on channel `came_in`
+    /// ([`NONE`] for one it starts): as [`Routes::next`], but a TLP that came up into a switch
+    /// port with ACS redirect goes on up instead of down another port.
+    #[inline(always)]
+    pub(in crate::sim) fn hop(&self, node: usize, came_in: u32, dst: usize) -> u32 {
+        let out = self.next(node, dst);
+        // Odd channels run up their link: `came_in` reached `node` from below.
+        let redirect = !self.acs.is_empty()
+            && came_in != NONE
+            && came_in % 2 == 1
+            && out != NONE
+            && out % 2 == 0
+            && self.acs[came_in as usize / 2];
+        if redirect {
+            self.up[node]
+        } else {
+            out
         }
     }
 

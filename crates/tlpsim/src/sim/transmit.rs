@@ -254,7 +254,7 @@ impl Simulator<'_> {
     ) -> Option<SimTime> {
         let rx = self.rx_node[c as usize] as usize;
         let crossing = self.nodes[rx].crossing()?;
-        let out = self.route.next(rx, dst);
+        let out = self.route.hop(rx, c, dst);
         if out == NONE {
             return None;
         }

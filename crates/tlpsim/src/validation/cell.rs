@@ -63,6 +63,15 @@ pub(crate) struct Cell {
     /// catalog (the OS, host or NIC a cell uses).
     #[serde(default)]
     pub(crate) devices: BTreeMap<String, String>,
+    /// Scenario values the cell sets on its topology, by key as `tlpsim sweep --set` takes
+    /// them (`link.rc-ep.width = "4"`, `workload.copy.direction = "read"`): the setup the
+    /// source states for this cell, where one template serves several.
+    #[serde(default)]
+    pub(crate) set: BTreeMap<String, String>,
+    /// Throughput measures: count only the workloads of these names (all when empty), where
+    /// the source reports one direction of a run that moves data both ways.
+    #[serde(default)]
+    pub(crate) flows: Vec<String>,
 }
 
 fn one() -> f64 {

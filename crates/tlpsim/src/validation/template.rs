@@ -55,6 +55,11 @@ pub(crate) fn scenario_text(cell: &Cell, registry: &Registry) -> Result<String> 
             }
         }
     }
+    for (key, value) in &cell.set {
+        let value = render(value, catalog)?;
+        text = crate::scenario::set_value(&text, &cell.origin(), key, &value)
+            .map_err(|e| cell.error(e.message))?;
+    }
     Ok(text)
 }
 

@@ -203,6 +203,7 @@ impl AnyNode {
                 shared_outbound,
                 read_bandwidth,
                 host_memory,
+                p2p,
             } => AnyNode::Root(RootComplex::new(
                 &sys.pcie,
                 *read_latency,
@@ -214,6 +215,7 @@ impl AnyNode {
                 sys.cpu.filter(|c| c.root == n),
                 *read_bandwidth,
                 host_memory.as_deref(),
+                *p2p,
             )),
             NodeKind::Switch {
                 forwarding,

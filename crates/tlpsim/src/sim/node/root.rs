@@ -9,7 +9,7 @@ use super::cpu::Cpu;
 use super::{AnyNode, Node, NodeEv};
 use crate::engine::rng::Latency;
 use crate::engine::SimTime;
-use crate::fabric::{CacheState, CompletionRule, CpuSpec, PcieSettings};
+use crate::fabric::{CacheState, CompletionRule, CpuSpec, PcieSettings, PeerForwarding};
 use crate::host_memory_spec::HostMemorySpec;
 use crate::pcie::tlp::{self, TlpKind};
 use crate::sim::bottleneck::{Resource, UsedBy};
@@ -58,6 +58,10 @@ pub(in crate::sim) struct RootComplex {
     host: Option<Box<HostMemory>>,
     /// When the last posted write into its host memory took effect.
     last_written: SimTime,
+    /// The data path of the peer-to-peer TLPs it forwards between root ports, if limited.
+    p2p_path: Option<Throttle>,
+    /// Added to each peer-to-peer TLP it forwards.
+    p2p_latency: SimTime,
 }
 
 /// The host address of byte `addr` of workload `w`'s buffer (each workload's buffer starts
@@ -96,7 +100,13 @@ impl RootComplex {
         cpu: Option<CpuSpec>,
         read_bandwidth: Option<f64>,
         host_memory: Option<&HostMemorySpec>,
+        p2p: Option<PeerForwarding>,
     ) -> Self {
+        // A refused path never reaches the simulator (the scenario refuses the workload).
+        let p2p = p2p.unwrap_or(PeerForwarding {
+            bandwidth: None,
+            latency: SimTime::ZERO,
+        });
         RootComplex {
             read_latency,
             memory: memory_bandwidth.map(Throttle::new),
@@ -115,12 +125,18 @@ impl RootComplex {
             read_path: read_bandwidth.map(Throttle::new),
             host: host_memory.map(|h| Box::new(HostMemory::new(h))),
             last_written: SimTime::ZERO,
+            p2p_path: p2p.bandwidth.map(Throttle::new),
+            p2p_latency: p2p.latency,
         }
     }
 }
 
 impl Node for RootComplex {
     fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
+        if t.dst as usize != n {
+            sim.root_forward(n, c, id, t);
+            return;
+        }
         match t.kind {
             TlpKind::MWr => sim.root_write(n, c, id, t),
             TlpKind::MRd => sim.root_read(n, c, id, t),
@@ -223,10 +239,36 @@ impl Node for RootComplex {
         if let Some(h) = &self.host {
             h.resources(n, name, t, out);
         }
+        if let Some(p) = &self.p2p_path {
+            let what = format!("{name} peer-to-peer forwarding");
+            out.push(p.resource(n, UsedBy::Through, "p2p", what, t));
+        }
     }
 }
 
 impl Simulator<'_> {
+    /// Peer-to-peer TLP `id`, accepted on root port channel `c` of root complex `n`, leaves
+    /// on the root port toward its destination once its forwarding latency and data path
+    /// let it; its receive buffer frees when it leaves.
+    fn root_forward(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
+        let out = self.route.hop(n, c, t.dst as usize);
+        let now = self.now();
+        let AnyNode::Root(r) = &mut self.nodes[n] else {
+            return;
+        };
+        let start = now + r.p2p_latency;
+        let ready = match &mut r.p2p_path {
+            Some(p) => p.pass(start, t.payload),
+            None => start,
+        };
+        self.tlps[id as usize].ingress = c;
+        if ready > now {
+            self.q.schedule(ready, Ev::Enqueue { ch: out, tlp: id });
+        } else {
+            self.push(out, id);
+        }
+    }
+
     /// Posted write `id` reached root complex `n` on channel `c`: it crosses the host bridge,
     /// the posted-write sink and the memory before it counts.
     fn root_write(&mut self, n: usize, c: u32, id: u32, t: Tlp) {

@@ -10,12 +10,26 @@ use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::throttle::Throttle;
 use crate::sim::{Ev, Simulator, Tlp};
 
+/// Switch-like nodes of at most this many ports keep every port pair's crossing in a table.
+const DENSE_PORTS: usize = 64;
+
 /// How TLPs cross a switch-like node (a switch, a non-transparent bridge) from one port to
 /// another: cut-through or not, and the port-to-port latency, per (ingress, egress) pair.
+/// State linear in ports: each port's rate and width, the pair worked out when asked (a
+/// node of up to [`DENSE_PORTS`] ports also keeps every pair in a table).
 #[derive(Debug)]
 pub(in crate::sim) struct Crossing {
-    ports: usize,
-    /// (cut-through, latency) by [ingress port × ports + egress port].
+    /// Bit rate of each port's link after encoding (and flit overhead).
+    rate: Vec<f64>,
+    /// Lanes of each port's link.
+    width: Vec<u32>,
+    /// Whether it cuts through where the egress is not the faster port.
+    cut_through: bool,
+    /// Port-to-port latency.
+    latency: SimTime,
+    /// Latency where the narrower port has this width.
+    by_width: Vec<(u32, SimTime)>,
+    /// (cut-through, latency) by [ingress port × ports + egress port], for a few ports.
     table: Vec<(bool, SimTime)>,
 }
 
@@ -34,28 +48,42 @@ impl Crossing {
             let l = &sys.links[link];
             phy::encoded_gbps(l.gen, l.width) * if l.flit { flit::tlp_fraction() } else { 1.0 }
         };
-        let mut table = Vec::with_capacity(ports.len().pow(2));
-        for &a in ports {
-            for &b in ports {
-                let narrow = sys.links[a].width.min(sys.links[b].width);
-                let lat = by_width
-                    .iter()
-                    .find(|(w, _)| *w == narrow)
-                    .map_or(latency, |x| x.1);
-                let ct = forwarding == Forwarding::CutThrough && rate(b) <= rate(a) + 1e-9;
-                table.push((ct, lat));
-            }
+        let mut c = Crossing {
+            rate: ports.iter().map(|&p| rate(p)).collect(),
+            width: ports.iter().map(|&p| sys.links[p].width).collect(),
+            cut_through: forwarding == Forwarding::CutThrough,
+            latency,
+            by_width: by_width.to_vec(),
+            table: Vec::new(),
+        };
+        let n = ports.len();
+        if n <= DENSE_PORTS {
+            c.table = (0..n * n).map(|i| c.work_out(i / n, i % n)).collect();
         }
-        Crossing {
-            ports: ports.len(),
-            table,
-        }
+        c
+    }
+
+    /// (cut-through, latency) from port `a` to port `b`, from the ports' rates and widths.
+    fn work_out(&self, a: usize, b: usize) -> (bool, SimTime) {
+        let narrow = self.width[a].min(self.width[b]);
+        let lat = self
+            .by_width
+            .iter()
+            .find(|(w, _)| *w == narrow)
+            .map_or(self.latency, |x| x.1);
+        let ct = self.cut_through && self.rate[b] <= self.rate[a] + 1e-9;
+        (ct, lat)
     }
 
     /// (cut-through, latency) from ingress port `from` to egress port `to`.
     #[inline(always)]
     pub(in crate::sim) fn hop(&self, from: u32, to: u32) -> (bool, SimTime) {
-        self.table[from as usize * self.ports + to as usize]
+        let n = self.rate.len();
+        if self.table.is_empty() {
+            self.work_out(from as usize, to as usize)
+        } else {
+            self.table[from as usize * n + to as usize]
+        }
     }
 }
 
@@ -113,7 +141,7 @@ impl Simulator<'_> {
     #[inline(always)]
     pub(in crate::sim) fn forward(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
         let now = self.now();
-        let out = self.route.next(n, t.dst as usize);
+        let out = self.route.hop(n, c, t.dst as usize);
         self.tlps[id as usize].ingress = c;
         if let AnyNode::Switch(Switch {
             crossing,

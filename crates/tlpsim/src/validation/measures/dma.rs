@@ -25,10 +25,20 @@ pub(super) fn throughput(
     let result = run(cell, registry)?;
     let limit = limit_of(&result);
     let bridging = |name: &str| result.ethernet.iter().any(|e| e.name == name);
+    let named = |name: &str| cell.flows.is_empty() || cell.flows.iter().any(|f| f == name);
+    if let Some(missing) = cell
+        .flows
+        .iter()
+        .find(|f| !result.flows.iter().any(|r| &r.name == *f))
+    {
+        return Err(cell.error(format!(
+            "flows names {missing:?}, no workload of its topology"
+        )));
+    }
     let dma_gbps: f64 = result
         .flows
         .iter()
-        .filter(|f| !bridging(&f.name))
+        .filter(|f| !bridging(&f.name) && named(&f.name))
         .map(|f| f.throughput_gbps)
         .sum();
     Ok((unit(dma_gbps), limit))

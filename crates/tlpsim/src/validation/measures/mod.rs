@@ -64,6 +64,8 @@ pub(crate) enum Measure {
     ThroughputGbytes,
     /// As `ThroughputGbytes`, MB/s.
     ThroughputMbytes,
+    /// As `ThroughputGbytes`, GiB/s (2^30 bytes/s).
+    ThroughputGibytes,
     /// Mean read latency of the first flow, one 64 B read at a time: request start to the
     /// first completion byte (the T5220 document's definition).
     LatencyNs,
@@ -115,6 +117,7 @@ impl Measure {
             | MessageReduction => plain(link::figure(self, cell)),
             ThroughputGbytes => dma::throughput(cell, registry, |gbps| gbps / 8.0),
             ThroughputMbytes => dma::throughput(cell, registry, |gbps| gbps / 8.0 * 1000.0),
+            ThroughputGibytes => dma::throughput(cell, registry, |gbps| gbps * 1e9 / 8.0 / GIB),
             LatencyNs => plain(dma::latency_ns(cell, registry)),
             GeCombinedMbps => rfc2544::combined_mbps(cell, registry),
             GraphicsScore => plain(graphics::score(cell, registry)),
@@ -193,6 +196,9 @@ impl Measure {
         Ok(())
     }
 }
+
+/// Bytes in a GiB.
+const GIB: f64 = (1u64 << 30) as f64;
 
 fn conflict(m: String) -> ConfigError {
     ConfigError::Conflict(m)
