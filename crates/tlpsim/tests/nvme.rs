@@ -320,3 +320,19 @@ fn bad_keys_get_one_clear_line() {
         assert_eq!(e.lines().count(), 1, "{e}");
     }
 }
+
+#[test]
+fn a_root_complex_may_write_into_a_drives_bar_beside_fio() {
+    let text = one_drive(
+        "3ms",
+        3,
+        4,
+        "",
+        "rw = \"randwrite\"\nbs = \"8KiB\"\niodepth = 4\n",
+    )
+        + "[[workload]]\nname = \"cmb\"\nkind = \"dma\"\nendpoint = \"rc\"\ntarget = \"nvme\"\n\
+         direction = \"write\"\ntransfer_size = \"4KiB\"\n";
+    let r = simulate(&text);
+    assert!(r.flows[1].bytes > 0 && r.fio[0].ios > 0);
+    assert_eq!(r.fio.len(), 1);
+}
