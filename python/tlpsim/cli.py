@@ -140,10 +140,26 @@ def _run_rows(result) -> list[dict]:
     for r in result.resources:
         others = {k: v for k, v in r.items() if k not in ("name", "kind", "busy")}
         rows.append({"kind": "resource", "name": r["name"], "resource_kind": r["kind"], "busy": r["busy"], **others})
+    for f in result.fio:
+        lat = {f"latency_ns_{k}": v for k, v in (f.get("latency_ns") or {}).items()}
+        rows.append({"kind": "fio", **{k: v for k, v in f.items() if k != "latency_ns"}, **lat})
     keys: dict[str, None] = {}
     for r in rows:
         keys.update(dict.fromkeys(r))
     return [{k: r.get(k, "") for k in keys} for r in rows]
+
+
+def _fio_rows(fio: list[dict]) -> list[dict]:
+    """The fio results as table rows: latencies in microseconds, depth as ``iodepth x jobs``."""
+    rows = []
+    for f in fio:
+        lat = f.get("latency_ns") or {}
+        us = {f"{k}_us": (v / 1000 if v is not None else None) for k, v in lat.items()}
+        rows.append({
+            **f, "depth": f"{f['iodepth']} x {f['numjobs']}", "mb_per_s": f["bandwidth_mb_per_s"],
+            "gb_per_s": f["bandwidth_gb_per_s"], **us,
+        })  # fmt: skip
+    return rows
 
 
 @app.command(name="run")
@@ -176,6 +192,13 @@ def run_cmd(
             ("latency_ns_max", "max ns", ".0f"), ("transfer_latency_ns_p50", "transfer p50 ns", ".0f"),
             ("transfer_latency_ns_p99", "transfer p99 ns", ".0f"), ("requests", "requests", ","),
         ], title=f"{scenario.name}: flows (latency per request to its first byte, transfer to its last)")  # fmt: skip
+        if result.fio:
+            emit(_fio_rows(result.fio), format, [
+                ("name", " fio", ""), ("endpoint", " drive", ""), ("rw", " rw", ""), ("bs", "bs", ","),
+                ("depth", "iodepth x jobs", ""), ("iops", "IOPS", ",.0f"), ("mb_per_s", "MB/s", ",.1f"),
+                ("gb_per_s", "GB/s", ".3f"), ("mean_us", "lat mean us", ".1f"), ("p50_us", "p50 us", ".1f"),
+                ("p99_us", "p99 us", ".1f"), ("p99_9_us", "p99.9 us", ".1f"), ("max_us", "max us", ".1f"),
+            ], title="fio (latency per I/O: submission doorbell to MSI-X)")  # fmt: skip
         for f in result.flows:
             if f.get("address"):
                 console().print(f"{f['name']}: address {f['address']}")

@@ -71,6 +71,10 @@ class RunResult(CoreRecord):
     links: list[dict[str, Any]]
     audit: dict[str, Any] = field(default_factory=dict)
     ethernet: list[dict[str, Any]] = field(default_factory=list)
+    #: Per fio workload on an NVMe drive: ``{"name", "endpoint", "target", "rw", "bs",
+    #: "iodepth", "numjobs", "ios", "iops", "bandwidth_mb_per_s", "bandwidth_gb_per_s",
+    #: "latency_ns"}``, the latency per I/O from its doorbell to its MSI-X (ns).
+    fio: list[dict[str, Any]] = field(default_factory=list)
     #: Memory, host bridges, shared switch buses, storage media and CPU cores:
     #: ``{"name", "kind", "busy"}`` with ``busy`` the fraction of the window.
     resources: list[dict[str, Any]] = field(default_factory=list)
@@ -88,6 +92,7 @@ class RunResult(CoreRecord):
             "links": [dict(link) for link in self.links],
             "resources": [dict(r) for r in self.resources],
             "ethernet": [dict(e) for e in self.ethernet],
+            "fio": [{k: dict(v) if k == "latency_ns" else v for k, v in f.items()} for f in self.fio],
             "audit": dict(self.audit),
             **self.extra,
         }

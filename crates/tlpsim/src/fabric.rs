@@ -146,6 +146,35 @@ pub enum NodeKind {
         /// Bytes/s its memory absorbs written data at, if limited.
         write_rate: Option<f64>,
     },
+    /// An NVMe drive: a controller with I/O queue pairs that fetches its commands from host
+    /// memory, moves their data by DMA and posts completions and MSI-X interrupts.
+    Nvme {
+        /// Read requests it may have outstanding (tags).
+        tags: u32,
+        /// Its controller and media.
+        spec: NvmeSpec,
+    },
+}
+
+/// An NVMe drive's controller and media, as the PCIe side sees them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NvmeSpec {
+    /// I/O submission/completion queue pairs.
+    pub queues: u32,
+    /// Entries per queue (one is always left empty: at most `queue_depth - 1` commands).
+    pub queue_depth: u32,
+    /// Commands per second its command processor handles, if limited.
+    pub command_rate: Option<f64>,
+    /// Bytes/s the media reads at, if limited.
+    pub read_bandwidth: Option<f64>,
+    /// Bytes/s the media writes at, if limited.
+    pub write_bandwidth: Option<f64>,
+    /// Media time of each read command before its data streams.
+    pub read_latency: SimTime,
+    /// Media time of each write command after its data is in.
+    pub write_latency: SimTime,
+    /// Largest I/O one command moves (MDTS), if limited.
+    pub max_transfer: Option<u64>,
 }
 
 /// How a root complex forwards peer-to-peer TLPs between its root ports: store-and-forward,
@@ -263,6 +292,7 @@ impl NodeKind {
             NodeKind::Endpoint { nic: Some(_), .. } => "a NIC",
             NodeKind::Endpoint { .. } => "a DMA endpoint",
             NodeKind::Memory { .. } => "a memory endpoint",
+            NodeKind::Nvme { .. } => "an NVMe drive",
         }
     }
 
@@ -270,13 +300,16 @@ impl NodeKind {
     pub fn issues_requests(&self) -> bool {
         matches!(
             self,
-            NodeKind::RootComplex { .. } | NodeKind::Endpoint { .. }
+            NodeKind::RootComplex { .. } | NodeKind::Endpoint { .. } | NodeKind::Nvme { .. }
         )
     }
 
     /// Whether links may hang below it (a root complex, a switch, a bridge).
     pub fn has_downstream_ports(&self) -> bool {
-        !matches!(self, NodeKind::Endpoint { .. } | NodeKind::Memory { .. })
+        !matches!(
+            self,
+            NodeKind::Endpoint { .. } | NodeKind::Memory { .. } | NodeKind::Nvme { .. }
+        )
     }
 
     /// What a workload targeting it finds there.
@@ -286,7 +319,7 @@ impl NodeKind {
             NodeKind::Switch { .. } => TargetKind::Nothing,
             NodeKind::Ntb { .. } => TargetKind::Scratchpad,
             NodeKind::Endpoint { nic: Some(_), .. } => TargetKind::NicRegisters,
-            NodeKind::Endpoint { .. } => TargetKind::WriteSink,
+            NodeKind::Endpoint { .. } | NodeKind::Nvme { .. } => TargetKind::WriteSink,
             NodeKind::Memory { bar_size, .. } => TargetKind::BarMemory { bytes: *bar_size },
         }
     }
@@ -622,6 +655,54 @@ pub struct WorkloadSpec {
     pub addresses: Addresses,
     /// The host's caches for its window when the run starts (with a host memory model).
     pub cache: CacheState,
+    /// For an fio workload on an NVMe drive, its I/Os (the source is the drive).
+    pub fio: Option<FioSpec>,
+}
+
+/// What an fio job does: `rw`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FioRw {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Random reads.
+    RandRead,
+    /// Random writes.
+    RandWrite,
+}
+
+impl FioRw {
+    /// Whether its I/Os read the drive (their data goes to memory as the drive's MWr).
+    pub fn reads(self) -> bool {
+        matches!(self, FioRw::Read | FioRw::RandRead)
+    }
+
+    /// Its word, as fio and a scenario file write it.
+    pub fn word(self) -> &'static str {
+        match self {
+            FioRw::Read => "read",
+            FioRw::Write => "write",
+            FioRw::RandRead => "randread",
+            FioRw::RandWrite => "randwrite",
+        }
+    }
+}
+
+/// An fio workload on an NVMe drive: `numjobs` jobs, each keeping `iodepth` I/Os of `bs`
+/// bytes in flight on its own queue pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FioSpec {
+    /// Reads or writes, sequential or random.
+    pub rw: FioRw,
+    /// Bytes per I/O.
+    pub bs: u64,
+    /// I/Os each job keeps in flight.
+    pub iodepth: u32,
+    /// Jobs.
+    pub numjobs: u32,
+    /// The drive's queue pair of its first job (job `j` uses `(first_queue + j) % queues`).
+    pub first_queue: u32,
 }
 
 /// A non-transparent bridge's doorbell, rung by a writer after every `every` transfers; the

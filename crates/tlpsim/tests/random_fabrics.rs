@@ -1,7 +1,8 @@
 //! Property test: random fabrics (switch trees of cut-through and store-and-forward,
 //! crossbar and shared-bus switches, links of any generation and width, finite endpoint
 //! credits, bit errors) under random DMA workloads, with a NIC and a memory endpoint among
-//! them, and DMA endpoints with limits of their own (engines, costs, latency, device
+//! them, an NVMe drive under fio (reads and writes, PRP lists, GPUDirect Storage into the
+//! memory endpoint when both sit under one switch), and DMA endpoints with limits of their own (engines, costs, latency, device
 //! words, descriptors and statuses) under every direction and address pattern. Every run
 //! must finish, pass the self-audit (every TLP delivered once and in order,
 //! no credit counter below zero, payload bytes conserved), move data, retransmit nothing
@@ -46,6 +47,10 @@ type NicGen = (usize, u32, u32, LinkGen);
 /// A memory endpoint the root complex reads and writes: (parent index as for switches, read
 /// latency in ns, write rate in 100 MB/s or 0 for unlimited, direction, transfer size, link).
 type MemoryGen = (usize, u32, u32, usize, u32, LinkGen);
+/// An NVMe drive under fio: (parent index as for switches, rw (read, write, randread,
+/// randwrite), bs in 512 B units, iodepth, numjobs, command rate in 100k/s or 0 for
+/// unlimited, media read and write latency in ns, link).
+type NvmeGen = (usize, usize, u64, u32, u32, u32, u32, LinkGen);
 /// One link: (generation, width index, propagation in ns (flit mode, also below Gen6, when
 /// it is 1 modulo 3; immediate Acks when it is 2 modulo 3), replay buffer in KiB or 0 for
 /// the default, SKP ordered sets).
@@ -88,6 +93,7 @@ fn fabric(
     endpoints: &[(EndpointGen, LinkGen, DeviceGen)],
     nic: Option<NicGen>,
     memory_endpoint: Option<MemoryGen>,
+    nvme: Option<NvmeGen>,
     host_writes: bool,
 ) -> String {
     let mut t = format!(
@@ -219,6 +225,30 @@ fn fabric(
             DIRECTIONS[dir]
         ));
         links.push_str(&link(&parent(p, switches.len()), "mem", l));
+    }
+    if let Some((p, rw, blocks, iodepth, numjobs, rate, latency, l)) = nvme {
+        let rw = ["read", "write", "randread", "randwrite"][rw];
+        t.push_str(&format!(
+            "[[endpoint]]\nname = \"nvme\"\nkind = \"nvme\"\nqueues = 2\nqueue_depth = 32\n\
+             read_latency = \"{latency}ns\"\nwrite_latency = \"{}ns\"\n\
+             read_bandwidth = \"{}GB/s\"\n{}\
+             [[workload]]\nname = \"fio\"\nkind = \"fio\"\nendpoint = \"nvme\"\n\
+             rw = \"{rw}\"\nbs = \"{}B\"\niodepth = {iodepth}\nnumjobs = {numjobs}\n",
+            latency / 2,
+            1 + latency % 7,
+            if rate > 0 {
+                format!("command_rate = {}\n", rate * 100_000)
+            } else {
+                String::new()
+            },
+            512 * blocks,
+        ));
+        // GPUDirect Storage when the memory endpoint sits under the drive's switch.
+        let here = parent(p, switches.len());
+        if memory_endpoint.is_some_and(|m| parent(m.0, switches.len()) == here) && here != "rc" {
+            t.push_str("target = \"mem\"\n");
+        }
+        links.push_str(&link(&here, "nvme", l));
     }
     if host_writes && endpoints[0].0 .1 < EP_DIRECTIONS.len() {
         t.push_str(
@@ -354,10 +384,12 @@ proptest! {
         nic in prop::option::of((0usize..4, 64u32..=1518, 10u32..=100, link_gen())),
         memory_endpoint in prop::option::of((0usize..4, 0u32..=2000, 0u32..=40,
             0usize..DIRECTIONS.len(), 4u32..=16384, link_gen())),
+        nvme in prop::option::of((0usize..4, 0usize..4, 1u64..=128, 1u32..=8, 1u32..=3,
+            0u32..=10, 0u32..=3000, link_gen())),
         host_writes in any::<bool>(),
     ) {
         let text = fabric(mps, mrrs, ber, ecrc, seed, root, &switches, &endpoints, nic,
-                          memory_endpoint, host_writes);
+                          memory_endpoint, nvme, host_writes);
         let sys = load_str(&text, "<random fabric>")
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         let a = run(&sys).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;

@@ -67,6 +67,11 @@ const FREE_TEXT: &[&str] = &[
     "socket_link_bandwidth",
     "p2p_bandwidth",
     "p2p_latency",
+    // An NVMe drive's media and MDTS, an fio workload's I/O size.
+    "write_bandwidth",
+    "write_latency",
+    "max_transfer",
+    "bs",
     // A DMA endpoint's per-side values: { read = "15ns", write = "17ns" }.
     "read",
     "write",
@@ -217,7 +222,7 @@ fn every_word_valued_key_lists_its_words() {
         .iter()
         .map(|v| v["properties"]["kind"]["const"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["dma", "storage", "nic", "memory"]);
+    assert_eq!(kinds, ["dma", "storage", "nic", "memory", "nvme"]);
 }
 
 #[test]

@@ -59,7 +59,7 @@ pub fn build(f: &ScenarioFile) -> Result<System, BuildError> {
     if workloads.is_empty() {
         return Err(BuildError::Fabric(
             "the scenario has no [[workload]]: nothing would move; add one (kind = \"dma\", \
-             \"storage\" or \"bridge\", or a root complex's write with endpoint = \
+             \"storage\", \"bridge\" or \"fio\", or a root complex's write with endpoint = \
              \"<root complex>\")"
                 .into(),
         ));

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use super::error::{BuildError, Place};
 use super::file::Tagged;
 use super::nodes::NodeTable;
+use super::nvme::NvmeEndpointSection;
 use super::tags::TagRequest;
 use super::values::{self, defaults, words, CountSides, CreditsSection, DurationSides};
 use super::DEFAULT_ENDPOINT_CREDITS;
@@ -45,6 +46,8 @@ words! {
         Nic = "nic",
         /// An endpoint whose BAR is plain memory (a GPU's BAR, a drive's controller memory).
         Memory = "memory",
+        /// An NVMe drive: queue pairs, a command processor and media.
+        Nvme = "nvme",
     }
 }
 
@@ -62,6 +65,8 @@ pub enum EndpointSection {
     Nic(NicEndpointSection),
     /// `kind = "memory"`: an endpoint whose BAR is plain memory.
     Memory(MemoryEndpointSection),
+    /// `kind = "nvme"`: an NVMe drive.
+    Nvme(NvmeEndpointSection),
 }
 
 impl Tagged for EndpointSection {
@@ -76,6 +81,7 @@ impl Tagged for EndpointSection {
             EndpointKind::Storage => EndpointSection::Storage(Deserialize::deserialize(d)?),
             EndpointKind::Nic => EndpointSection::Nic(Deserialize::deserialize(d)?),
             EndpointKind::Memory => EndpointSection::Memory(Deserialize::deserialize(d)?),
+            EndpointKind::Nvme => EndpointSection::Nvme(Deserialize::deserialize(d)?),
         })
     }
 }
@@ -88,6 +94,7 @@ impl EndpointSection {
             EndpointSection::Storage(s) => &s.name,
             EndpointSection::Nic(s) => &s.name,
             EndpointSection::Memory(s) => &s.name,
+            EndpointSection::Nvme(s) => &s.name,
         }
     }
 }
@@ -288,8 +295,15 @@ pub fn endpoints(
                 &s.credits,
             ),
             EndpointSection::Memory(s) => (None, memory(&place, s)?, &s.credits),
+            EndpointSection::Nvme(s) => (
+                Some(request(s.tag_bits, s.tags)),
+                super::nvme::nvme(&place, s)?,
+                &s.credits,
+            ),
         };
-        if let (Some(r), NodeKind::Endpoint { tags: t, .. }) = (tags, &mut kind) {
+        if let (Some(r), NodeKind::Endpoint { tags: t, .. } | NodeKind::Nvme { tags: t, .. }) =
+            (tags, &mut kind)
+        {
             match r.settled()? {
                 Some(n) => *t = n,
                 None => open.push(r),

@@ -24,6 +24,7 @@ mod links;
 mod located;
 mod nodes;
 mod ntb;
+mod nvme;
 mod set;
 mod tags;
 mod values;
@@ -41,6 +42,7 @@ pub use nodes::{
     OutboundQueueWord, RootComplexSection, SwitchSection,
 };
 pub use ntb::{NtbSection, NtbWindowSection, SideWord};
+pub use nvme::{FioWorkloadSection, NvmeEndpointSection, RwWord, NVME_PAGE};
 pub use set::set_value;
 pub use values::{
     CreditValue, CreditsSection, DistributionSection, DistributionWord, LatencyValue,

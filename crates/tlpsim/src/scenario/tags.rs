@@ -84,7 +84,9 @@ pub fn default_tags(open: &[TagRequest], nodes: &mut NodeTable, topology: &Topol
         };
         let bits = default_tag_bits(link.gen.number());
         let tags = limit(bits).expect("a default width is a Tag field width");
-        if let NodeKind::Endpoint { tags: t, .. } = &mut nodes.nodes_mut()[r.node].kind {
+        if let NodeKind::Endpoint { tags: t, .. } | NodeKind::Nvme { tags: t, .. } =
+            &mut nodes.nodes_mut()[r.node].kind
+        {
             *t = tags;
         }
     }

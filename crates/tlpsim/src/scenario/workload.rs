@@ -10,6 +10,7 @@ use super::file::Tagged;
 use super::links::Topology;
 use super::nodes::NodeTable;
 use super::ntb::WindowMap;
+use super::nvme::{fio, FioWorkloadSection};
 use super::values::{self, defaults, words};
 use super::DEFAULT_OUTSTANDING;
 use crate::fabric::{
@@ -38,6 +39,8 @@ words! {
         Storage = "storage",
         /// Ethernet frames offered on a NIC's ports, bridged by the `[cpu]`.
         Bridge = "bridge",
+        /// fio jobs on an NVMe drive.
+        Fio = "fio",
     }
 }
 
@@ -91,6 +94,8 @@ pub enum WorkloadSection {
     Storage(StorageWorkloadSection),
     /// `kind = "bridge"`: Ethernet frames offered on a NIC's ports, bridged by the `[cpu]`.
     Bridge(BridgeWorkloadSection),
+    /// `kind = "fio"`: fio jobs on an NVMe drive.
+    Fio(FioWorkloadSection),
 }
 
 impl Tagged for WorkloadSection {
@@ -104,6 +109,7 @@ impl Tagged for WorkloadSection {
             WorkloadKind::Dma => WorkloadSection::Dma(Deserialize::deserialize(d)?),
             WorkloadKind::Storage => WorkloadSection::Storage(Deserialize::deserialize(d)?),
             WorkloadKind::Bridge => WorkloadSection::Bridge(Deserialize::deserialize(d)?),
+            WorkloadKind::Fio => WorkloadSection::Fio(Deserialize::deserialize(d)?),
         })
     }
 }
@@ -115,6 +121,7 @@ impl WorkloadSection {
             WorkloadSection::Dma(w) => &w.name,
             WorkloadSection::Storage(w) => &w.name,
             WorkloadSection::Bridge(w) => &w.name,
+            WorkloadSection::Fio(w) => &w.name,
         }
     }
 
@@ -124,6 +131,7 @@ impl WorkloadSection {
             WorkloadSection::Dma(w) => &w.endpoint,
             WorkloadSection::Storage(w) => &w.endpoint,
             WorkloadSection::Bridge(w) => &w.endpoint,
+            WorkloadSection::Fio(w) => &w.endpoint,
         }
     }
 }
@@ -276,10 +284,28 @@ pub fn workloads(
             });
         }
         let source = fabric.nodes.lookup(&place, "endpoint", w.endpoint())?;
+        let nvme = matches!(fabric.node(source).kind, NodeKind::Nvme { .. });
+        if nvme && !matches!(w, WorkloadSection::Fio(_)) {
+            return Err(BuildError::conflict(
+                &place,
+                format!(
+                    "{:?} is an NVMe drive, which runs fio I/Os: give it a kind = \"fio\" \
+                     workload",
+                    w.endpoint()
+                ),
+            ));
+        }
+        // The jobs of earlier fio workloads on the same drive hold its first queue pairs.
+        let earlier_jobs = out
+            .iter()
+            .filter(|o: &&WorkloadSpec| o.source == source)
+            .filter_map(|o| o.fio.map(|f| f.numjobs))
+            .sum();
         out.push(match w {
             WorkloadSection::Dma(d) => dma(&place, d, source, fabric)?,
             WorkloadSection::Storage(s) => storage(&place, s, source, fabric)?,
             WorkloadSection::Bridge(b) => bridge(&place, b, source, fabric)?,
+            WorkloadSection::Fio(f) => fio(&place, f, source, earlier_jobs, fabric)?,
         });
     }
     Ok(out)
@@ -542,6 +568,7 @@ fn transfers(
         address,
         addresses: Addresses::single(transfer_size),
         cache: CacheState::Warm,
+        fio: None,
     })
 }
 
@@ -809,5 +836,6 @@ fn bridge(
         address: None,
         addresses: Addresses::single(frame_size as u64),
         cache: CacheState::Warm,
+        fio: None,
     })
 }

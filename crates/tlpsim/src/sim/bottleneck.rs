@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::{Simulator, NONE};
 use crate::engine::SimTime;
-use crate::fabric::{CreditType, CREDIT_TYPES};
+use crate::fabric::{CreditType, FioSpec, CREDIT_TYPES};
 use crate::sim::result::LinkResult;
 
 /// Busy fraction at or above which a resource counts as saturated.
@@ -38,7 +38,7 @@ pub struct ResourceResult {
     /// Its name, e.g. "rc memory", "sw shared bus", "cpu core 0".
     pub name: String,
     /// "memory", "write_sink", "read_path", "socket_link", "iommu", "host_bridge",
-    /// "switch_bus", "media", "cpu", "dma_engines".
+    /// "switch_bus", "media", "command_rate", "cpu", "dma_engines".
     pub kind: &'static str,
     /// Fraction of the measured window it was busy.
     pub busy: f64,
@@ -48,8 +48,8 @@ pub struct ResourceResult {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Bottleneck {
     /// "link", "memory", "write_sink", "read_path", "socket_link", "iommu", "host_bridge",
-    /// "switch_bus", "media", "cpu", "dma_engines", "credits", "replay_buffer", "requests"
-    /// or "offered_load".
+    /// "switch_bus", "media", "command_rate", "cpu", "dma_engines", "credits",
+    /// "replay_buffer", "requests", "iodepth" or "offered_load".
     pub kind: &'static str,
     /// The resource, e.g. "rc-sw down", "rc memory", "sw -> a NPH credits".
     pub resource: String,
@@ -287,9 +287,10 @@ impl Simulator<'_> {
             .map(|(f, w)| {
                 let (src, dst) = (f.source as usize, f.target as usize);
                 // The way its requests or data go; the way back only where answers come
-                // back (reads' completions; a NIC's descriptor and frame reads).
+                // back (reads' completions; a NIC's descriptor and frame reads; an NVMe
+                // drive's doorbells and queue entries).
                 let mut chans = self.path(src, dst);
-                if f.reads || w.bridge.is_some() {
+                if f.reads || w.bridge.is_some() || w.fio.is_some() {
                     chans.extend(self.path(dst, src));
                 }
                 let mut nodes = vec![src];
@@ -351,7 +352,9 @@ impl Simulator<'_> {
                         ),
                     });
                 }
-                if f.reads {
+                if let Some(fio) = w.fio {
+                    cands.push(fio_depth(fio, f.transfer_latency.summary().mean));
+                } else if f.reads {
                     let full = f.window_ticks + f.window_full.elapsed(end);
                     let busy = (full as f64 / window).min(1.0);
                     cands.push(Candidate {
@@ -433,6 +436,27 @@ impl Simulator<'_> {
             ),
         });
         out
+    }
+}
+
+/// An fio workload's I/Os in flight as a limit: fio keeps every one of them in flight all
+/// the time (the next is submitted as one completes), so with nothing saturated or stalled
+/// its throughput is the I/Os in flight over their latency.
+fn fio_depth(fio: FioSpec, mean_ns: Option<f64>) -> Candidate {
+    let ios = fio.iodepth * fio.numjobs;
+    Candidate {
+        limit: Limit::Window,
+        kind: "iodepth",
+        resource: format!("{ios} I/O{} in flight", if ios == 1 { "" } else { "s" }),
+        busy: 1.0,
+        detail: format!(
+            "fio keeps all {} x {} I/Os of {} B in flight: throughput is the I/Os in flight \
+             over the per-I/O latency (mean {:.1} us)",
+            fio.iodepth,
+            fio.numjobs,
+            fio.bs,
+            mean_ns.unwrap_or(0.0) / 1000.0
+        ),
     }
 }
 

@@ -606,6 +606,8 @@ impl<'a> Simulator<'a> {
                 tlp = next;
             },
             Ev::Node { node, ev } => AnyNode::event(self, node as usize, ev),
+            // An fio workload's I/Os run through its NVMe drive (`node::nvme`).
+            Ev::Start(f) if self.sys.workloads[f as usize].fio.is_some() => self.fio_start(f),
             Ev::Start(f) if self.flows[f as usize].engines.is_some() => {
                 self.start_transfers(f);
             }
@@ -827,6 +829,7 @@ impl<'a> Simulator<'a> {
             .into_iter()
             .map(|e| e.1)
             .collect();
+        let fio = self.fio_results(window);
         let flows = self
             .flows
             .iter()
@@ -870,6 +873,7 @@ impl<'a> Simulator<'a> {
             links,
             resources,
             ethernet,
+            fio,
             audit: self.audit,
         }
     }

@@ -162,6 +162,38 @@ pub struct EthernetResult {
     pub zero_loss: bool,
 }
 
+/// What an fio workload on an NVMe drive achieved over the measurement window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FioResult {
+    /// The workload's name.
+    pub name: String,
+    /// The NVMe drive.
+    pub endpoint: String,
+    /// Whose memory its data went to or came from (the host's root complex, or a memory
+    /// endpoint for GPUDirect Storage).
+    pub target: String,
+    /// "read", "write", "randread" or "randwrite".
+    pub rw: &'static str,
+    /// Bytes per I/O.
+    pub bs: u64,
+    /// I/Os each job keeps in flight.
+    pub iodepth: u32,
+    /// Jobs.
+    pub numjobs: u32,
+    /// I/Os completed in the window (their MSI-X reached the host).
+    pub ios: u64,
+    /// `ios` per second.
+    pub iops: f64,
+    /// Data bytes moved in the window (read data written to memory, write data read from
+    /// it) per second, in MB/s (10^6 bytes, as fio prints it).
+    pub bandwidth_mb_per_s: f64,
+    /// The same in GB/s (10^9 bytes).
+    pub bandwidth_gb_per_s: f64,
+    /// Per I/O: from the host's submission queue doorbell write to its MSI-X reaching the
+    /// host, for I/Os completed in the window.
+    pub latency_ns: LatencySummary,
+}
+
 /// Everything a run reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunResult {
@@ -181,6 +213,8 @@ pub struct RunResult {
     pub resources: Vec<ResourceResult>,
     /// Per Ethernet bridging workload.
     pub ethernet: Vec<EthernetResult>,
+    /// Per fio workload on an NVMe drive.
+    pub fio: Vec<FioResult>,
     /// The self-audit.
     pub audit: Audit,
 }

@@ -2,7 +2,8 @@
 //!
 //! Every kind of node is a struct owning its state ([`root::RootComplex`],
 //! [`switch::Switch`], [`ntb::Ntb`], [`dma::DmaEndpoint`], [`storage::StorageHba`],
-//! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`]) and implements [`Node`]; [`AnyNode`]
+//! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`], [`nvme::NvmeDrive`]) and implements
+//! [`Node`]; [`AnyNode`]
 //! is the static-dispatch enum over them that the simulator holds, one per node of the
 //! system. The host CPU that bridges NICs' frames ([`cpu::Cpu`]) is held by the root
 //! complex it sits behind.
@@ -27,6 +28,7 @@ pub(in crate::sim) mod dma;
 pub(in crate::sim) mod memory;
 pub(in crate::sim) mod nic;
 pub(in crate::sim) mod ntb;
+pub(in crate::sim) mod nvme;
 pub(in crate::sim) mod root;
 pub(in crate::sim) mod storage;
 pub(in crate::sim) mod switch;
@@ -35,6 +37,7 @@ use dma::DmaEndpoint;
 use memory::MemoryEndpoint;
 use nic::NicEndpoint;
 use ntb::Ntb;
+use nvme::NvmeDrive;
 use root::RootComplex;
 use storage::{Media, StorageHba};
 use switch::{Crossing, Switch};
@@ -69,6 +72,9 @@ pub(in crate::sim) enum NodeEv {
     /// A DMA endpoint's engines of this side (`dma::READ`, `dma::WRITE`) have a request or a
     /// transfer due.
     Engine(u32),
+    /// An NVMe drive's I/O (its entry in the drive's table) is through the step it waited on
+    /// (its command processor, its media).
+    Io(u32),
 }
 
 /// What every kind of node does. The simulator calls it through [`AnyNode`].
@@ -136,6 +142,8 @@ pub(in crate::sim) enum AnyNode {
     Nic(NicEndpoint),
     /// A memory endpoint.
     Memory(MemoryEndpoint),
+    /// An NVMe drive.
+    Nvme(NvmeDrive),
 }
 
 /// Runs `$call` with `$kind` naming the type of node `$node` (an [`AnyNode`] place).
@@ -170,6 +178,10 @@ macro_rules! each_kind {
                 type $kind = MemoryEndpoint;
                 $call
             }
+            AnyNode::Nvme(_) => {
+                type $kind = NvmeDrive;
+                $call
+            }
         }
     };
 }
@@ -185,6 +197,7 @@ macro_rules! each_node {
             AnyNode::Storage($x) => $call,
             AnyNode::Nic($x) => $call,
             AnyNode::Memory($x) => $call,
+            AnyNode::Nvme($x) => $call,
         }
     };
 }
@@ -254,6 +267,7 @@ impl AnyNode {
                 *write_rate,
                 sys.pcie.mps,
             )),
+            NodeKind::Nvme { tags, spec } => AnyNode::Nvme(NvmeDrive::new(sys, n, *spec, *tags)),
         }
     }
 
@@ -339,7 +353,11 @@ impl AnyNode {
             AnyNode::Root(r) => Some((&mut r.free_tags, None)),
             AnyNode::Dma(d) => Some((&mut d.free_tags, None)),
             AnyNode::Storage(s) => Some((&mut s.free_tags, Some(&mut s.media))),
-            AnyNode::Nic(_) | AnyNode::Switch(_) | AnyNode::Ntb(_) | AnyNode::Memory(_) => None,
+            AnyNode::Nic(_)
+            | AnyNode::Switch(_)
+            | AnyNode::Ntb(_)
+            | AnyNode::Memory(_)
+            | AnyNode::Nvme(_) => None,
         }
     }
 

@@ -1,0 +1,348 @@
+//! NVMe drives and fio: the `[[endpoint]]` section of `kind = "nvme"` and the `[[workload]]`
+//! section of `kind = "fio"`, and the node and workload they become.
+
+use schemars::JsonSchema;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+
+use super::error::{BuildError, Place};
+use super::values::{self, defaults, words, CreditsSection};
+use super::workload::Fabric;
+use crate::fabric::{
+    Addresses, CacheState, DmaDirection, FioRw, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadSpec,
+};
+
+defaults! {
+    default_queues: i64 = 64;
+    default_queue_depth: i64 = 1024;
+    default_read_latency: String = "80us";
+    default_write_latency: String = "20us";
+    default_bs: String = "4KiB";
+    default_one: i64 = 1;
+}
+
+/// The size of one memory page of the host as the drive sees it (CC.MPS = 0: 4 KiB): a PRP
+/// entry points to one page.
+pub const NVME_PAGE: u64 = 4096;
+
+/// Bytes of a logical block: an I/O is a whole number of them.
+const LBA_BYTES: u64 = 512;
+
+/// The most queue pairs and entries per queue the NVMe specification allows (16-bit queue
+/// identifiers and sizes).
+const MAX_QUEUES: i64 = 65535;
+const MAX_QUEUE_DEPTH: i64 = 65536;
+
+/// The credits of an endpoint, as a file would write them.
+fn endpoint_credits() -> CreditsSection {
+    CreditsSection::written(super::DEFAULT_ENDPOINT_CREDITS)
+}
+
+/// `[[endpoint]]` with `kind = "nvme"`: an NVMe drive.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NvmeEndpointSection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique node name.
+    pub name: String,
+    /// Width of its Tag field: 5, 8 or 10 bits, for 32, 256 or 768 reads in flight (when
+    /// left out: 5 bits at Gen1-2, 8 at Gen3-4, 10 from Gen5, by its link; or the narrowest
+    /// that holds `tags`).
+    pub tag_bits: Option<i64>,
+    /// Read tags it uses, at most what its Tag field allows (all of them when left out).
+    pub tags: Option<i64>,
+    /// Credits it advertises.
+    #[schemars(default = "endpoint_credits")]
+    pub credits: Option<CreditsSection>,
+    /// I/O submission and completion queue pairs, 1 to 65535 (default 64); each fio job
+    /// takes the next one.
+    #[serde(default = "default_queues")]
+    pub queues: i64,
+    /// Entries per queue, 2 to 65536 (default 1024); a queue holds at most one fewer
+    /// commands.
+    #[serde(default = "default_queue_depth")]
+    pub queue_depth: i64,
+    /// Commands per second the controller processes, e.g. 1500000 (unlimited when left
+    /// out).
+    pub command_rate: Option<f64>,
+    /// Rate the media reads at, e.g. "7GB/s" (unlimited when left out).
+    pub read_bandwidth: Option<String>,
+    /// Rate the media writes at, e.g. "5GB/s" (unlimited when left out).
+    pub write_bandwidth: Option<String>,
+    /// Media time of each read before its data streams out (default "80us").
+    #[serde(default = "default_read_latency")]
+    pub read_latency: String,
+    /// Media time of each write once its data is in (default "20us").
+    #[serde(default = "default_write_latency")]
+    pub write_latency: String,
+    /// Largest I/O one command moves (MDTS), e.g. "128KiB" (unlimited when left out).
+    pub max_transfer: Option<String>,
+}
+
+words! {
+    /// What an fio job does.
+    pub enum RwWord for "rw" => FioRw {
+        /// Sequential reads.
+        Read = "read",
+        /// Sequential writes.
+        Write = "write",
+        /// Random reads.
+        RandRead = "randread",
+        /// Random writes.
+        RandWrite = "randwrite",
+    }
+}
+
+/// `[[workload]]` with `kind = "fio"`: fio jobs on an NVMe drive.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FioWorkloadSection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique flow name.
+    pub name: String,
+    /// The NVMe drive (an `[[endpoint]]` with kind = "nvme").
+    pub endpoint: String,
+    /// "read", "write", "randread" or "randwrite".
+    pub rw: RwWord,
+    /// Bytes per I/O, a multiple of 512 B (default "4KiB").
+    #[serde(default = "default_bs")]
+    pub bs: String,
+    /// I/Os each job keeps in flight, at most the queue's entries less one (default 1).
+    #[serde(default = "default_one")]
+    pub iodepth: i64,
+    /// Jobs, each on its own queue pair while there are enough (default 1).
+    #[serde(default = "default_one")]
+    pub numjobs: i64,
+    /// A memory endpoint (a GPU's BAR) under the same switch that the data goes to and
+    /// comes from instead of host memory (GPUDirect Storage); host memory when left out.
+    pub target: Option<String>,
+}
+
+/// An NVMe drive's node kind (its tags are settled by the caller).
+pub fn nvme(place: &Place, s: &NvmeEndpointSection) -> Result<NodeKind, BuildError> {
+    let queues = values::count(place, "queues", s.queues, 1..=MAX_QUEUES, "1 to 65535")?;
+    let queue_depth = values::count(
+        place,
+        "queue_depth",
+        s.queue_depth,
+        2..=MAX_QUEUE_DEPTH,
+        "2 to 65536",
+    )?;
+    let command_rate = match s.command_rate {
+        None => None,
+        Some(r) if r.is_finite() && r >= 1.0 => Some(r),
+        Some(r) => {
+            return Err(BuildError::not_allowed(
+                place,
+                "command_rate",
+                r,
+                "commands per second, at least 1, e.g. 1500000",
+            ))
+        }
+    };
+    let max_transfer = match &s.max_transfer {
+        None => None,
+        Some(text) => {
+            let b = values::bytes(place, "max_transfer", text)?;
+            if b < NVME_PAGE || b % NVME_PAGE != 0 {
+                return Err(BuildError::not_allowed(
+                    place,
+                    "max_transfer",
+                    text,
+                    "a whole number of 4 KiB pages, e.g. \"128KiB\"",
+                ));
+            }
+            Some(b)
+        }
+    };
+    Ok(NodeKind::Nvme {
+        tags: 0,
+        spec: NvmeSpec {
+            queues,
+            queue_depth,
+            command_rate,
+            read_bandwidth: values::optional_rate(place, "read_bandwidth", &s.read_bandwidth)?,
+            write_bandwidth: values::optional_rate(place, "write_bandwidth", &s.write_bandwidth)?,
+            read_latency: values::duration(place, "read_latency", &s.read_latency)?,
+            write_latency: values::duration(place, "write_latency", &s.write_latency)?,
+            max_transfer,
+        },
+    })
+}
+
+/// An fio workload on NVMe drive `source`, whose earlier fio workloads run `earlier_jobs`
+/// jobs (this one's jobs take the queue pairs after theirs).
+pub fn fio(
+    place: &Place,
+    w: &FioWorkloadSection,
+    source: NodeId,
+    earlier_jobs: u32,
+    fabric: &Fabric,
+) -> Result<WorkloadSpec, BuildError> {
+    let node = &fabric.nodes.nodes()[source];
+    let NodeKind::Nvme { spec, .. } = &node.kind else {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "{:?} is {}: an fio workload runs on an NVMe drive ([[endpoint]] with kind = \
+                 \"nvme\")",
+                w.endpoint,
+                node.kind.noun()
+            ),
+        ));
+    };
+    let bs = values::bytes(place, "bs", &w.bs)?;
+    let max = spec
+        .max_transfer
+        .unwrap_or(crate::analytic::MAX_TRANSFER_BYTES);
+    if bs == 0 || bs % LBA_BYTES != 0 || bs > max {
+        return Err(BuildError::not_allowed(
+            place,
+            "bs",
+            &w.bs,
+            format!(
+                "a multiple of 512 B up to {} ({})",
+                units_text(max),
+                if spec.max_transfer.is_some() {
+                    "the drive's max_transfer"
+                } else {
+                    "1 GiB"
+                }
+            ),
+        ));
+    }
+    let numjobs = values::count(place, "numjobs", w.numjobs, 1..=4096, "1 to 4096")?;
+    let entries = spec.queue_depth - 1;
+    let iodepth = values::count(
+        place,
+        "iodepth",
+        w.iodepth,
+        1..=entries as i64,
+        format!(
+            "1 to {entries} (the drive's queue_depth {} less the one entry a queue keeps \
+             empty)",
+            spec.queue_depth
+        )
+        .as_str(),
+    )?;
+    // Jobs share queue pairs once every pair has one: a shared queue holds all their I/Os.
+    let jobs = earlier_jobs + numjobs;
+    let per_queue = jobs.div_ceil(spec.queues);
+    if per_queue as u64 * iodepth as u64 > entries as u64 {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "{jobs} fio jobs on {:?} share its {} queue pairs, {per_queue} on one queue \
+                 of {entries} usable entries: iodepth {iodepth} x {per_queue} does not fit; \
+                 lower iodepth or numjobs, or give the drive more queues or a deeper \
+                 queue_depth",
+                w.endpoint, spec.queues
+            ),
+        ));
+    }
+    let root = fabric.topology.root_above(source);
+    let target = match &w.target {
+        None => root,
+        Some(t) => gpu_target(place, t, source, bs, fabric)?,
+    };
+    let rw: FioRw = w.rw.into();
+    Ok(WorkloadSpec {
+        name: w.name.clone(),
+        source,
+        target,
+        // A read I/O writes its data to memory; a write I/O reads it from there.
+        direction: if rw.reads() {
+            DmaDirection::Write
+        } else {
+            DmaDirection::Read
+        },
+        transfer_size: bs,
+        outstanding: iodepth * numjobs,
+        storage: None,
+        bridge: None,
+        tlp_payload: fabric.pcie.mps,
+        doorbell: None,
+        address: None,
+        addresses: Addresses::single(bs),
+        cache: CacheState::Warm,
+        fio: Some(FioSpec {
+            rw,
+            bs,
+            iodepth,
+            numjobs,
+            first_queue: earlier_jobs % spec.queues,
+        }),
+    })
+}
+
+/// `bytes` as a size a person reads: "128 KiB", "1 GiB", "4096 B".
+fn units_text(bytes: u64) -> String {
+    match bytes {
+        b if b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+/// The memory endpoint `name` that GPUDirect Storage moves drive `source`'s data to and
+/// from: a `kind = "memory"` endpoint whose BAR holds an I/O, below a switch both sit under
+/// (peer-to-peer through a root complex is not modelled yet).
+fn gpu_target(
+    place: &Place,
+    name: &str,
+    source: NodeId,
+    bs: u64,
+    fabric: &Fabric,
+) -> Result<NodeId, BuildError> {
+    let t = fabric.nodes.lookup(place, "target", name)?;
+    let nodes = fabric.nodes.nodes();
+    let NodeKind::Memory { bar_size, .. } = nodes[t].kind else {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "the target {name:?} is {}: an fio workload's target is a memory endpoint \
+                 (kind = \"memory\", a GPU's BAR) for GPUDirect Storage, or left out for host \
+                 memory",
+                nodes[t].kind.noun()
+            ),
+        ));
+    };
+    if bs > bar_size {
+        return Err(BuildError::not_allowed(
+            place,
+            "bs",
+            format!("{bs} B"),
+            format!("at most the {bar_size} B BAR of the memory endpoint {name:?}"),
+        ));
+    }
+    // The lowest node above both: peer-to-peer turns there.
+    let mut above_source = Vec::new();
+    let mut n = source;
+    while let Some(up) = fabric.topology.up(n) {
+        above_source.push(up);
+        n = up;
+    }
+    let mut common = fabric.topology.up(t);
+    while let Some(c) = common.filter(|c| !above_source.contains(c)) {
+        common = fabric.topology.up(c);
+    }
+    match common.map(|c| &nodes[c].kind) {
+        Some(NodeKind::Switch { .. }) => Ok(t),
+        _ => Err(BuildError::conflict(
+            place,
+            format!(
+                "the target {name:?} and the drive {:?} sit under no common switch: \
+                 GPUDirect Storage runs peer-to-peer through a switch above both here \
+                 (through a root complex is not modelled yet)",
+                nodes[source].name
+            ),
+        )),
+    }
+}
