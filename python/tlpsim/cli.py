@@ -176,6 +176,12 @@ def run_cmd(
             ("latency_ns_max", "max ns", ".0f"), ("transfer_latency_ns_p50", "transfer p50 ns", ".0f"),
             ("transfer_latency_ns_p99", "transfer p99 ns", ".0f"), ("requests", "requests", ","),
         ], title=f"{scenario.name}: flows (latency per request to its first byte, transfer to its last)")  # fmt: skip
+        copies = [f for f in result.flows if f.get("memcpy")]
+        if copies:
+            emit(copies, format, [
+                ("name", " flow", ""), ("memcpy", " copy", ""), ("target", " target", ""),
+                ("memcpy_gbytes_per_s", "GB/s", ".2f"),
+            ], title="GPU copies (GB/s = 10^9 bytes/s, as nvbandwidth prints them)")  # fmt: skip
         for f in result.flows:
             if f.get("address"):
                 console().print(f"{f['name']}: address {f['address']}")

@@ -139,6 +139,21 @@ pub enum NodeKind {
         /// Bytes/s its memory absorbs written data at, if limited.
         write_rate: Option<f64>,
     },
+    /// A GPU: copy engines that read and write other nodes' memory (a DMA requester with
+    /// read tags and engines of its own) and a BAR of plain memory that other requesters
+    /// write to and read from (a memory endpoint).
+    Gpu {
+        /// Read requests it may have outstanding (tags).
+        tags: u32,
+        /// Its copy engines as a DMA endpoint's engines: a read side and a write side.
+        engines: DmaDevice,
+        /// Size of its memory BAR in bytes (a power of two).
+        bar_size: u64,
+        /// Read request to the first byte of its completion.
+        read_latency: SimTime,
+        /// Bytes/s its memory absorbs written data at, if limited.
+        write_rate: Option<f64>,
+    },
 }
 
 /// One side (reads or writes) of a DMA endpoint: its engines and what they spend on a
@@ -162,6 +177,9 @@ pub struct DmaEngines {
     /// Engine time per device memory word ([`DmaDevice::unit`]) that a transfer covers only
     /// in part (it overlaps the per-KiB time: the longer of the two counts).
     pub partial_unit_cost: SimTime,
+    /// Read requests each transfer (the engine working on it) keeps in flight at most, on
+    /// top of the endpoint's tags (None: the tags alone limit them).
+    pub reads_per_engine: Option<u32>,
 }
 
 /// A DMA endpoint's own limits: its read side and its write side (each with its own
@@ -245,6 +263,7 @@ impl NodeKind {
             NodeKind::Endpoint { nic: Some(_), .. } => "a NIC",
             NodeKind::Endpoint { .. } => "a DMA endpoint",
             NodeKind::Memory { .. } => "a memory endpoint",
+            NodeKind::Gpu { .. } => "a GPU",
         }
     }
 
@@ -252,13 +271,16 @@ impl NodeKind {
     pub fn issues_requests(&self) -> bool {
         matches!(
             self,
-            NodeKind::RootComplex { .. } | NodeKind::Endpoint { .. }
+            NodeKind::RootComplex { .. } | NodeKind::Endpoint { .. } | NodeKind::Gpu { .. }
         )
     }
 
     /// Whether links may hang below it (a root complex, a switch, a bridge).
     pub fn has_downstream_ports(&self) -> bool {
-        !matches!(self, NodeKind::Endpoint { .. } | NodeKind::Memory { .. })
+        !matches!(
+            self,
+            NodeKind::Endpoint { .. } | NodeKind::Memory { .. } | NodeKind::Gpu { .. }
+        )
     }
 
     /// What a workload targeting it finds there.
@@ -269,7 +291,33 @@ impl NodeKind {
             NodeKind::Ntb { .. } => TargetKind::Scratchpad,
             NodeKind::Endpoint { nic: Some(_), .. } => TargetKind::NicRegisters,
             NodeKind::Endpoint { .. } => TargetKind::WriteSink,
-            NodeKind::Memory { bar_size, .. } => TargetKind::BarMemory { bytes: *bar_size },
+            NodeKind::Memory { bar_size, .. } | NodeKind::Gpu { bar_size, .. } => {
+                TargetKind::BarMemory { bytes: *bar_size }
+            }
+        }
+    }
+
+    /// Its read tags, if it is an endpoint that issues requests (for the loader to give it
+    /// the default of its link's generation).
+    pub fn read_tags_mut(&mut self) -> Option<&mut u32> {
+        match self {
+            NodeKind::Endpoint { tags, .. } | NodeKind::Gpu { tags, .. } => Some(tags),
+            _ => None,
+        }
+    }
+
+    /// The engines of a DMA endpoint or a GPU's copy engines, whose transfers
+    /// `sim::transfer` runs (None for other nodes, storage HBAs and NICs included).
+    pub fn dma_device(&self) -> Option<&DmaDevice> {
+        match self {
+            NodeKind::Endpoint {
+                device,
+                media: None,
+                nic: None,
+                ..
+            } => Some(device),
+            NodeKind::Gpu { engines, .. } => Some(engines),
+            _ => None,
         }
     }
 }
@@ -601,6 +649,33 @@ pub struct WorkloadSpec {
     pub addresses: Addresses,
     /// The host's caches for its window when the run starts (with a host memory model).
     pub cache: CacheState,
+    /// For a GPU's memcpy workload, what its flow copies (results report it in GB/s).
+    pub memcpy: Option<CopyDirection>,
+}
+
+/// What the flow of a GPU's memcpy workload copies (nvbandwidth's copy patterns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyDirection {
+    /// Host to device: the GPU's copy engines read host memory.
+    HostToDevice,
+    /// Device to host: the GPU's copy engines write host memory.
+    DeviceToHost,
+    /// Peer to peer: the GPU's copy engines write another endpoint's BAR.
+    PeerWrite,
+    /// Peer to peer: the GPU's copy engines read another endpoint's BAR.
+    PeerRead,
+}
+
+impl CopyDirection {
+    /// Its word in results ("h2d", "d2h", "p2p-write", "p2p-read").
+    pub fn word(self) -> &'static str {
+        match self {
+            CopyDirection::HostToDevice => "h2d",
+            CopyDirection::DeviceToHost => "d2h",
+            CopyDirection::PeerWrite => "p2p-write",
+            CopyDirection::PeerRead => "p2p-read",
+        }
+    }
 }
 
 /// A non-transparent bridge's doorbell, rung by a writer after every `every` transfers; the

@@ -1,7 +1,7 @@
 //! Property test: random fabrics (switch trees of cut-through and store-and-forward,
 //! crossbar and shared-bus switches, links of any generation and width, finite endpoint
-//! credits, bit errors) under random DMA workloads, with a NIC and a memory endpoint among
-//! them, and DMA endpoints with limits of their own (engines, costs, latency, device
+//! credits, bit errors) under random DMA workloads, with a NIC, a memory endpoint and a GPU
+//! copying to the host or into that endpoint among them, and DMA endpoints with limits of their own (engines, costs, latency, device
 //! words, descriptors and statuses) under every direction and address pattern. Every run
 //! must finish, pass the self-audit (every TLP delivered once and in order,
 //! no credit counter below zero, payload bytes conserved), move data, retransmit nothing
@@ -46,6 +46,12 @@ type NicGen = (usize, u32, u32, LinkGen);
 /// A memory endpoint the root complex reads and writes: (parent index as for switches, read
 /// latency in ns, write rate in 100 MB/s or 0 for unlimited, direction, transfer size, link).
 type MemoryGen = (usize, u32, u32, usize, u32, LinkGen);
+/// A GPU and its memcpy: (parent index as for switches, copy engines, reads per engine,
+/// copy (of `COPIES`; a peer copy into the memory endpoint where both hang below the same
+/// switch, else the host copy three before it), bytes per copy, link).
+type GpuGen = (usize, u32, u32, usize, u32, LinkGen);
+/// A GPU's copies: to and from the host, then peer writes and reads.
+const COPIES: [&str; 5] = ["h2d", "d2h", "both", "write", "read"];
 /// One link: (generation, width index, propagation in ns (flit mode, also below Gen6, when
 /// it is 1 modulo 3; immediate Acks when it is 2 modulo 3), replay buffer in KiB or 0 for
 /// the default, SKP ordered sets).
@@ -88,6 +94,7 @@ fn fabric(
     endpoints: &[(EndpointGen, LinkGen, DeviceGen)],
     nic: Option<NicGen>,
     memory_endpoint: Option<MemoryGen>,
+    gpu: Option<GpuGen>,
     host_writes: bool,
 ) -> String {
     let mut t = format!(
@@ -219,6 +226,22 @@ fn fabric(
             DIRECTIONS[dir]
         ));
         links.push_str(&link(&parent(p, switches.len()), "mem", l));
+    }
+    if let Some((p, engines, reads, copy, size, l)) = gpu {
+        // A GPU copying to or from host memory, or into or out of the memory endpoint's BAR
+        // below the same switch.
+        let at = parent(p, switches.len());
+        let peer = memory_endpoint.is_some_and(|m| at != "rc" && parent(m.0, switches.len()) == at);
+        let copy = if copy >= 3 && !peer { copy - 3 } else { copy };
+        let target = if copy >= 3 { "target = \"mem\"\n" } else { "" };
+        t.push_str(&format!(
+            "[[endpoint]]\nname = \"gpu\"\nkind = \"gpu\"\ncopy_engines = {engines}\n\
+             engine_reads = {reads}\nbar_size = \"1MiB\"\n\
+             [[workload]]\nname = \"copy\"\nkind = \"memcpy\"\nendpoint = \"gpu\"\n{target}\
+             direction = \"{}\"\nsize = \"{size}B\"\n",
+            COPIES[copy]
+        ));
+        links.push_str(&link(&at, "gpu", l));
     }
     if host_writes && endpoints[0].0 .1 < EP_DIRECTIONS.len() {
         t.push_str(
@@ -354,10 +377,12 @@ proptest! {
         nic in prop::option::of((0usize..4, 64u32..=1518, 10u32..=100, link_gen())),
         memory_endpoint in prop::option::of((0usize..4, 0u32..=2000, 0u32..=40,
             0usize..DIRECTIONS.len(), 4u32..=16384, link_gen())),
+        gpu in prop::option::of((0usize..4, 1u32..=3, 1u32..=300, 0usize..COPIES.len(),
+            4u32..=65536, link_gen())),
         host_writes in any::<bool>(),
     ) {
         let text = fabric(mps, mrrs, ber, ecrc, seed, root, &switches, &endpoints, nic,
-                          memory_endpoint, host_writes);
+                          memory_endpoint, gpu, host_writes);
         let sys = load_str(&text, "<random fabric>")
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         let a = run(&sys).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;

@@ -1,5 +1,6 @@
 //! `[[workload]]` sections, one section type per `kind`, and the flows they become: DMA
-//! transfers, Iometer-style storage I/Os, Ethernet frames bridged by the host CPU.
+//! transfers, Iometer-style storage I/Os, Ethernet frames bridged by the host CPU, a GPU's
+//! memory copies.
 
 use schemars::JsonSchema;
 use serde::de::{Deserializer, IgnoredAny};
@@ -13,9 +14,9 @@ use super::ntb::WindowMap;
 use super::values::{self, defaults, words};
 use super::DEFAULT_OUTSTANDING;
 use crate::fabric::{
-    AddressPath, AddressPattern, Addresses, BridgeSpec, CacheState, DmaDirection, Doorbell, NodeId,
-    NodeKind, NodeSpec, PcieSettings, StorageMix, TargetKind, WorkloadSpec, CACHE_LINE,
-    SCRATCHPAD_BYTES,
+    AddressPath, AddressPattern, Addresses, BridgeSpec, CacheState, CopyDirection, DmaDirection,
+    Doorbell, NodeId, NodeKind, NodeSpec, PcieSettings, StorageMix, TargetKind, WorkloadSpec,
+    CACHE_LINE, SCRATCHPAD_BYTES,
 };
 use crate::pcie::tlp::Addressing;
 use crate::units;
@@ -23,6 +24,7 @@ use crate::units;
 defaults! {
     default_outstanding: i64 = DEFAULT_OUTSTANDING;
     default_zero: i64 = 0;
+    default_copy_size: String = "512MiB";
 }
 
 /// The largest window a workload's transfers may walk over (2 GiB: a TLP's address, an
@@ -38,6 +40,24 @@ words! {
         Storage = "storage",
         /// Ethernet frames offered on a NIC's ports, bridged by the `[cpu]`.
         Bridge = "bridge",
+        /// A GPU's memory copies (cudaMemcpy by its copy engines).
+        Memcpy = "memcpy",
+    }
+}
+
+words! {
+    /// What a GPU's memcpy workload copies.
+    pub enum CopyWord for "direction" {
+        /// Host to device: the GPU's copy engines read host memory.
+        H2d = "h2d",
+        /// Device to host: the GPU's copy engines write host memory.
+        D2h = "d2h",
+        /// Both at once, as two flows (NAME.h2d and NAME.d2h).
+        Both = "both",
+        /// Into the target peer's BAR: the copy engines write it.
+        Write = "write",
+        /// From the target peer's BAR: the copy engines read it.
+        Read = "read",
     }
 }
 
@@ -91,6 +111,8 @@ pub enum WorkloadSection {
     Storage(StorageWorkloadSection),
     /// `kind = "bridge"`: Ethernet frames offered on a NIC's ports, bridged by the `[cpu]`.
     Bridge(BridgeWorkloadSection),
+    /// `kind = "memcpy"`: a GPU's memory copies.
+    Memcpy(MemcpyWorkloadSection),
 }
 
 impl Tagged for WorkloadSection {
@@ -104,6 +126,7 @@ impl Tagged for WorkloadSection {
             WorkloadKind::Dma => WorkloadSection::Dma(Deserialize::deserialize(d)?),
             WorkloadKind::Storage => WorkloadSection::Storage(Deserialize::deserialize(d)?),
             WorkloadKind::Bridge => WorkloadSection::Bridge(Deserialize::deserialize(d)?),
+            WorkloadKind::Memcpy => WorkloadSection::Memcpy(Deserialize::deserialize(d)?),
         })
     }
 }
@@ -115,6 +138,7 @@ impl WorkloadSection {
             WorkloadSection::Dma(w) => &w.name,
             WorkloadSection::Storage(w) => &w.name,
             WorkloadSection::Bridge(w) => &w.name,
+            WorkloadSection::Memcpy(w) => &w.name,
         }
     }
 
@@ -124,6 +148,7 @@ impl WorkloadSection {
             WorkloadSection::Dma(w) => &w.endpoint,
             WorkloadSection::Storage(w) => &w.endpoint,
             WorkloadSection::Bridge(w) => &w.endpoint,
+            WorkloadSection::Memcpy(w) => &w.endpoint,
         }
     }
 }
@@ -240,6 +265,34 @@ pub struct BridgeWorkloadSection {
     pub load: f64,
 }
 
+/// `[[workload]]` with `kind = "memcpy"`: a GPU's copies, one after another in each
+/// direction (a CUDA stream's cudaMemcpyAsync, as nvbandwidth runs them), each on one of
+/// its copy engines.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemcpyWorkloadSection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique flow name ("both" makes two flows, NAME.h2d and NAME.d2h).
+    pub name: String,
+    /// The GPU whose copy engines copy (an `[[endpoint]]` with kind = "gpu").
+    pub endpoint: String,
+    /// Without a target: "h2d" (its engines read host memory), "d2h" (they write it) or
+    /// "both" (at once, two flows); with a target: "write" (into the peer's BAR) or "read"
+    /// (from it) (default "write" with a target; needed without one).
+    pub direction: Option<CopyWord>,
+    /// A peer whose BAR the copies write or read (another GPU, or a kind = "memory"
+    /// endpoint, below a switch both sit under); host memory, the root complex above the
+    /// GPU, when left out.
+    pub target: Option<String>,
+    /// Bytes per copy, 1 B to 1 GiB; the copies repeat back to back for the whole run
+    /// (default "512MiB", nvbandwidth's buffer).
+    #[serde(default = "default_copy_size")]
+    pub size: String,
+}
+
 /// The fabric a workload runs on: every node, link and bridge window.
 pub struct Fabric<'a> {
     /// The nodes by name.
@@ -276,11 +329,23 @@ pub fn workloads(
             });
         }
         let source = fabric.nodes.lookup(&place, "endpoint", w.endpoint())?;
-        out.push(match w {
-            WorkloadSection::Dma(d) => dma(&place, d, source, fabric)?,
-            WorkloadSection::Storage(s) => storage(&place, s, source, fabric)?,
-            WorkloadSection::Bridge(b) => bridge(&place, b, source, fabric)?,
-        });
+        let built = match w {
+            WorkloadSection::Dma(d) => vec![dma(&place, d, source, fabric)?],
+            WorkloadSection::Storage(s) => vec![storage(&place, s, source, fabric)?],
+            WorkloadSection::Bridge(b) => vec![bridge(&place, b, source, fabric)?],
+            WorkloadSection::Memcpy(m) => memcpy(&place, m, source, fabric)?,
+        };
+        for spec in built {
+            // A flow a memcpy names (NAME.h2d) may be another workload's name.
+            if out.iter().any(|o: &WorkloadSpec| o.name == spec.name) {
+                return Err(BuildError::Duplicate {
+                    place,
+                    what: "workload name",
+                    name: spec.name,
+                });
+            }
+            out.push(spec);
+        }
     }
     Ok(out)
 }
@@ -460,6 +525,102 @@ fn storage(
     )
 }
 
+/// A GPU's memcpy workload: one flow per direction it copies, each a stream of `size`-byte
+/// transfers one after another, run by the GPU's copy engines.
+fn memcpy(
+    place: &Place,
+    m: &MemcpyWorkloadSection,
+    source: NodeId,
+    fabric: &Fabric,
+) -> Result<Vec<WorkloadSpec>, BuildError> {
+    let kind = &fabric.node(source).kind;
+    if !matches!(kind, NodeKind::Gpu { .. }) {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "{:?} is {}; a memcpy workload runs on a GPU (an [[endpoint]] with kind = \"gpu\")",
+                m.endpoint,
+                kind.noun()
+            ),
+        ));
+    }
+    let size = size(place, "size", &m.size)?;
+    let name = |suffix: &str| format!("{}{suffix}", m.name);
+    use {CopyDirection as C, CopyWord as W, DmaDirection as D};
+    let copies = match (&m.target, m.direction) {
+        (None, Some(W::H2d)) => vec![(name(""), D::Read, C::HostToDevice)],
+        (None, Some(W::D2h)) => vec![(name(""), D::Write, C::DeviceToHost)],
+        (None, Some(W::Both)) => vec![
+            (name(".h2d"), D::Read, C::HostToDevice),
+            (name(".d2h"), D::Write, C::DeviceToHost),
+        ],
+        (Some(_), None | Some(W::Write)) => vec![(name(""), D::Write, C::PeerWrite)],
+        (Some(_), Some(W::Read)) => vec![(name(""), D::Read, C::PeerRead)],
+        (None, None) => {
+            return Err(BuildError::Missing {
+                place: place.clone(),
+                key: "direction",
+                hint: "\"h2d\", \"d2h\" or \"both\" (or a target peer to write or read)",
+            })
+        }
+        (None, Some(w)) => {
+            return Err(BuildError::conflict(
+                place,
+                format!(
+                    "direction = \"{}\" copies to or from a peer: give its target, or copy \
+                     host memory with \"h2d\", \"d2h\" or \"both\"",
+                    w.word()
+                ),
+            ))
+        }
+        (Some(t), Some(w)) => {
+            return Err(BuildError::conflict(
+                place,
+                format!(
+                    "direction = \"{}\" copies host memory; toward the target {t:?} a copy is \
+                     \"write\" or \"read\"",
+                    w.word()
+                ),
+            ))
+        }
+    };
+    if let Some(t) = &m.target {
+        let target = fabric.nodes.lookup(place, "target", t)?;
+        let kind = &fabric.node(target).kind;
+        if target == source || !matches!(kind.as_target(), TargetKind::BarMemory { .. }) {
+            return Err(BuildError::conflict(
+                place,
+                format!(
+                    "the target {t:?} is {}; a memcpy's target is a peer with a memory BAR (a \
+                     GPU or a kind = \"memory\" endpoint other than {:?})",
+                    if target == source {
+                        "the GPU itself"
+                    } else {
+                        kind.noun()
+                    },
+                    m.endpoint
+                ),
+            ));
+        }
+    }
+    let mut out = Vec::new();
+    for (flow, direction, copy) in copies {
+        let keys = Transfers {
+            name: &flow,
+            endpoint: &m.endpoint,
+            target: &m.target,
+            target_address: &None,
+            outstanding: 1,
+            tlp_payload: &None,
+            doorbell_every: None,
+        };
+        let mut spec = transfers(place, &keys, source, direction, size, None, fabric)?;
+        spec.memcpy = Some(copy);
+        out.push(spec);
+    }
+    Ok(out)
+}
+
 /// A NIC moves Ethernet frames: a DMA or storage workload on one is refused.
 fn refuse_nic(
     place: &Place,
@@ -542,6 +703,7 @@ fn transfers(
         address,
         addresses: Addresses::single(transfer_size),
         cache: CacheState::Warm,
+        memcpy: None,
     })
 }
 
@@ -604,6 +766,9 @@ fn check_pair(
     let source_kind = &fabric.node(source).kind;
     let target_name = &fabric.node(target).name;
     let from_root = matches!(source_kind, NodeKind::RootComplex { .. });
+    // A GPU's copy engines reach a peer's BAR below a switch both sit under.
+    let reaches_bar = from_root
+        || (matches!(source_kind, NodeKind::Gpu { .. }) && meet_at_switch(fabric, source, target));
     let write = direction == DmaDirection::Write;
     let problem = match fabric.node(target).kind.as_target() {
         TargetKind::NicRegisters => Some(format!(
@@ -637,7 +802,7 @@ fn check_pair(
              (direction = \"write\"); a root complex reads a kind = \"memory\" endpoint",
             fabric.node(target).kind.noun()
         )),
-        TargetKind::BarMemory { bytes } if from_root && transfer_size > bytes => {
+        TargetKind::BarMemory { bytes } if reaches_bar && transfer_size > bytes => {
             return Err(BuildError::not_allowed(
                 place,
                 "transfer_size",
@@ -648,10 +813,13 @@ fn check_pair(
                 ),
             ));
         }
-        TargetKind::WriteSink | TargetKind::BarMemory { .. } if from_root => None,
+        TargetKind::WriteSink if from_root => None,
+        TargetKind::BarMemory { .. } if reaches_bar => None,
         TargetKind::BarMemory { .. } => Some(format!(
-            "the target {target_name:?} is a memory endpoint, which only a root complex reads \
-             and writes here (peer-to-peer from {endpoint:?} is not modelled yet)"
+            "the target {target_name:?} is {}, whose BAR only a root complex, or a GPU below a \
+             switch both sit under, reads and writes here (peer-to-peer from {endpoint:?} is \
+             not modelled yet)",
+            fabric.node(target).kind.noun()
         )),
         _ => Some(format!(
             "the target {target_name:?} must be a root complex (or, for a root complex's \
@@ -672,6 +840,22 @@ fn check_pair(
         ));
     }
     Ok(())
+}
+
+/// Whether the lowest node above both `a` and `b` is a switch (peer-to-peer there stays
+/// below it).
+fn meet_at_switch(fabric: &Fabric, a: NodeId, b: NodeId) -> bool {
+    let above = |mut n: NodeId| {
+        let mut up = Vec::new();
+        while let Some(u) = fabric.topology.up(n) {
+            up.push(u);
+            n = u;
+        }
+        up
+    };
+    let over_a = above(a);
+    let lowest = above(b).into_iter().find(|u| over_a.contains(u));
+    lowest.is_some_and(|u| matches!(fabric.node(u).kind, NodeKind::Switch { .. }))
 }
 
 /// The largest write TLP payload `text` allows: a multiple of 4 B up to MPS.
@@ -793,5 +977,6 @@ fn bridge(
         address: None,
         addresses: Addresses::single(frame_size as u64),
         cache: CacheState::Warm,
+        memcpy: None,
     })
 }

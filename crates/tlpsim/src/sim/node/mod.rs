@@ -2,7 +2,8 @@
 //!
 //! Every kind of node is a struct owning its state ([`root::RootComplex`],
 //! [`switch::Switch`], [`ntb::Ntb`], [`dma::DmaEndpoint`], [`storage::StorageHba`],
-//! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`]) and implements [`Node`]; [`AnyNode`]
+//! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`], [`gpu::GpuEndpoint`]) and implements
+//! [`Node`]; [`AnyNode`]
 //! is the static-dispatch enum over them that the simulator holds, one per node of the
 //! system. The host CPU that bridges NICs' frames ([`cpu::Cpu`]) is held by the root
 //! complex it sits behind.
@@ -24,6 +25,7 @@
 
 pub(in crate::sim) mod cpu;
 pub(in crate::sim) mod dma;
+pub(in crate::sim) mod gpu;
 pub(in crate::sim) mod memory;
 pub(in crate::sim) mod nic;
 pub(in crate::sim) mod ntb;
@@ -32,6 +34,7 @@ pub(in crate::sim) mod storage;
 pub(in crate::sim) mod switch;
 
 use dma::DmaEndpoint;
+use gpu::GpuEndpoint;
 use memory::MemoryEndpoint;
 use nic::NicEndpoint;
 use ntb::Ntb;
@@ -136,6 +139,8 @@ pub(in crate::sim) enum AnyNode {
     Nic(NicEndpoint),
     /// A memory endpoint.
     Memory(MemoryEndpoint),
+    /// A GPU: copy engines and a memory BAR.
+    Gpu(GpuEndpoint),
 }
 
 /// Runs `$call` with `$kind` naming the type of node `$node` (an [`AnyNode`] place).
@@ -170,6 +175,10 @@ macro_rules! each_kind {
                 type $kind = MemoryEndpoint;
                 $call
             }
+            AnyNode::Gpu(_) => {
+                type $kind = GpuEndpoint;
+                $call
+            }
         }
     };
 }
@@ -185,6 +194,7 @@ macro_rules! each_node {
             AnyNode::Storage($x) => $call,
             AnyNode::Nic($x) => $call,
             AnyNode::Memory($x) => $call,
+            AnyNode::Gpu($x) => $call,
         }
     };
 }
@@ -252,6 +262,16 @@ impl AnyNode {
                 *write_rate,
                 sys.pcie.mps,
             )),
+            NodeKind::Gpu {
+                tags,
+                engines,
+                read_latency,
+                write_rate,
+                ..
+            } => AnyNode::Gpu(GpuEndpoint {
+                engines: DmaEndpoint::new(*tags, *engines),
+                bar: MemoryEndpoint::new(*read_latency, *write_rate, sys.pcie.mps),
+            }),
         }
     }
 
@@ -336,8 +356,29 @@ impl AnyNode {
         match self {
             AnyNode::Root(r) => Some((&mut r.free_tags, None)),
             AnyNode::Dma(d) => Some((&mut d.free_tags, None)),
+            AnyNode::Gpu(g) => Some((&mut g.engines.free_tags, None)),
             AnyNode::Storage(s) => Some((&mut s.free_tags, Some(&mut s.media))),
             AnyNode::Nic(_) | AnyNode::Switch(_) | AnyNode::Ntb(_) | AnyNode::Memory(_) => None,
+        }
+    }
+
+    /// Its DMA engines, if it is a DMA endpoint or a GPU (its copy engines).
+    #[inline(always)]
+    pub(in crate::sim) fn dma_engines(&mut self) -> Option<&mut DmaEndpoint> {
+        match self {
+            AnyNode::Dma(d) => Some(d),
+            AnyNode::Gpu(g) => Some(&mut g.engines),
+            _ => None,
+        }
+    }
+
+    /// Its memory BAR, if it is a memory endpoint or a GPU.
+    #[inline(always)]
+    pub(in crate::sim) fn bar_memory(&mut self) -> Option<&mut MemoryEndpoint> {
+        match self {
+            AnyNode::Memory(m) => Some(m),
+            AnyNode::Gpu(g) => Some(&mut g.bar),
+            _ => None,
         }
     }
 
