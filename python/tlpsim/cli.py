@@ -181,7 +181,7 @@ def run_cmd(
             emit(copies, format, [
                 ("name", " flow", ""), ("memcpy", " copy", ""), ("target", " target", ""),
                 ("memcpy_gbytes_per_s", "GB/s", ".2f"),
-            ], title="GPU copies (GB/s = 10^9 bytes/s, as nvbandwidth prints them)")  # fmt: skip
+            ], title="GPU copies (nvbandwidth's GB/s)")  # fmt: skip
         for f in result.flows:
             if f.get("address"):
                 console().print(f"{f['name']}: address {f['address']}")

@@ -51,8 +51,9 @@ impl Node for GpuEndpoint {
         DmaEndpoint::tlp_workload(sim, n, t)
     }
 
+    /// Its BAR's memory; not its copy engines, which spend no time of their own (the reads
+    /// each keeps in flight limit a copy: the verdict's `requests`).
     fn resources(&self, n: usize, name: &str, t: SimTime, out: &mut Vec<Resource>) {
-        self.engines.resources(n, name, t, out);
         self.bar.resources(n, name, t, out);
     }
 }
