@@ -42,6 +42,28 @@ def test_a_memory_endpoint_paces_the_writes_a_host_makes_into_its_bar():
     assert reads["bytes"] > 0 and result.to_dict()["audit"]["passed"]
 
 
+def test_a_gpu_copies_both_ways_and_the_cli_prints_each_direction_in_gb_per_s(cli, cli_json):
+    gpu = ROOT / "scenarios" / "gpu-h2d-d2h-gen5.toml"
+    proc = cli("run", str(gpu))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    out = " ".join(proc.stdout.split())
+    assert "GPU copies (nvbandwidth's GB/s)" in out
+    assert "copy.h2d" in out and "copy.d2h" in out
+    flows = {f["name"]: f for f in cli_json("run", str(gpu))["flows"]}
+    h2d, d2h = flows["copy.h2d"], flows["copy.d2h"]
+    assert (h2d["memcpy"], d2h["memcpy"]) == ("h2d", "d2h")
+    for f in (h2d, d2h):
+        assert f["memcpy_gbytes_per_s"] == pytest.approx(f["throughput_gbps"] / 8)
+        assert f"{f['memcpy_gbytes_per_s']:.2f}" in proc.stdout
+    # Both ways at once: each direction close to Gen5 x16's closed form, less the other's
+    # requests and DLLPs on its wire.
+    bw = tlpsim.link_bandwidth(5, 16, mps=256, payload=1 << 20, dllp="none", completion="mps")
+    assert 0.9 * bw.read_gbps < h2d["throughput_gbps"] < 1.01 * bw.read_gbps
+    assert 0.9 * bw.write_gbps < d2h["throughput_gbps"] < 1.01 * bw.write_gbps
+    # A flow of another kind has no memcpy fields.
+    assert "memcpy" not in cli_json("run", str(EXAMPLE))["flows"][0]
+
+
 def test_same_seed_same_json(tmp_path):
     a = tlpsim.run(EXAMPLE).to_dict()
     b = tlpsim.run(EXAMPLE).to_dict()

@@ -199,6 +199,12 @@ def run_cmd(
                 ("gb_per_s", "GB/s", ".3f"), ("mean_us", "lat mean us", ".1f"), ("p50_us", "p50 us", ".1f"),
                 ("p99_us", "p99 us", ".1f"), ("p99_9_us", "p99.9 us", ".1f"), ("max_us", "max us", ".1f"),
             ], title="fio (latency per I/O: submission doorbell to MSI-X)")  # fmt: skip
+        copies = [f for f in result.flows if f.get("memcpy")]
+        if copies:
+            emit(copies, format, [
+                ("name", " flow", ""), ("memcpy", " copy", ""), ("target", " target", ""),
+                ("memcpy_gbytes_per_s", "GB/s", ".2f"),
+            ], title="GPU copies (nvbandwidth's GB/s)")  # fmt: skip
         for f in result.flows:
             if f.get("address"):
                 console().print(f"{f['name']}: address {f['address']}")

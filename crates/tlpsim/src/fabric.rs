@@ -154,6 +154,21 @@ pub enum NodeKind {
         /// Its controller and media.
         spec: NvmeSpec,
     },
+    /// A GPU: copy engines that read and write other nodes' memory (a DMA requester with
+    /// read tags and engines of its own) and a BAR of plain memory that other requesters
+    /// write to and read from (a memory endpoint).
+    Gpu {
+        /// Read requests it may have outstanding (tags).
+        tags: u32,
+        /// Its copy engines as a DMA endpoint's engines: a read side and a write side.
+        engines: DmaDevice,
+        /// Size of its memory BAR in bytes (a power of two).
+        bar_size: u64,
+        /// Read request to the first byte of its completion.
+        read_latency: SimTime,
+        /// Bytes/s its memory absorbs written data at, if limited.
+        write_rate: Option<f64>,
+    },
 }
 
 /// An NVMe drive's controller and media, as the PCIe side sees them.
@@ -208,6 +223,9 @@ pub struct DmaEngines {
     /// Engine time per device memory word ([`DmaDevice::unit`]) that a transfer covers only
     /// in part (it overlaps the per-KiB time: the longer of the two counts).
     pub partial_unit_cost: SimTime,
+    /// Read requests each transfer (the engine working on it) keeps in flight at most, on
+    /// top of the endpoint's tags (None: the tags alone limit them).
+    pub reads_per_engine: Option<u32>,
 }
 
 /// A DMA endpoint's own limits: its read side and its write side (each with its own
@@ -293,6 +311,7 @@ impl NodeKind {
             NodeKind::Endpoint { .. } => "a DMA endpoint",
             NodeKind::Memory { .. } => "a memory endpoint",
             NodeKind::Nvme { .. } => "an NVMe drive",
+            NodeKind::Gpu { .. } => "a GPU",
         }
     }
 
@@ -300,7 +319,10 @@ impl NodeKind {
     pub fn issues_requests(&self) -> bool {
         matches!(
             self,
-            NodeKind::RootComplex { .. } | NodeKind::Endpoint { .. } | NodeKind::Nvme { .. }
+            NodeKind::RootComplex { .. }
+                | NodeKind::Endpoint { .. }
+                | NodeKind::Nvme { .. }
+                | NodeKind::Gpu { .. }
         )
     }
 
@@ -308,7 +330,10 @@ impl NodeKind {
     pub fn has_downstream_ports(&self) -> bool {
         !matches!(
             self,
-            NodeKind::Endpoint { .. } | NodeKind::Memory { .. } | NodeKind::Nvme { .. }
+            NodeKind::Endpoint { .. }
+                | NodeKind::Memory { .. }
+                | NodeKind::Nvme { .. }
+                | NodeKind::Gpu { .. }
         )
     }
 
@@ -320,7 +345,35 @@ impl NodeKind {
             NodeKind::Ntb { .. } => TargetKind::Scratchpad,
             NodeKind::Endpoint { nic: Some(_), .. } => TargetKind::NicRegisters,
             NodeKind::Endpoint { .. } | NodeKind::Nvme { .. } => TargetKind::WriteSink,
-            NodeKind::Memory { bar_size, .. } => TargetKind::BarMemory { bytes: *bar_size },
+            NodeKind::Memory { bar_size, .. } | NodeKind::Gpu { bar_size, .. } => {
+                TargetKind::BarMemory { bytes: *bar_size }
+            }
+        }
+    }
+
+    /// Its read tags, if it is an endpoint that issues requests (for the loader to give it
+    /// the default of its link's generation).
+    pub fn read_tags_mut(&mut self) -> Option<&mut u32> {
+        match self {
+            NodeKind::Endpoint { tags, .. }
+            | NodeKind::Nvme { tags, .. }
+            | NodeKind::Gpu { tags, .. } => Some(tags),
+            _ => None,
+        }
+    }
+
+    /// The engines of a DMA endpoint or a GPU's copy engines, whose transfers
+    /// `sim::transfer` runs (None for other nodes, storage HBAs and NICs included).
+    pub fn dma_device(&self) -> Option<&DmaDevice> {
+        match self {
+            NodeKind::Endpoint {
+                device,
+                media: None,
+                nic: None,
+                ..
+            } => Some(device),
+            NodeKind::Gpu { engines, .. } => Some(engines),
+            _ => None,
         }
     }
 }
@@ -657,6 +710,8 @@ pub struct WorkloadSpec {
     pub cache: CacheState,
     /// For an fio workload on an NVMe drive, its I/Os (the source is the drive).
     pub fio: Option<FioSpec>,
+    /// For a GPU's memcpy workload, what its flow copies (results report it in GB/s).
+    pub memcpy: Option<CopyDirection>,
 }
 
 /// What an fio job does: `rw`.
@@ -703,6 +758,31 @@ pub struct FioSpec {
     pub numjobs: u32,
     /// The drive's queue pair of its first job (job `j` uses `(first_queue + j) % queues`).
     pub first_queue: u32,
+}
+
+/// What the flow of a GPU's memcpy workload copies (nvbandwidth's copy patterns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyDirection {
+    /// Host to device: the GPU's copy engines read host memory.
+    HostToDevice,
+    /// Device to host: the GPU's copy engines write host memory.
+    DeviceToHost,
+    /// Peer to peer: the GPU's copy engines write another endpoint's BAR.
+    PeerWrite,
+    /// Peer to peer: the GPU's copy engines read another endpoint's BAR.
+    PeerRead,
+}
+
+impl CopyDirection {
+    /// Its word in results ("h2d", "d2h", "p2p-write", "p2p-read").
+    pub fn word(self) -> &'static str {
+        match self {
+            CopyDirection::HostToDevice => "h2d",
+            CopyDirection::DeviceToHost => "d2h",
+            CopyDirection::PeerWrite => "p2p-write",
+            CopyDirection::PeerRead => "p2p-read",
+        }
+    }
 }
 
 /// A non-transparent bridge's doorbell, rung by a writer after every `every` transfers; the

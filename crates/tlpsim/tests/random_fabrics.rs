@@ -1,6 +1,6 @@
 //! Property test: random fabrics (switch trees of cut-through and store-and-forward,
 //! crossbar and shared-bus switches, links of any generation and width, finite endpoint
-//! credits, bit errors) under random DMA workloads, with a NIC and a memory endpoint among
+//! credits, bit errors) under random DMA workloads, with a NIC, a memory endpoint and a GPU copying to the host or into that endpoint among
 //! them, an NVMe drive under fio (reads and writes, PRP lists, GPUDirect Storage into the
 //! memory endpoint when both sit under one switch), and DMA endpoints with limits of their own (engines, costs, latency, device
 //! words, descriptors and statuses) under every direction and address pattern. Every run
@@ -15,11 +15,12 @@ use tlpsim::scenario::load_str;
 use tlpsim::sim::{result::RunResult, run};
 
 /// One switch: (parent index, 0 = the root complex, k = switch k), cut-through, shared
-/// bus, port latency in ns, weighted arbitration (else oldest first when the latency is
-/// odd, round-robin when even), posted header credits per port.
+/// bus, port latency in ns (ACS redirect when a multiple of 3), weighted arbitration (else
+/// oldest first when the latency is odd, round-robin when even), posted header credits per
+/// port.
 type SwitchGen = (usize, bool, bool, u32, bool, u32);
 /// The root complex: memory bandwidth in GB/s (0 unlimited; an odd one adds a posted-write
-/// sink of half its rate), MPS-sized completions, a
+/// sink of half its rate; 4 a peer-to-peer forwarding path), MPS-sized completions, a
 /// shared outbound queue with this many TLPs per root port (0: per-port queues), memory
 /// read latency fixed / uniform / exponential, a host bridge in front of memory.
 type RootGen = (u32, bool, u32, usize, bool);
@@ -51,6 +52,12 @@ type MemoryGen = (usize, u32, u32, usize, u32, LinkGen);
 /// randwrite), bs in 512 B units, iodepth, numjobs, command rate in 100k/s or 0 for
 /// unlimited, media read and write latency in ns, link).
 type NvmeGen = (usize, usize, u64, u32, u32, u32, u32, LinkGen);
+/// A GPU and its memcpy: (parent index as for switches, copy engines, reads per engine,
+/// copy (of `COPIES`; a peer copy into the memory endpoint where both hang below the same
+/// switch, else the host copy three before it), bytes per copy, link).
+type GpuGen = (usize, u32, u32, usize, u32, LinkGen);
+/// A GPU's copies: to and from the host, then peer writes and reads.
+const COPIES: [&str; 5] = ["h2d", "d2h", "both", "write", "read"];
 /// One link: (generation, width index, propagation in ns (flit mode, also below Gen6, when
 /// it is 1 modulo 3; immediate Acks when it is 2 modulo 3), replay buffer in KiB or 0 for
 /// the default, SKP ordered sets).
@@ -94,6 +101,7 @@ fn fabric(
     nic: Option<NicGen>,
     memory_endpoint: Option<MemoryGen>,
     nvme: Option<NvmeGen>,
+    gpu: Option<GpuGen>,
     host_writes: bool,
 ) -> String {
     let mut t = format!(
@@ -123,6 +131,10 @@ fn fabric(
     if mps_completions {
         t.push_str("completion = \"mps\"\n");
     }
+    if memory == 4 {
+        // Peer-to-peer between root ports through a forwarding data path.
+        t.push_str("p2p_bandwidth = \"6GB/s\"\np2p_latency = \"120ns\"\n");
+    }
     if port_queue > 0 {
         t.push_str(&format!(
             "outbound_queue = \"shared\"\nport_queue = {port_queue}\n"
@@ -149,6 +161,10 @@ fn fabric(
             mps / 16 * ph,
             mrrs.max(mps) / 16 * ph,
         ));
+        if lat % 3 == 0 {
+            // Peer-to-peer from its downstream ports goes by way of the root complex.
+            t.push_str("acs_redirect = true\n");
+        }
         if weighted {
             // Three TLPs a turn for what comes from above; other neighbours weigh one.
             t.push_str(&format!(
@@ -243,12 +259,29 @@ fn fabric(
             },
             512 * blocks,
         ));
-        // GPUDirect Storage when the memory endpoint sits under the drive's switch.
+        // GPUDirect Storage into the memory endpoint, peer-to-peer through the lowest switch
+        // or the root complex above both.
         let here = parent(p, switches.len());
-        if memory_endpoint.is_some_and(|m| parent(m.0, switches.len()) == here) && here != "rc" {
+        if memory_endpoint.is_some() && blocks % 2 == 0 {
             t.push_str("target = \"mem\"\n");
         }
         links.push_str(&link(&here, "nvme", l));
+    }
+    if let Some((p, engines, reads, copy, size, l)) = gpu {
+        // A GPU copying to or from host memory, or into or out of the memory endpoint's BAR
+        // (peer-to-peer through the lowest switch or the root complex above both).
+        let at = parent(p, switches.len());
+        let peer = memory_endpoint.is_some();
+        let copy = if copy >= 3 && !peer { copy - 3 } else { copy };
+        let target = if copy >= 3 { "target = \"mem\"\n" } else { "" };
+        t.push_str(&format!(
+            "[[endpoint]]\nname = \"gpu\"\nkind = \"gpu\"\ncopy_engines = {engines}\n\
+             engine_reads = {reads}\nbar_size = \"1MiB\"\n\
+             [[workload]]\nname = \"copy\"\nkind = \"memcpy\"\nendpoint = \"gpu\"\n{target}\
+             direction = \"{}\"\nsize = \"{size}B\"\n",
+            COPIES[copy]
+        ));
+        links.push_str(&link(&at, "gpu", l));
     }
     if host_writes && endpoints[0].0 .1 < EP_DIRECTIONS.len() {
         t.push_str(
@@ -386,10 +419,12 @@ proptest! {
             0usize..DIRECTIONS.len(), 4u32..=16384, link_gen())),
         nvme in prop::option::of((0usize..4, 0usize..4, 1u64..=128, 1u32..=8, 1u32..=3,
             0u32..=10, 0u32..=3000, link_gen())),
+        gpu in prop::option::of((0usize..4, 1u32..=3, 1u32..=300, 0usize..COPIES.len(),
+            4u32..=65536, link_gen())),
         host_writes in any::<bool>(),
     ) {
         let text = fabric(mps, mrrs, ber, ecrc, seed, root, &switches, &endpoints, nic,
-                          memory_endpoint, nvme, host_writes);
+                          memory_endpoint, nvme, gpu, host_writes);
         let sys = load_str(&text, "<random fabric>")
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         let a = run(&sys).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;

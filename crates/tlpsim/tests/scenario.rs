@@ -222,7 +222,7 @@ fn every_word_valued_key_lists_its_words() {
         .iter()
         .map(|v| v["properties"]["kind"]["const"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["dma", "storage", "nic", "memory", "nvme"]);
+    assert_eq!(kinds, ["dma", "storage", "nic", "memory", "nvme", "gpu"]);
 }
 
 #[test]
@@ -416,13 +416,13 @@ fn a_key_of_another_kind_is_refused_at_its_line_with_the_kinds_it_needs() {
 
 #[test]
 fn a_missing_or_unknown_kind_names_the_table_and_the_kinds() {
-    let e = refused("kind = \"nic\"\n", "kind = \"gpu\"\n");
+    let e = refused("kind = \"nic\"\n", "kind = \"fpga\"\n");
     assert!(
-        e.contains("line 27 (`kind = \"gpu\"`): [[endpoint]] 3 (nic): "),
+        e.contains("line 27 (`kind = \"fpga\"`): [[endpoint]] 3 (nic): "),
         "{e}"
     );
     assert!(
-        e.contains("kind \"gpu\" is not allowed; allowed: dma, storage, nic"),
+        e.contains("kind \"fpga\" is not allowed; allowed: dma, storage, nic"),
         "{e}"
     );
     let e = refused("kind = \"storage\"\nendpoint", "endpoint");

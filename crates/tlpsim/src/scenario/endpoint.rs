@@ -28,6 +28,9 @@ defaults! {
     default_register_time: String = "100ns";
     default_line_rate: String = "1Gb/s";
     default_bar_read_latency: String = "500ns";
+    default_copy_engines: i64 = 2;
+    default_engine_reads: i64 = 256;
+    default_gpu_bar_size: String = "32GiB";
 }
 
 /// The credits of an endpoint, as a file would write them.
@@ -48,6 +51,8 @@ words! {
         Memory = "memory",
         /// An NVMe drive: queue pairs, a command processor and media.
         Nvme = "nvme",
+        /// A GPU: copy engines and a BAR of its memory.
+        Gpu = "gpu",
     }
 }
 
@@ -67,6 +72,8 @@ pub enum EndpointSection {
     Memory(MemoryEndpointSection),
     /// `kind = "nvme"`: an NVMe drive.
     Nvme(NvmeEndpointSection),
+    /// `kind = "gpu"`: a GPU, with copy engines and a BAR of its memory.
+    Gpu(GpuEndpointSection),
 }
 
 impl Tagged for EndpointSection {
@@ -82,6 +89,7 @@ impl Tagged for EndpointSection {
             EndpointKind::Nic => EndpointSection::Nic(Deserialize::deserialize(d)?),
             EndpointKind::Memory => EndpointSection::Memory(Deserialize::deserialize(d)?),
             EndpointKind::Nvme => EndpointSection::Nvme(Deserialize::deserialize(d)?),
+            EndpointKind::Gpu => EndpointSection::Gpu(Deserialize::deserialize(d)?),
         })
     }
 }
@@ -95,6 +103,7 @@ impl EndpointSection {
             EndpointSection::Nic(s) => &s.name,
             EndpointSection::Memory(s) => &s.name,
             EndpointSection::Nvme(s) => &s.name,
+            EndpointSection::Gpu(s) => &s.name,
         }
     }
 }
@@ -256,6 +265,49 @@ pub struct MemoryEndpointSection {
     pub write_rate: Option<String>,
 }
 
+/// `[[endpoint]]` with `kind = "gpu"`: a GPU. Its copy engines read and write host memory
+/// or a peer's BAR (`[[workload]] kind = "memcpy"`); its BAR, a window on its memory, takes
+/// other requesters' writes and reads as a `kind = "memory"` endpoint does.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GpuEndpointSection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique node name.
+    pub name: String,
+    /// Width of its Tag field: 5, 8 or 10 bits, for 32, 256 or 768 reads in flight (when
+    /// left out: 5 bits at Gen1-2, 8 at Gen3-4, 10 from Gen5, by its link; or the narrowest
+    /// that holds `tags`).
+    pub tag_bits: Option<i64>,
+    /// Read tags it uses, at most what its Tag field allows (all of them when left out).
+    pub tags: Option<i64>,
+    /// Credits it advertises.
+    #[schemars(default = "endpoint_credits")]
+    pub credits: Option<CreditsSection>,
+    /// Copy engines per direction, 1 to 64: copies it runs at once that read (host to
+    /// device, peer reads) and, as many again, that write (device to host, peer writes);
+    /// one copy takes one engine (default 2, the two engines CUDA needs to copy both ways
+    /// at once).
+    #[serde(default = "default_copy_engines")]
+    pub copy_engines: i64,
+    /// Read requests one copy engine keeps in flight, 1 to 768, within the GPU's tags
+    /// (default 256: 128 KiB of 512 B reads, a Gen5 x16 link's data for 2.5 us).
+    #[serde(default = "default_engine_reads")]
+    pub engine_reads: i64,
+    /// Size of its memory BAR, a power of two, e.g. "64GiB" (default "32GiB"); a transfer
+    /// into it stays inside it.
+    #[serde(default = "default_gpu_bar_size")]
+    pub bar_size: String,
+    /// Read request into its BAR to the first byte of its completion (default "500ns").
+    #[serde(default = "default_bar_read_latency")]
+    pub read_latency: String,
+    /// Rate its memory absorbs data written into its BAR, e.g. "40GB/s" (unlimited when
+    /// left out).
+    pub write_rate: Option<String>,
+}
+
 /// Adds the `[[endpoint]]` sections to `nodes`; returns the requesters whose tags wait for
 /// their link's generation (see [`super::tags::default_tags`]).
 pub fn endpoints(
@@ -300,10 +352,13 @@ pub fn endpoints(
                 super::nvme::nvme(&place, s)?,
                 &s.credits,
             ),
+            EndpointSection::Gpu(s) => (
+                Some(request(s.tag_bits, s.tags)),
+                gpu(&place, s)?,
+                &s.credits,
+            ),
         };
-        if let (Some(r), NodeKind::Endpoint { tags: t, .. } | NodeKind::Nvme { tags: t, .. }) =
-            (tags, &mut kind)
-        {
+        if let (Some(r), Some(t)) = (tags, kind.read_tags_mut()) {
             match r.settled()? {
                 Some(n) => *t = n,
                 None => open.push(r),
@@ -366,6 +421,7 @@ fn device(place: &Place, s: &DmaEndpointSection) -> Result<DmaDevice, BuildError
             latency: read_latency,
             transfer_cost_per_kib: read_per_kib,
             partial_unit_cost: read_partial,
+            reads_per_engine: None,
         },
         write: DmaEngines {
             engines: write_engines,
@@ -374,6 +430,7 @@ fn device(place: &Place, s: &DmaEndpointSection) -> Result<DmaDevice, BuildError
             latency: write_latency,
             transfer_cost_per_kib: write_per_kib,
             partial_unit_cost: write_partial,
+            reads_per_engine: None,
         },
         unit: unit as u32,
         descriptor: tlp_bytes("descriptor", &s.descriptor)?,
@@ -418,23 +475,73 @@ fn nic(place: &Place, s: &NicEndpointSection) -> Result<NicSpec, BuildError> {
 
 /// A memory endpoint: its BAR, read latency and write rate.
 fn memory(place: &Place, s: &MemoryEndpointSection) -> Result<NodeKind, BuildError> {
-    let bar_size = values::bytes(place, "bar_size", &s.bar_size)?;
+    let (bar_size, read_latency, write_rate) =
+        bar(place, &s.bar_size, &s.read_latency, &s.write_rate)?;
+    Ok(NodeKind::Memory {
+        bar_size,
+        read_latency,
+        write_rate,
+    })
+}
+
+/// A memory BAR's size, read latency and write rate, checked.
+fn bar(
+    place: &Place,
+    size: &str,
+    read_latency: &str,
+    write_rate: &Option<String>,
+) -> Result<(u64, SimTime, Option<f64>), BuildError> {
+    let bar_size = values::bytes(place, "bar_size", size)?;
     // A memory BAR's low four bits are its type bits, so the smallest is 16 B (PCI Local
     // Bus Specification 3.0, section 6.2.5.1); a BAR is naturally aligned to its power of two.
     if !bar_size.is_power_of_two() || bar_size < 16 {
         return Err(BuildError::not_allowed(
             place,
             "bar_size",
-            &s.bar_size,
+            size,
             "a power of two of at least 16 B, e.g. \"256MiB\"",
         ));
     }
-    Ok(NodeKind::Memory {
+    let write_rate = match write_rate {
+        Some(r) => Some(values::rate(place, "write_rate", r)?),
+        None => None,
+    };
+    Ok((
         bar_size,
-        read_latency: values::duration(place, "read_latency", &s.read_latency)?,
-        write_rate: match &s.write_rate {
-            Some(r) => Some(values::rate(place, "write_rate", r)?),
-            None => None,
+        values::duration(place, "read_latency", read_latency)?,
+        write_rate,
+    ))
+}
+
+/// A GPU: its copy engines (a DMA endpoint's engines, `copy_engines` on each side, each
+/// keeping at most `engine_reads` reads in flight) and its BAR.
+fn gpu(place: &Place, s: &GpuEndpointSection) -> Result<NodeKind, BuildError> {
+    let engines = values::count(place, "copy_engines", s.copy_engines, 1..=64, "1 to 64")?;
+    let reads = values::count(
+        place,
+        "engine_reads",
+        s.engine_reads,
+        1..=768,
+        "1 to 768 read requests (at most a 10-bit Tag field's)",
+    )?;
+    let side = DmaEngines {
+        engines: Some(engines),
+        ..DmaEngines::default()
+    };
+    let (bar_size, read_latency, write_rate) =
+        bar(place, &s.bar_size, &s.read_latency, &s.write_rate)?;
+    Ok(NodeKind::Gpu {
+        tags: 0,
+        engines: DmaDevice {
+            read: DmaEngines {
+                reads_per_engine: Some(reads),
+                ..side
+            },
+            write: side,
+            ..DmaDevice::default()
         },
+        bar_size,
+        read_latency,
+        write_rate,
     })
 }

@@ -9,7 +9,8 @@ use super::error::{BuildError, Place};
 use super::values::{self, defaults, words, CreditsSection};
 use super::workload::Fabric;
 use crate::fabric::{
-    Addresses, CacheState, DmaDirection, FioRw, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadSpec,
+    Addresses, CacheState, DmaDirection, FioRw, FioSpec, NodeId, NodeKind, NvmeSpec, TargetKind,
+    WorkloadSpec,
 };
 
 defaults! {
@@ -278,6 +279,7 @@ pub fn fio(
             numjobs,
             first_queue: earlier_jobs % spec.queues,
         }),
+        memcpy: None,
     })
 }
 
@@ -291,9 +293,9 @@ fn units_text(bytes: u64) -> String {
     }
 }
 
-/// The memory endpoint `name` that GPUDirect Storage moves drive `source`'s data to and
-/// from: a `kind = "memory"` endpoint whose BAR holds an I/O, below a switch both sit under
-/// (peer-to-peer through a root complex is not modelled yet).
+/// The endpoint `name` that GPUDirect Storage moves drive `source`'s data to and from: a
+/// GPU or a `kind = "memory"` endpoint whose BAR holds an I/O, in the drive's domain, on a
+/// peer-to-peer path no root complex refuses.
 fn gpu_target(
     place: &Place,
     name: &str,
@@ -303,12 +305,12 @@ fn gpu_target(
 ) -> Result<NodeId, BuildError> {
     let t = fabric.nodes.lookup(place, "target", name)?;
     let nodes = fabric.nodes.nodes();
-    let NodeKind::Memory { bar_size, .. } = nodes[t].kind else {
+    let TargetKind::BarMemory { bytes: bar_size } = nodes[t].kind.as_target() else {
         return Err(BuildError::conflict(
             place,
             format!(
-                "the target {name:?} is {}: an fio workload's target is a memory endpoint \
-                 (kind = \"memory\", a GPU's BAR) for GPUDirect Storage, or left out for host \
+                "the target {name:?} is {}: an fio workload's target is a GPU or a memory \
+                 endpoint (kind = \"memory\") for GPUDirect Storage, or left out for host \
                  memory",
                 nodes[t].kind.noun()
             ),
@@ -319,30 +321,18 @@ fn gpu_target(
             place,
             "bs",
             format!("{bs} B"),
-            format!("at most the {bar_size} B BAR of the memory endpoint {name:?}"),
+            format!("at most the {bar_size} B BAR of {name:?}"),
         ));
     }
-    // The lowest node above both: peer-to-peer turns there.
-    let mut above_source = Vec::new();
-    let mut n = source;
-    while let Some(up) = fabric.topology.up(n) {
-        above_source.push(up);
-        n = up;
-    }
-    let mut common = fabric.topology.up(t);
-    while let Some(c) = common.filter(|c| !above_source.contains(c)) {
-        common = fabric.topology.up(c);
-    }
-    match common.map(|c| &nodes[c].kind) {
-        Some(NodeKind::Switch { .. }) => Ok(t),
-        _ => Err(BuildError::conflict(
+    if fabric.topology.root_above(source) != fabric.topology.root_above(t) {
+        return Err(BuildError::conflict(
             place,
             format!(
-                "the target {name:?} and the drive {:?} sit under no common switch: \
-                 GPUDirect Storage runs peer-to-peer through a switch above both here \
-                 (through a root complex is not modelled yet)",
+                "{:?} and {name:?} are under different root complexes",
                 nodes[source].name
             ),
-        )),
+        ));
     }
+    super::workload::refuse_peer_path(place, fabric, source, t)?;
+    Ok(t)
 }

@@ -5,7 +5,7 @@
 use super::error::{BuildError, Place};
 use super::links::Topology;
 use super::nodes::NodeTable;
-use crate::fabric::{NodeId, NodeKind};
+use crate::fabric::NodeId;
 
 /// The Tag field widths and the outstanding non-posted requests each allows (PCI Express
 /// Base Specification, section 2.2.6.2: 5-bit tags give 32; Extended Tag Field Enable gives
@@ -84,9 +84,7 @@ pub fn default_tags(open: &[TagRequest], nodes: &mut NodeTable, topology: &Topol
         };
         let bits = default_tag_bits(link.gen.number());
         let tags = limit(bits).expect("a default width is a Tag field width");
-        if let NodeKind::Endpoint { tags: t, .. } | NodeKind::Nvme { tags: t, .. } =
-            &mut nodes.nodes_mut()[r.node].kind
-        {
+        if let Some(t) = nodes.nodes_mut()[r.node].kind.read_tags_mut() {
             *t = tags;
         }
     }

@@ -1,5 +1,6 @@
 //! `[[workload]]` sections, one section type per `kind`, and the flows they become: DMA
-//! transfers, Iometer-style storage I/Os, Ethernet frames bridged by the host CPU.
+//! transfers, Iometer-style storage I/Os, Ethernet frames bridged by the host CPU, a GPU's
+//! memory copies.
 
 use schemars::JsonSchema;
 use serde::de::{Deserializer, IgnoredAny};
@@ -14,9 +15,9 @@ use super::nvme::{fio, FioWorkloadSection};
 use super::values::{self, defaults, words};
 use super::DEFAULT_OUTSTANDING;
 use crate::fabric::{
-    AddressPath, AddressPattern, Addresses, BridgeSpec, CacheState, DmaDirection, Doorbell, NodeId,
-    NodeKind, NodeSpec, PcieSettings, StorageMix, TargetKind, WorkloadSpec, CACHE_LINE,
-    SCRATCHPAD_BYTES,
+    AddressPath, AddressPattern, Addresses, BridgeSpec, CacheState, CopyDirection, DmaDirection,
+    Doorbell, NodeId, NodeKind, NodeSpec, PcieSettings, StorageMix, TargetKind, WorkloadSpec,
+    CACHE_LINE, SCRATCHPAD_BYTES,
 };
 use crate::pcie::tlp::Addressing;
 use crate::units;
@@ -24,6 +25,7 @@ use crate::units;
 defaults! {
     default_outstanding: i64 = DEFAULT_OUTSTANDING;
     default_zero: i64 = 0;
+    default_copy_size: String = "512MiB";
 }
 
 /// The largest window a workload's transfers may walk over (2 GiB: a TLP's address, an
@@ -41,6 +43,24 @@ words! {
         Bridge = "bridge",
         /// fio jobs on an NVMe drive.
         Fio = "fio",
+        /// A GPU's memory copies (cudaMemcpy by its copy engines).
+        Memcpy = "memcpy",
+    }
+}
+
+words! {
+    /// What a GPU's memcpy workload copies.
+    pub enum CopyWord for "direction" {
+        /// Host to device: the GPU's copy engines read host memory.
+        H2d = "h2d",
+        /// Device to host: the GPU's copy engines write host memory.
+        D2h = "d2h",
+        /// Both at once, as two flows (NAME.h2d and NAME.d2h).
+        Both = "both",
+        /// Into the target peer's BAR: the copy engines write it.
+        Write = "write",
+        /// From the target peer's BAR: the copy engines read it.
+        Read = "read",
     }
 }
 
@@ -96,6 +116,8 @@ pub enum WorkloadSection {
     Bridge(BridgeWorkloadSection),
     /// `kind = "fio"`: fio jobs on an NVMe drive.
     Fio(FioWorkloadSection),
+    /// `kind = "memcpy"`: a GPU's memory copies.
+    Memcpy(MemcpyWorkloadSection),
 }
 
 impl Tagged for WorkloadSection {
@@ -110,6 +132,7 @@ impl Tagged for WorkloadSection {
             WorkloadKind::Storage => WorkloadSection::Storage(Deserialize::deserialize(d)?),
             WorkloadKind::Bridge => WorkloadSection::Bridge(Deserialize::deserialize(d)?),
             WorkloadKind::Fio => WorkloadSection::Fio(Deserialize::deserialize(d)?),
+            WorkloadKind::Memcpy => WorkloadSection::Memcpy(Deserialize::deserialize(d)?),
         })
     }
 }
@@ -122,6 +145,7 @@ impl WorkloadSection {
             WorkloadSection::Storage(w) => &w.name,
             WorkloadSection::Bridge(w) => &w.name,
             WorkloadSection::Fio(w) => &w.name,
+            WorkloadSection::Memcpy(w) => &w.name,
         }
     }
 
@@ -132,6 +156,7 @@ impl WorkloadSection {
             WorkloadSection::Storage(w) => &w.endpoint,
             WorkloadSection::Bridge(w) => &w.endpoint,
             WorkloadSection::Fio(w) => &w.endpoint,
+            WorkloadSection::Memcpy(w) => &w.endpoint,
         }
     }
 }
@@ -248,6 +273,34 @@ pub struct BridgeWorkloadSection {
     pub load: f64,
 }
 
+/// `[[workload]]` with `kind = "memcpy"`: a GPU's copies, one after another in each
+/// direction (a CUDA stream's cudaMemcpyAsync, as nvbandwidth runs them), each on one of
+/// its copy engines.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemcpyWorkloadSection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique flow name ("both" makes two flows, NAME.h2d and NAME.d2h).
+    pub name: String,
+    /// The GPU whose copy engines copy (an `[[endpoint]]` with kind = "gpu").
+    pub endpoint: String,
+    /// Without a target: "h2d" (its engines read host memory), "d2h" (they write it) or
+    /// "both" (at once, two flows); with a target: "write" (into the peer's BAR) or "read"
+    /// (from it) (default "write" with a target; needed without one).
+    pub direction: Option<CopyWord>,
+    /// A peer whose BAR the copies write or read (another GPU, or a kind = "memory"
+    /// endpoint, below a switch both sit under); host memory, the root complex above the
+    /// GPU, when left out.
+    pub target: Option<String>,
+    /// Bytes per copy, 1 B to 1 GiB; the copies repeat back to back for the whole run
+    /// (default "512MiB", nvbandwidth's buffer).
+    #[serde(default = "default_copy_size")]
+    pub size: String,
+}
+
 /// The fabric a workload runs on: every node, link and bridge window.
 pub struct Fabric<'a> {
     /// The nodes by name.
@@ -301,12 +354,24 @@ pub fn workloads(
             .filter(|o: &&WorkloadSpec| o.source == source)
             .filter_map(|o| o.fio.map(|f| f.numjobs))
             .sum();
-        out.push(match w {
-            WorkloadSection::Dma(d) => dma(&place, d, source, fabric)?,
-            WorkloadSection::Storage(s) => storage(&place, s, source, fabric)?,
-            WorkloadSection::Bridge(b) => bridge(&place, b, source, fabric)?,
-            WorkloadSection::Fio(f) => fio(&place, f, source, earlier_jobs, fabric)?,
-        });
+        let built = match w {
+            WorkloadSection::Dma(d) => vec![dma(&place, d, source, fabric)?],
+            WorkloadSection::Storage(s) => vec![storage(&place, s, source, fabric)?],
+            WorkloadSection::Bridge(b) => vec![bridge(&place, b, source, fabric)?],
+            WorkloadSection::Memcpy(m) => memcpy(&place, m, source, fabric)?,
+            WorkloadSection::Fio(f) => vec![fio(&place, f, source, earlier_jobs, fabric)?],
+        };
+        for spec in built {
+            // A flow a memcpy names (NAME.h2d) may be another workload's name.
+            if out.iter().any(|o: &WorkloadSpec| o.name == spec.name) {
+                return Err(BuildError::Duplicate {
+                    place,
+                    what: "workload name",
+                    name: spec.name,
+                });
+            }
+            out.push(spec);
+        }
     }
     Ok(out)
 }
@@ -486,6 +551,102 @@ fn storage(
     )
 }
 
+/// A GPU's memcpy workload: one flow per direction it copies, each a stream of `size`-byte
+/// transfers one after another, run by the GPU's copy engines.
+fn memcpy(
+    place: &Place,
+    m: &MemcpyWorkloadSection,
+    source: NodeId,
+    fabric: &Fabric,
+) -> Result<Vec<WorkloadSpec>, BuildError> {
+    let kind = &fabric.node(source).kind;
+    if !matches!(kind, NodeKind::Gpu { .. }) {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "{:?} is {}; a memcpy workload runs on a GPU (an [[endpoint]] with kind = \"gpu\")",
+                m.endpoint,
+                kind.noun()
+            ),
+        ));
+    }
+    let size = size(place, "size", &m.size)?;
+    let name = |suffix: &str| format!("{}{suffix}", m.name);
+    use {CopyDirection as C, CopyWord as W, DmaDirection as D};
+    let copies = match (&m.target, m.direction) {
+        (None, Some(W::H2d)) => vec![(name(""), D::Read, C::HostToDevice)],
+        (None, Some(W::D2h)) => vec![(name(""), D::Write, C::DeviceToHost)],
+        (None, Some(W::Both)) => vec![
+            (name(".h2d"), D::Read, C::HostToDevice),
+            (name(".d2h"), D::Write, C::DeviceToHost),
+        ],
+        (Some(_), None | Some(W::Write)) => vec![(name(""), D::Write, C::PeerWrite)],
+        (Some(_), Some(W::Read)) => vec![(name(""), D::Read, C::PeerRead)],
+        (None, None) => {
+            return Err(BuildError::Missing {
+                place: place.clone(),
+                key: "direction",
+                hint: "\"h2d\", \"d2h\" or \"both\" (or a target peer to write or read)",
+            })
+        }
+        (None, Some(w)) => {
+            return Err(BuildError::conflict(
+                place,
+                format!(
+                    "direction = \"{}\" copies to or from a peer: give its target, or copy \
+                     host memory with \"h2d\", \"d2h\" or \"both\"",
+                    w.word()
+                ),
+            ))
+        }
+        (Some(t), Some(w)) => {
+            return Err(BuildError::conflict(
+                place,
+                format!(
+                    "direction = \"{}\" copies host memory; toward the target {t:?} a copy is \
+                     \"write\" or \"read\"",
+                    w.word()
+                ),
+            ))
+        }
+    };
+    if let Some(t) = &m.target {
+        let target = fabric.nodes.lookup(place, "target", t)?;
+        let kind = &fabric.node(target).kind;
+        if target == source || !matches!(kind.as_target(), TargetKind::BarMemory { .. }) {
+            return Err(BuildError::conflict(
+                place,
+                format!(
+                    "the target {t:?} is {}; a memcpy's target is a peer with a memory BAR (a \
+                     GPU or a kind = \"memory\" endpoint other than {:?})",
+                    if target == source {
+                        "the GPU itself"
+                    } else {
+                        kind.noun()
+                    },
+                    m.endpoint
+                ),
+            ));
+        }
+    }
+    let mut out = Vec::new();
+    for (flow, direction, copy) in copies {
+        let keys = Transfers {
+            name: &flow,
+            endpoint: &m.endpoint,
+            target: &m.target,
+            target_address: &None,
+            outstanding: 1,
+            tlp_payload: &None,
+            doorbell_every: None,
+        };
+        let mut spec = transfers(place, &keys, source, direction, size, None, fabric)?;
+        spec.memcpy = Some(copy);
+        out.push(spec);
+    }
+    Ok(out)
+}
+
 /// A NIC moves Ethernet frames: a DMA or storage workload on one is refused.
 fn refuse_nic(
     place: &Place,
@@ -569,6 +730,7 @@ fn transfers(
         addresses: Addresses::single(transfer_size),
         cache: CacheState::Warm,
         fio: None,
+        memcpy: None,
     })
 }
 
@@ -696,6 +858,18 @@ fn check_pair(
             ),
         ));
     }
+    refuse_peer_path(place, fabric, source, target)
+}
+
+/// Refuses a peer-to-peer path from `source` to `target` that crosses a root complex with
+/// `p2p = "refuse"` (one not at either end).
+pub(super) fn refuse_peer_path(
+    place: &Place,
+    fabric: &Fabric,
+    source: NodeId,
+    target: NodeId,
+) -> Result<(), BuildError> {
+    let target_name = &fabric.node(target).name;
     // A root complex on the way (not an end) forwards peer-to-peer, or refuses it.
     let refusing = fabric
         .topology
@@ -837,5 +1011,6 @@ fn bridge(
         addresses: Addresses::single(frame_size as u64),
         cache: CacheState::Warm,
         fio: None,
+        memcpy: None,
     })
 }

@@ -18,9 +18,9 @@
 
 use serde::Serialize;
 
-use super::{Simulator, NONE};
+use super::{Flow, Simulator, NONE};
 use crate::engine::SimTime;
-use crate::fabric::{CreditType, FioSpec, CREDIT_TYPES};
+use crate::fabric::{CreditType, FioSpec, WorkloadSpec, CREDIT_TYPES};
 use crate::sim::result::LinkResult;
 
 /// Busy fraction at or above which a resource counts as saturated.
@@ -362,20 +362,38 @@ impl Simulator<'_> {
                         kind: "requests",
                         resource: format!("{} read requests", w.name),
                         busy,
-                        detail: format!(
-                            "all {} read transfers of {} B (or all of {}'s tags) are in flight \
-                             {:.0} % of the time: throughput is bytes in flight over latency",
-                            f.outstanding,
-                            f.read_transfer(),
-                            self.sys.nodes[src].name,
-                            busy * 100.0
-                        ),
+                        detail: self.window_detail(w, f, busy),
                     });
                 }
                 verdict(&cands)
             })
             .collect();
         (results, verdicts)
+    }
+
+    /// Why a flow whose read requests are all in flight `busy` of the time is limited by
+    /// them: its transfers in flight or its requester's tags, or, for a GPU's copy, the
+    /// reads its copy engine keeps in flight.
+    fn window_detail(&self, w: &WorkloadSpec, f: &Flow, busy: f64) -> String {
+        let src = &self.sys.nodes[w.source];
+        let engine_reads = src.kind.dma_device().and_then(|d| d.read.reads_per_engine);
+        match (w.memcpy, engine_reads) {
+            (Some(_), Some(reads)) => format!(
+                "{}'s copy engine keeps at most {reads} reads of up to {} B in flight (or all \
+                 its tags are) {:.0} % of the time: throughput is bytes in flight over latency",
+                src.name,
+                self.sys.pcie.mrrs,
+                busy * 100.0
+            ),
+            _ => format!(
+                "all {} read transfers of {} B (or all of {}'s tags) are in flight {:.0} % of \
+                 the time: throughput is bytes in flight over latency",
+                f.outstanding,
+                f.read_transfer(),
+                src.name,
+                busy * 100.0
+            ),
+        }
     }
 
     /// Channel `c` as a wire that may saturate, a transmitter that may wait for credits and

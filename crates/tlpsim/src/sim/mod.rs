@@ -856,6 +856,8 @@ impl<'a> Simulator<'a> {
                         .as_ref()
                         .map(|a| a.describe(&self.sys.nodes, w.target)),
                     bottleneck,
+                    memcpy: w.memcpy.map(|d| d.word()),
+                    memcpy_gbytes_per_s: w.memcpy.map(|_| bytes as f64 / window / 1e9),
                 }
             })
             .collect();

@@ -63,6 +63,14 @@ pub struct FlowResult {
     pub address: Option<String>,
     /// What limits its throughput, and why.
     pub bottleneck: Bottleneck,
+    /// For a GPU's memcpy workload, what it copies: "h2d", "d2h", "p2p-write" or
+    /// "p2p-read".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memcpy: Option<&'static str>,
+    /// For a GPU's memcpy workload, its throughput in GB/s (10^9 bytes per second), as
+    /// nvbandwidth prints it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memcpy_gbytes_per_s: Option<f64>,
 }
 
 /// One link direction's results over the measured window.

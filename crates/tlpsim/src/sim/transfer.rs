@@ -1,6 +1,7 @@
-//! DMA transfers run by a DMA endpoint's engines: the path a flow takes when its endpoint
-//! has limits of its own (`fabric::DmaDevice`: engines, costs, latency, a memory word) or
-//! its direction mixes reads and writes in one stream (alternate, write-read).
+//! DMA transfers run by a DMA endpoint's engines (or a GPU's copy engines): the path a flow
+//! takes when its endpoint has limits of its own (`fabric::DmaDevice`: engines, costs,
+//! latency, a memory word, reads in flight per engine) or its direction mixes reads and
+//! writes in one stream (alternate, write-read).
 //!
 //! A transfer's life: the flow starts it when one of its stream's `outstanding` slots is
 //! free, at the host address its window gives (`Flow::next_address`). It goes through
@@ -10,17 +11,18 @@
 //! waits for an engine of its side, which spends `transfer_cost` (plus the longer of
 //! `transfer_cost_per_kib` for each KiB of its data and `partial_unit_cost`
 //! per device word it covers in part) and then `request_cost` per request TLP, issuing each
-//! when its cost is spent and a tag (a read) or room in the flow's write queue (a write)
-//! is there; a descriptor or status phase pays `request_cost` per TLP only. A reading phase
-//! is over when its last completion is in, a writing one when its last MWr has left the
-//! endpoint (posted). Requests are cut at MPS or `tlp_payload` (writes) and MRRS (reads),
+//! when its cost is spent and a tag and room under its engine's `reads_per_engine` (a read)
+//! or room in the flow's write queue (a write) is there; a descriptor or status phase pays
+//! `request_cost` per TLP only. A reading phase is over when its last completion is in, a
+//! writing one when its last MWr has left the endpoint (posted). Requests are cut at MPS or `tlp_payload` (writes) and MRRS (reads),
 //! in whole device words, never across a 4 KiB boundary.
 //!
 //! A read's latency counts from its transfer's start in the device (a write-read's from its
 //! write's start), as the device would time it; so does a transfer's latency, to its last
 //! byte in (a read, a write-read) or its last MWr out of the endpoint (a write, posted: when
-//! its engine is done with it). Descriptors and statuses are not the flow's data: their
-//! bytes and latencies are not counted.
+//! its engine is done with it). A GPU's copy engines time a read request from when it leaves
+//! instead (a copy is hundreds of MiB). Descriptors and statuses are not the flow's data:
+//! their bytes and latencies are not counted.
 
 use std::collections::VecDeque;
 
@@ -44,21 +46,17 @@ pub(in crate::sim) struct Streams {
     unit: u32,
     /// (transfer, its MWr TLPs not yet left the endpoint), in the order they were made.
     leaving: VecDeque<(u32, u32)>,
+    /// A read request's latency counts from its transfer's start in the device, as a DMA
+    /// endpoint times it (pcie-bench); a GPU's copy (hundreds of MiB) times each request
+    /// from when it leaves.
+    device_timed: bool,
 }
 
 impl Streams {
     /// The streams of workload `w` if its transfers run through its endpoint's engines: a
     /// DMA endpoint with limits of its own, or a direction that mixes reads and writes.
     pub(in crate::sim) fn for_workload(sys: &System, w: &WorkloadSpec) -> Option<Box<Streams>> {
-        let NodeKind::Endpoint {
-            device,
-            media: None,
-            nic: None,
-            ..
-        } = &sys.nodes[w.source].kind
-        else {
-            return None;
-        };
+        let device = sys.nodes[w.source].kind.dma_device()?;
         if device.is_none() && !w.direction.mixed() {
             return None;
         }
@@ -68,6 +66,7 @@ impl Streams {
             started: 0,
             unit: device.unit,
             leaving: VecDeque::new(),
+            device_timed: !matches!(sys.nodes[w.source].kind, NodeKind::Gpu { .. }),
         }))
     }
 
@@ -136,6 +135,8 @@ pub(in crate::sim) struct DmaTransfer {
     left: u64,
     /// Bytes of a reading phase not yet arrived.
     unanswered: u64,
+    /// Its read requests in flight (not yet wholly answered).
+    reads_out: u32,
     /// When it started (a write-read's write), which a read's latency counts from.
     started: SimTime,
     /// When its engine may issue its next request.
@@ -207,9 +208,9 @@ const _: () = assert!(CACHE_LINE.is_power_of_two());
 impl Simulator<'_> {
     /// One side of DMA endpoint `n`'s engines.
     fn side(&mut self, n: usize, side: usize) -> &mut EngineSide {
-        match &mut self.nodes[n] {
-            AnyNode::Dma(d) => &mut d.sides[side],
-            _ => unreachable!("only a DMA endpoint's flows run through engines"),
+        match self.nodes[n].dma_engines() {
+            Some(d) => &mut d.sides[side],
+            None => unreachable!("only a DMA endpoint's or GPU's flows run through engines"),
         }
     }
 
@@ -262,6 +263,7 @@ impl Simulator<'_> {
             next: first,
             left: 0,
             unanswered: 0,
+            reads_out: 0,
             started: now,
             ready: now,
         };
@@ -275,11 +277,11 @@ impl Simulator<'_> {
     }
 
     /// The limits of flow `f`'s endpoint.
-    fn device(&self, f: u32) -> DmaDevice {
-        match &self.nodes[self.flows[f as usize].source as usize] {
-            AnyNode::Dma(d) => d.device,
-            _ => DmaDevice::default(),
-        }
+    fn device(&mut self, f: u32) -> DmaDevice {
+        let n = self.flows[f as usize].source as usize;
+        self.nodes[n]
+            .dma_engines()
+            .map_or_else(DmaDevice::default, |d| d.device)
     }
 
     /// Transfer `t` moves its data: it writes first if it writes, else it reads.
@@ -388,10 +390,9 @@ impl Simulator<'_> {
     /// (those whose device latency is over join the wait first).
     fn take_engines(&mut self, n: usize, side: usize) {
         let now = self.now();
-        let unit = match &self.nodes[n] {
-            AnyNode::Dma(d) => d.device.unit as u64,
-            _ => 1,
-        };
+        let unit = self.nodes[n]
+            .dma_engines()
+            .map_or(1, |d| d.device.unit as u64);
         let s = self.side(n, side);
         while s.delayed.front().is_some_and(|&(at, _)| at <= now) {
             let (_, t) = s.delayed.pop_front().expect("checked");
@@ -458,6 +459,12 @@ impl Simulator<'_> {
                 i += 1; // this flow's write queue is full; another flow's may not be
                 continue;
             }
+            if side == READ
+                && (self.side(n, side).spec.reads_per_engine).is_some_and(|m| tr.reads_out >= m)
+            {
+                i += 1; // its engine has all the reads it keeps in flight; another may not
+                continue;
+            }
             let (out, id) = self.make_request(n, t);
             let tr = self.dma[t as usize];
             // The doorbell after every few transfers' data, behind it.
@@ -491,7 +498,10 @@ impl Simulator<'_> {
         let f = tr.flow;
         let flow = &mut self.flows[f as usize];
         let (src, dst, out) = (flow.source, flow.target, flow.out);
-        let unit = flow.engines.as_ref().map_or(1, |s| s.unit);
+        let (unit, device_timed) = flow
+            .engines
+            .as_ref()
+            .map_or((1, true), |s| (s.unit, s.device_timed));
         let reads = tr.phase.reads();
         let s = self.side(n, if reads { READ } else { WRITE });
         let cost = s.spec.request_cost;
@@ -501,6 +511,7 @@ impl Simulator<'_> {
             if let Some((free, _)) = self.nodes[n].requester() {
                 *free -= 1;
             }
+            self.dma[t as usize].reads_out += 1;
             let req = Req {
                 flow: f,
                 transfer: t,
@@ -509,7 +520,7 @@ impl Simulator<'_> {
                 next_offset: 0,
                 issued: tr.started,
                 answered: false,
-                from_start: true,
+                from_start: device_timed,
                 descriptor: tr.phase == Phase::Descriptor,
                 first: false,
             };
@@ -602,6 +613,7 @@ impl Simulator<'_> {
     pub(in crate::sim) fn engine_read_answered(&mut self, t: u32, len: u32) {
         let tr = &mut self.dma[t as usize];
         tr.unanswered -= len as u64;
+        tr.reads_out -= 1;
         if tr.unanswered == 0 {
             match tr.phase {
                 Phase::Descriptor => self.data_phase(t),

@@ -2,7 +2,7 @@
 //! Writes count, and free their credits, once the memory has absorbed them at its write
 //! rate; reads are answered after the read latency with MPS-sized completions.
 
-use super::{AnyNode, Node, NodeEv};
+use super::{Node, NodeEv};
 use crate::engine::SimTime;
 use crate::pcie::tlp::TlpKind;
 use crate::sim::bottleneck::{Resource, UsedBy};
@@ -35,7 +35,7 @@ impl MemoryEndpoint {
 impl Node for MemoryEndpoint {
     fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, _head: SimTime) {
         let now = sim.now();
-        let AnyNode::Memory(m) = &mut sim.nodes[n] else {
+        let Some(m) = sim.nodes[n].bar_memory() else {
             return;
         };
         match t.kind {

@@ -2,7 +2,7 @@
 //!
 //! Every kind of node is a struct owning its state ([`root::RootComplex`],
 //! [`switch::Switch`], [`ntb::Ntb`], [`dma::DmaEndpoint`], [`storage::StorageHba`],
-//! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`], [`nvme::NvmeDrive`]) and implements
+//! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`], [`nvme::NvmeDrive`], [`gpu::GpuEndpoint`]) and implements
 //! [`Node`]; [`AnyNode`]
 //! is the static-dispatch enum over them that the simulator holds, one per node of the
 //! system. The host CPU that bridges NICs' frames ([`cpu::Cpu`]) is held by the root
@@ -25,6 +25,7 @@
 
 pub(in crate::sim) mod cpu;
 pub(in crate::sim) mod dma;
+pub(in crate::sim) mod gpu;
 pub(in crate::sim) mod memory;
 pub(in crate::sim) mod nic;
 pub(in crate::sim) mod ntb;
@@ -34,6 +35,7 @@ pub(in crate::sim) mod storage;
 pub(in crate::sim) mod switch;
 
 use dma::DmaEndpoint;
+use gpu::GpuEndpoint;
 use memory::MemoryEndpoint;
 use nic::NicEndpoint;
 use ntb::Ntb;
@@ -144,6 +146,8 @@ pub(in crate::sim) enum AnyNode {
     Memory(MemoryEndpoint),
     /// An NVMe drive.
     Nvme(NvmeDrive),
+    /// A GPU: copy engines and a memory BAR.
+    Gpu(GpuEndpoint),
 }
 
 /// Runs `$call` with `$kind` naming the type of node `$node` (an [`AnyNode`] place).
@@ -182,6 +186,10 @@ macro_rules! each_kind {
                 type $kind = NvmeDrive;
                 $call
             }
+            AnyNode::Gpu(_) => {
+                type $kind = GpuEndpoint;
+                $call
+            }
         }
     };
 }
@@ -198,6 +206,7 @@ macro_rules! each_node {
             AnyNode::Nic($x) => $call,
             AnyNode::Memory($x) => $call,
             AnyNode::Nvme($x) => $call,
+            AnyNode::Gpu($x) => $call,
         }
     };
 }
@@ -268,6 +277,16 @@ impl AnyNode {
                 sys.pcie.mps,
             )),
             NodeKind::Nvme { tags, spec } => AnyNode::Nvme(NvmeDrive::new(sys, n, *spec, *tags)),
+            NodeKind::Gpu {
+                tags,
+                engines,
+                read_latency,
+                write_rate,
+                ..
+            } => AnyNode::Gpu(GpuEndpoint {
+                engines: DmaEndpoint::new(*tags, *engines),
+                bar: MemoryEndpoint::new(*read_latency, *write_rate, sys.pcie.mps),
+            }),
         }
     }
 
@@ -352,12 +371,33 @@ impl AnyNode {
         match self {
             AnyNode::Root(r) => Some((&mut r.free_tags, None)),
             AnyNode::Dma(d) => Some((&mut d.free_tags, None)),
+            AnyNode::Gpu(g) => Some((&mut g.engines.free_tags, None)),
             AnyNode::Storage(s) => Some((&mut s.free_tags, Some(&mut s.media))),
             AnyNode::Nic(_)
             | AnyNode::Switch(_)
             | AnyNode::Ntb(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_) => None,
+        }
+    }
+
+    /// Its DMA engines, if it is a DMA endpoint or a GPU (its copy engines).
+    #[inline(always)]
+    pub(in crate::sim) fn dma_engines(&mut self) -> Option<&mut DmaEndpoint> {
+        match self {
+            AnyNode::Dma(d) => Some(d),
+            AnyNode::Gpu(g) => Some(&mut g.engines),
+            _ => None,
+        }
+    }
+
+    /// Its memory BAR, if it is a memory endpoint or a GPU.
+    #[inline(always)]
+    pub(in crate::sim) fn bar_memory(&mut self) -> Option<&mut MemoryEndpoint> {
+        match self {
+            AnyNode::Memory(m) => Some(m),
+            AnyNode::Gpu(g) => Some(&mut g.bar),
+            _ => None,
         }
     }
 
