@@ -287,7 +287,10 @@ mod tests {
             .collect();
         assert_eq!(found, embedded);
         let names: Vec<_> = found.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["ixp12xx", "ntb", "pes24n3a", "pes24t6", "t5220"]);
+        assert_eq!(
+            names,
+            ["ixp12xx", "modern", "ntb", "pes24n3a", "pes24t6", "t5220"]
+        );
         // Read from the folders or compiled in, the registry is the same.
         let from_disk = load_owned(&read(&dirs), ORDER_TOML).unwrap();
         let embedded = Registry::embedded().unwrap();

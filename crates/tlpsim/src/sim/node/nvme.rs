@@ -5,9 +5,9 @@
 //! submission queue tail doorbell (MWr 4 B into the drive's BAR); the controller fetches the
 //! 64 B submission queue entry from host memory (MRd, CplD back); for a transfer over two
 //! pages it reads the PRP list (8 B per page after the first); its command processor takes
-//! the command (`command_rate`); a read waits the media's `read_latency` and passes its
-//! bytes through the media's `read_bandwidth`, then the controller writes the data to
-//! memory (MWr of at most MPS, never across 4 KiB); a write reads its data from memory
+//! the command (`command_rate`); a read waits the media's `read_latency` and streams its
+//! bytes at the media's `read_bandwidth` (the data start once the first 16 KiB are read),
+//! the controller writing them to memory (MWr of at most MPS, never across 4 KiB); a write reads its data from memory
 //! (MRd of at most MRRS, the drive's tags), then passes it through `write_bandwidth` and
 //! waits `write_latency`; the controller writes the 16 B completion queue entry (MWr) and
 //! the MSI-X (MWr 4 B to the root complex); when the MSI-X is in, the I/O is done (its
@@ -25,6 +25,10 @@ use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::channel::FcClass;
 use crate::sim::result::FioResult;
 use crate::sim::throttle::Throttle;
+
+/// Bytes the media reads before an I/O's data may start toward the host (a NAND page run):
+/// a large read streams from there at the slower of the media and the link.
+const MEDIA_UNIT: u64 = 16 * 1024;
 use crate::sim::{Ev, Owner, Simulator, Tlp, WRITE_QUEUE_DEPTH};
 
 /// Bytes of a submission queue entry.
@@ -525,10 +529,14 @@ impl Simulator<'_> {
                 // The command processor takes the command; a read goes on to the media.
                 let t = d.commands.as_mut().map_or(now, |c| c.pass(now, 1));
                 let at = if reads {
+                    // The media streams: the data leave once its first unit is read, and
+                    // the media's rate paces the I/Os that follow.
                     let start = t + d.spec.read_latency;
-                    d.media_read
-                        .as_mut()
-                        .map_or(start, |m| m.pass(start, fio.bs as u32))
+                    d.media_read.as_mut().map_or(start, |m| {
+                        let (begin, _) = m.pass_span(start, fio.bs as u32);
+                        let first = fio.bs.min(MEDIA_UNIT) as f64 / m.bytes_per_s();
+                        begin + SimTime::from_ps((first * 1e12).round() as u64)
+                    })
                 } else {
                     t
                 };

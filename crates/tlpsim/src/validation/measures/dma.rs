@@ -6,7 +6,7 @@ use super::super::registry::Registry;
 use super::super::template::scenario_text;
 use super::{build, limit_of, mean_latency, run_audited, Computed};
 use crate::error::Result;
-use crate::sim::result::RunResult;
+use crate::sim::result::{FioResult, RunResult};
 
 /// Runs the cell's scenario (audited).
 pub(super) fn run(cell: &Cell, registry: &Registry) -> Result<RunResult> {
@@ -42,6 +42,27 @@ pub(super) fn throughput(
         .map(|f| f.throughput_gbps)
         .sum();
     Ok((unit(dma_gbps), limit))
+}
+
+/// A figure of the run's first fio workload (`figure`: IOPS, a latency), and what limited it;
+/// an error naming the cell where the topology runs no fio or no I/O completed.
+pub(super) fn fio(
+    cell: &Cell,
+    registry: &Registry,
+    figure: impl Fn(&FioResult) -> Option<f64>,
+) -> Result<Computed> {
+    let result = run(cell, registry)?;
+    let f = result
+        .fio
+        .first()
+        .ok_or_else(|| cell.error("a fio measure needs a kind = \"fio\" workload"))?;
+    let v = figure(f).ok_or_else(|| {
+        cell.error(format!(
+            "no I/O of {} completed in the measured window; lengthen the duration",
+            f.name
+        ))
+    })?;
+    Ok((v, limit_of(&result)))
 }
 
 /// The first flow's mean read latency, ns (the cell's runs are latency probes).

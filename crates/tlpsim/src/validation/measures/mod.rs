@@ -66,6 +66,16 @@ pub(crate) enum Measure {
     ThroughputMbytes,
     /// As `ThroughputGbytes`, GiB/s (2^30 bytes/s).
     ThroughputGibytes,
+    /// As `ThroughputGbytes`, MiB/s (2^20 bytes/s).
+    ThroughputMibytes,
+    /// The fio workloads' I/Os per second, thousands.
+    FioKiops,
+    /// The first fio workload's mean latency per I/O (submission doorbell to MSI-X), us.
+    FioLatencyUs,
+    /// As `FioLatencyUs`, the median.
+    FioLatencyP50Us,
+    /// As `FioLatencyUs`, the 99th percentile.
+    FioLatencyP99Us,
     /// Mean read latency of the first flow, one 64 B read at a time: request start to the
     /// first completion byte (the T5220 document's definition).
     LatencyNs,
@@ -118,6 +128,13 @@ impl Measure {
             ThroughputGbytes => dma::throughput(cell, registry, |gbps| gbps / 8.0),
             ThroughputMbytes => dma::throughput(cell, registry, |gbps| gbps / 8.0 * 1000.0),
             ThroughputGibytes => dma::throughput(cell, registry, |gbps| gbps * 1e9 / 8.0 / GIB),
+            ThroughputMibytes => {
+                dma::throughput(cell, registry, |gbps| gbps * 1e9 / 8.0 / (GIB / 1024.0))
+            }
+            FioKiops => dma::fio(cell, registry, |f| Some(f.iops / 1e3)),
+            FioLatencyUs => dma::fio(cell, registry, |f| f.latency_ns.mean.map(|v| v / 1e3)),
+            FioLatencyP50Us => dma::fio(cell, registry, |f| f.latency_ns.p50.map(|v| v / 1e3)),
+            FioLatencyP99Us => dma::fio(cell, registry, |f| f.latency_ns.p99.map(|v| v / 1e3)),
             LatencyNs => plain(dma::latency_ns(cell, registry)),
             GeCombinedMbps => rfc2544::combined_mbps(cell, registry),
             GraphicsScore => plain(graphics::score(cell, registry)),
