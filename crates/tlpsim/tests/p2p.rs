@@ -224,3 +224,39 @@ fn p2p_runs_are_deterministic() {
     assert_eq!(a.flows[0].bytes, b.flows[0].bytes);
     assert_eq!(a.events, b.events);
 }
+
+/// A peer-to-peer write from `a` (below one root port) into `m` and a host read by `g`
+/// share the root complex's egress toward the switch above both: the forwarded TLPs and the
+/// root complex's own completions take turns there, whichever root port is listed first.
+fn forwarded_beside_own(first: &str, second: &str) -> String {
+    format!(
+        "[simulation]\nduration = \"60us\"\nwarmup = \"10us\"\nseed = 3\n\
+         [pcie]\ngen = 4\nmps = 256\n\
+         [[root_complex]]\nname = \"rc\"\ncompletion = \"mps\"\n\
+         [[switch]]\nname = \"sw\"\n\
+         [[endpoint]]\nname = \"a\"\nkind = \"dma\"\n\
+         [[endpoint]]\nname = \"m\"\nkind = \"memory\"\nbar_size = \"1GiB\"\n\
+         [[endpoint]]\nname = \"g\"\nkind = \"dma\"\ntags = 256\n\
+         {first}{second}\
+         [[link]]\nbetween = [\"sw\", \"m\"]\nwidth = 16\n\
+         [[link]]\nbetween = [\"sw\", \"g\"]\nwidth = 16\n\
+         [[workload]]\nname = \"p2p\"\nkind = \"dma\"\nendpoint = \"a\"\ntarget = \"m\"\n\
+         direction = \"write\"\ntransfer_size = \"64KiB\"\noutstanding = 8\n\
+         [[workload]]\nname = \"h2d\"\nkind = \"dma\"\nendpoint = \"g\"\n\
+         direction = \"read\"\ntransfer_size = \"64KiB\"\noutstanding = 8\n"
+    )
+}
+
+#[test]
+fn forwarded_and_own_tlps_share_a_root_port_whatever_the_link_order() {
+    let to_a = "[[link]]\nbetween = [\"rc\", \"a\"]\nwidth = 16\n";
+    let to_sw = "[[link]]\nbetween = [\"rc\", \"sw\"]\nwidth = 16\n";
+    let mut shares = Vec::new();
+    for (first, second) in [(to_a, to_sw), (to_sw, to_a)] {
+        let r = simulate(&forwarded_beside_own(first, second));
+        let (p2p, h2d) = (r.flows[0].throughput_gbps, r.flows[1].throughput_gbps);
+        assert!(close(p2p, h2d, 0.05), "{p2p} against {h2d} Gb/s");
+        shares.push(p2p);
+    }
+    assert!(close(shares[0], shares[1], 0.01), "{shares:?}");
+}

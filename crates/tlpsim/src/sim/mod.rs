@@ -245,6 +245,10 @@ pub struct Simulator<'a> {
     rx_node: Table<u32>,
     rx_port: Table<u32>,
     tx_port: Table<u32>,
+    /// The egress input of each channel's TLPs that start at its transmitting node: a root
+    /// complex's own come in after its root ports' (the peer-to-peer TLPs it forwards),
+    /// any other node's on its first.
+    own_input: Table<u32>,
     nodes: Table<AnyNode>,
     /// The next channel from any node toward any other.
     route: route::Routes,
@@ -325,6 +329,7 @@ impl<'a> Simulator<'a> {
         let mps = sys.pcie.mps;
         let mut chans = Vec::new();
         let (mut rx_node, mut rx_port, mut tx_port) = (Vec::new(), Vec::new(), Vec::new());
+        let mut own_input = Vec::new();
         for (i, l) in sys.links.iter().enumerate() {
             for (tx, rx) in [(l.up, l.down), (l.down, l.up)] {
                 // The egress arbiter: weights per input, or oldest first.
@@ -337,11 +342,10 @@ impl<'a> Simulator<'a> {
                         vec![1; ports[tx].len()],
                         *arbitration == Arbitration::Oldest,
                     ),
-                    // A root complex's own TLPs come in on its first port's input; the
-                    // peer-to-peer TLPs it forwards on their own root port's.
-                    NodeKind::Ntb { .. } | NodeKind::RootComplex { .. } => {
-                        (vec![1; ports[tx].len()], false)
-                    }
+                    NodeKind::Ntb { .. } => (vec![1; ports[tx].len()], false),
+                    // The peer-to-peer TLPs a root complex forwards come in on their root
+                    // port's input, its own TLPs on one more after them.
+                    NodeKind::RootComplex { .. } => (vec![1; ports[tx].len() + 1], false),
                     _ => (vec![1], false),
                 };
                 let wire = Wire::new(l.gen, l.width, l.flit, l.skp);
@@ -362,6 +366,10 @@ impl<'a> Simulator<'a> {
                 rx_node.push(rx as u32);
                 rx_port.push(port_of(rx, i));
                 tx_port.push(port_of(tx, i));
+                own_input.push(match sys.nodes[tx].kind {
+                    NodeKind::RootComplex { .. } => ports[tx].len() as u32,
+                    _ => 0,
+                });
             }
         }
 
@@ -426,6 +434,7 @@ impl<'a> Simulator<'a> {
             chans: chans.into(),
             rx_node: rx_node.into(),
             rx_port: rx_port.into(),
+            own_input: own_input.into(),
             tx_port: tx_port.into(),
             nodes,
             route,

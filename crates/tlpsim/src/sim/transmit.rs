@@ -28,7 +28,7 @@ impl Simulator<'_> {
         let input = if t.ingress != NONE {
             self.rx_port[t.ingress as usize] as usize
         } else {
-            0
+            self.own_input[c as usize] as usize
         };
         self.enqueue_from(c, id, input);
     }
