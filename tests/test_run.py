@@ -203,15 +203,17 @@ def test_the_largest_ber_allowed_loads():
     assert s.nodes == ["rc", "sw1", "sw2", "ex"]
 
 
-def test_deadlock_is_a_message_not_a_hang(cli, tmp_path):
+def test_credits_that_could_only_deadlock_are_a_message_at_load(cli, tmp_path):
+    # 4 PD credits hold 64 B, less than one MPS-sized (128 B) write: refused before running.
     text = BASE.replace('kind = "dma"\n\n[[link]]', 'kind = "dma"\ncredits = { nph = 1, ph = 1, pd = 4 }\n\n[[link]]')
     text = text.replace('direction = "read"', 'direction = "write"')
     path = tmp_path / "dl.toml"
     path.write_text(text.replace('endpoint = "ex"', 'endpoint = "rc"\ntarget = "ex"'))
-    with pytest.raises(tlpsim.SimulationError, match="credit deadlock.*port sw2 -> ex.*PD credits"):
+    with pytest.raises(tlpsim.ScenarioError, match="credits.pd 4 is not allowed; allowed: at least 8"):
         tlpsim.run(path)
     proc = cli("run", str(path))
-    assert proc.returncode == 3 and "credit deadlock" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode != 0 and "credits.pd 4" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
 
 
 def long_example(duration: str) -> str:

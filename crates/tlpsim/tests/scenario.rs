@@ -490,3 +490,29 @@ fn a_word_or_a_required_key_gets_its_words_at_its_line() {
         "{e}"
     );
 }
+
+#[test]
+fn data_credits_below_one_mps_sized_tlp_are_refused_at_load_time() {
+    // MPS 256 with MPS-sized completions and an endpoint advertising 4 CplD credits (64 B):
+    // no completion could ever fit, so the file is refused in one line naming the key.
+    let text = |credits: &str| {
+        format!(
+            "[simulation]\nduration = \"99us\"\n[pcie]\nmps = 256\nrcb = 128\n\
+             [[root_complex]]\nname = \"rc\"\ncompletion = \"mps\"\n\
+             [[endpoint]]\nname = \"ep\"\nkind = \"dma\"\ncredits = {{ {credits} }}\n\
+             [[link]]\nbetween = [\"rc\", \"ep\"]\n\
+             [[workload]]\nname = \"w\"\nkind = \"dma\"\nendpoint = \"ep\"\n\
+             direction = \"read\"\ntransfer_size = \"4KiB\"\n"
+        )
+    };
+    for (credits, key) in [("cpld = 4", "credits.cpld"), ("pd = 15", "credits.pd")] {
+        let msg = load_str(&text(credits), "<test>").unwrap_err().to_string();
+        assert!(!msg.contains('\n'), "one line: {msg}");
+        assert!(
+            msg.contains(key) && msg.contains("at least 16") && msg.contains("[[endpoint]] 1 (ep)"),
+            "{msg}"
+        );
+    }
+    load_str(&text("cpld = 16, pd = 16"), "<test>").unwrap();
+    load_str(&text("cpld = \"infinite\""), "<test>").unwrap();
+}

@@ -294,14 +294,13 @@ fn reads_with_bit_errors_lose_nothing() {
 }
 
 #[test]
-fn a_credit_supply_below_one_tlp_is_reported_as_a_deadlock() {
+fn a_credit_supply_below_one_tlp_is_refused_before_it_could_deadlock() {
+    // 8 PD credits hold 128 B; MPS 256 writes could never enter: a property of the file.
     let text = single_link(1, 4, 256, 2000.0, BOTH_WAYS_WRITES, "")
         .replace("tags = 256", "tags = 256\ncredits = { pd = 8 }");
-    let sys = load_str(&text, "<test>").unwrap();
-    let err = run(&sys).unwrap_err().to_string();
-    assert!(err.contains("credit deadlock"), "{err}");
-    assert!(err.contains("port rc -> ep"), "{err}");
-    assert!(err.contains("PD credits"), "{err}");
+    let err = load_str(&text, "<test>").unwrap_err().to_string();
+    assert!(err.contains("credits.pd 8 is not allowed"), "{err}");
+    assert!(err.contains("at least 16"), "{err}");
 }
 
 #[test]

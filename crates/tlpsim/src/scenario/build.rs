@@ -11,7 +11,7 @@ use super::tags;
 use super::values;
 use super::workload::{self, Fabric};
 use crate::engine::SimTime;
-use crate::fabric::{PcieSettings, System};
+use crate::fabric::{NodeKind, PcieSettings, System};
 use crate::pcie::tlp::{self, Addressing};
 
 /// Checks a parsed file and resolves its names.
@@ -29,6 +29,7 @@ pub fn build(f: &ScenarioFile) -> Result<System, BuildError> {
     let weights = nodes::switches(&f.switch, &mut nodes)?;
     ntb::ntbs(&f.ntb, &mut nodes)?;
     let open_tags = endpoint::endpoints(&f.endpoint, &mut nodes)?;
+    check_data_credits(&nodes, pcie.mps)?;
 
     let topology = links::links(&f.link, &nodes, &pcie, &link_defaults)?;
     links::check_tree(nodes.nodes(), &topology)?;
@@ -110,4 +111,37 @@ fn pcie_settings(p: &PcieSection) -> Result<PcieSettings, BuildError> {
         addressing: Addressing::from_bits(p.addressing).map_err(at(&place))?,
         ecrc: p.ecrc,
     })
+}
+
+/// Refuses posted or completion data credits that cannot hold one MPS-sized TLP: the spec's
+/// minimum initial advertisement of PD and CplD is Max_Payload_Size / 16 (PCIe Base
+/// Specification, "Minimum Initial Flow Control Advertisements"), and below it such a TLP
+/// never fits, so the run could only deadlock.
+fn check_data_credits(nodes: &NodeTable, mps: u32) -> Result<(), BuildError> {
+    let need = mps / 16;
+    let mut seen = [0usize; 4];
+    for node in nodes.nodes() {
+        let (section, k) = match node.kind {
+            NodeKind::RootComplex { .. } => ("root_complex", 0),
+            NodeKind::Switch { .. } => ("switch", 1),
+            NodeKind::Ntb { .. } => ("ntb", 2),
+            _ => ("endpoint", 3),
+        };
+        let place = Place::element(section, seen[k], &node.name);
+        seen[k] += 1;
+        for (key, i) in [("credits.pd", 1), ("credits.cpld", 5)] {
+            if let Some(n) = node.credits.0[i].filter(|&n| n < need) {
+                return Err(BuildError::not_allowed(
+                    &place,
+                    key,
+                    n.to_string(),
+                    format!(
+                        "at least {need} (one MPS-sized TLP: MPS {mps} B in 16 B credits), or \
+                         \"infinite\""
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
