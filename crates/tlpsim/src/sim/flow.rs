@@ -209,11 +209,7 @@ impl Simulator<'_> {
                 Some(m) => m.pass(now, size, true),
                 None => now,
             };
-            if ready > now {
-                self.q.schedule(ready, Ev::Enqueue { ch: out, tlp: id });
-            } else {
-                self.push(out, id);
-            }
+            self.push_at(ready, out, id);
             let flow = &mut self.flows[f as usize];
             if let (0, Some(d)) = (flow.write_left, flow.doorbell) {
                 flow.transfers_queued += 1;

@@ -20,6 +20,16 @@ impl Simulator<'_> {
         self.enqueue_tlp(c, id);
     }
 
+    /// Queues TLP `id` on channel `c` as [`Simulator::push`] does, at `at` when that is later
+    /// than now (a data path or media still holds it).
+    pub(in crate::sim) fn push_at(&mut self, at: SimTime, c: u32, id: u32) {
+        if at > self.now() {
+            self.q.schedule(at, Ev::Enqueue { ch: c, tlp: id });
+        } else {
+            self.push(c, id);
+        }
+    }
+
     /// Puts TLP `id` into channel `c`'s egress queues (past any shared outbound queue) and
     /// wakes the transmitter: behind the port it came in on, or the first if it starts here.
     #[inline(always)]

@@ -262,11 +262,7 @@ impl Simulator<'_> {
             None => start,
         };
         self.tlps[id as usize].ingress = c;
-        if ready > now {
-            self.q.schedule(ready, Ev::Enqueue { ch: out, tlp: id });
-        } else {
-            self.push(out, id);
-        }
+        self.push_at(ready, out, id);
     }
 
     /// Posted write `id` reached root complex `n` on channel `c`: it crosses the host bridge,

@@ -8,7 +8,7 @@ use crate::fabric::{Core, Forwarding, System};
 use crate::pcie::{flit, phy, tlp};
 use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::throttle::Throttle;
-use crate::sim::{Ev, Simulator, Tlp};
+use crate::sim::{Simulator, Tlp};
 
 /// Switch-like nodes of at most this many ports keep every port pair's crossing in a table.
 const DENSE_PORTS: usize = 64;
@@ -156,11 +156,8 @@ impl Simulator<'_> {
                 self.sys.pcie.ecrc,
             );
             let (start, done) = bus.pass_span(now, bytes);
-            let ready = if ct { start } else { done };
-            if ready > now {
-                self.q.schedule(ready, Ev::Enqueue { ch: out, tlp: id });
-                return;
-            }
+            self.push_at(if ct { start } else { done }, out, id);
+            return;
         }
         self.push(out, id);
     }
