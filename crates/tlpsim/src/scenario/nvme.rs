@@ -324,15 +324,6 @@ fn gpu_target(
             format!("at most the {bar_size} B BAR of {name:?}"),
         ));
     }
-    if fabric.topology.root_above(source) != fabric.topology.root_above(t) {
-        return Err(BuildError::conflict(
-            place,
-            format!(
-                "{:?} and {name:?} are under different root complexes",
-                nodes[source].name
-            ),
-        ));
-    }
-    super::workload::refuse_peer_path(place, fabric, source, t)?;
+    super::workload::check_path(place, fabric, source, t)?;
     Ok(t)
 }

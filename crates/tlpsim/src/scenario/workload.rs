@@ -849,6 +849,18 @@ fn check_pair(
     if let Some(p) = problem {
         return Err(BuildError::conflict(place, p));
     }
+    check_path(place, fabric, source, target)
+}
+
+/// Refuses a path from `source` to `target` across two domains, or one that crosses a root
+/// complex with `p2p = "refuse"` (one not at either end: peer-to-peer).
+pub(super) fn check_path(
+    place: &Place,
+    fabric: &Fabric,
+    source: NodeId,
+    target: NodeId,
+) -> Result<(), BuildError> {
+    let target_name = &fabric.node(target).name;
     if fabric.topology.root_above(source) != fabric.topology.root_above(target) {
         return Err(BuildError::conflict(
             place,
@@ -858,18 +870,6 @@ fn check_pair(
             ),
         ));
     }
-    refuse_peer_path(place, fabric, source, target)
-}
-
-/// Refuses a peer-to-peer path from `source` to `target` that crosses a root complex with
-/// `p2p = "refuse"` (one not at either end).
-pub(super) fn refuse_peer_path(
-    place: &Place,
-    fabric: &Fabric,
-    source: NodeId,
-    target: NodeId,
-) -> Result<(), BuildError> {
-    let target_name = &fabric.node(target).name;
     // A root complex on the way (not an end) forwards peer-to-peer, or refuses it.
     let refusing = fabric
         .topology
