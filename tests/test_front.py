@@ -100,6 +100,14 @@ def test_sweep_takes_a_loaded_scenario():
     assert by_object.rows[0]["throughput_gbps"] != by_object.rows[1]["throughput_gbps"]
 
 
+def test_load_scenario_takes_set_values():
+    loaded = tlpsim.load_scenario(EXAMPLE, values={"pcie.mps": 256, "link.sw2-ex.width": 4})
+    swept = tlpsim.sweep(EXAMPLE, {"pcie.mps": [256], "link.sw2-ex.width": [4]}, jobs=1)
+    assert tlpsim.run(loaded).flows[0]["throughput_gbps"] == swept.rows[0]["throughput_gbps"]
+    with pytest.raises(tlpsim.ScenarioError, match="pcie.mps=100: .*128, 256"):
+        tlpsim.load_scenario(EXAMPLE, values={"pcie.mps": 100})
+
+
 def test_validate_to_pandas_has_the_row_columns():
     rows = tlpsim.validate("t5220")
     df = rows.to_pandas()
