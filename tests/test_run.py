@@ -269,8 +269,8 @@ def test_a_flow_with_no_completed_read_shows_no_latency(tmp_path, cli, cli_json)
     assert flows["latency_ns_mean"].isna().all() and flows["transfer_latency_ns_p99"].isna().all()
     table = cli("run", str(path)).stdout
     row = next(line for line in table.splitlines() if "reads" in line and "│" in line)
-    # First byte mean, p50, p99, max; transfer p50, p99.
-    assert [c.strip() for c in row.split("│")[5:11]] == ["-"] * 6
+    # After Gb/s and GB/s: first byte mean, p50, p99, max; transfer p50, p99.
+    assert [c.strip() for c in row.split("│")[6:12]] == ["-"] * 6
 
 
 MEMORY_BOUND = """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import signal
 import sys
 from collections.abc import Callable
@@ -24,11 +25,46 @@ app = typer.Typer(
     name="tlpsim",
     help="Performance model and simulator of PCI Express fabrics.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
 
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
+
+
+def _print_version(value: bool) -> None:
+    """``--version``: prints ``tlpsim X.Y.Z`` from the installed package's metadata and exits."""
+    if value:
+        from importlib.metadata import version
+
+        print(f"tlpsim {version('tlpsim')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool | None,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = None,
+) -> None:
+    """Performance model and simulator of PCI Express fabrics."""
+
+
+class Shell(str, enum.Enum):
+    """Shells ``tlpsim completion`` writes a script for."""
+
+    bash = "bash"
+    zsh = "zsh"
+    fish = "fish"
+
+
+@app.command(name="completion")
+def completion_cmd(shell: Annotated[Shell, typer.Argument(help="The shell: bash, zsh or fish.")]) -> None:
+    """Print the shell completion script for tlpsim (or let `tlpsim --install-completion`
+    install it for the shell you run)."""
+    from typer.completion import get_completion_script
+
+    print(get_completion_script(prog_name="tlpsim", complete_var="_TLPSIM_COMPLETE", shell=shell.value))
 
 
 def parse_sizes(text: str, name: str) -> list[int]:
@@ -87,7 +123,8 @@ def link(
         ("gen", "gen", ""), ("width", "width", ""), ("mps", "MPS", ""), ("payload_bytes", "payload B", ""),
         ("raw_gbps", "raw Gb/s", ".4g"), ("encoded_gbps", "encoded Gb/s", ".4f"),
         ("tlp_wire_bytes", "TLP wire B", ""), ("write_gbps", "write Gb/s", ".3f"),
-        ("read_gbps", "read Gb/s", ".3f"), ("efficiency", "efficiency", "%"),
+        ("write_gbytes_per_s", "write GB/s", ".3f"), ("read_gbps", "read Gb/s", ".3f"),
+        ("read_gbytes_per_s", "read GB/s", ".3f"), ("efficiency", "efficiency", "%"),
         ("dllp_fraction", "DLLP share", "%"), ("flit", "flit", ""),
     ]  # fmt: skip
     emit(rows, format, columns, title="Link bandwidth per direction")
@@ -174,9 +211,17 @@ def run_cmd(
         ),
     ] = None,
     trace_limit: Annotated[int, typer.Option(help="Packets the trace keeps (the first ones).", min=1)] = TRACE_LIMIT,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="KEY=VALUE to change before the run, keys as `tlpsim sweep --set` takes them, e.g. pcie.mps=256, "
+            "link.rc-sw1.width=4, endpoint.gpu.count=8. Repeat for more keys.",
+        ),
+    ] = None,
 ) -> None:
     """Simulate a scenario at the TLP level: throughput and latency per flow, per link direction."""
-    loaded = load_scenario(scenario)
+    loaded = load_scenario(scenario, values=_run_set_values(set_ or []))
     result = _simulate(loaded, scenario.name, trace, trace_limit)
     if trace is not None:
         Console(stderr=True).print(f"wrote {trace}")
@@ -187,7 +232,8 @@ def run_cmd(
     else:
         emit(result.flow_rows(), format, [
             ("name", " flow", ""), ("target", " target", ""), ("bytes", "bytes", ","),
-            ("throughput_gbps", "Gb/s", ".3f"), ("latency_ns_mean", "first byte mean ns", ".1f"),
+            ("throughput_gbps", "Gb/s", ".3f"), ("throughput_gbytes_per_s", "GB/s", ".3f"),
+            ("latency_ns_mean", "first byte mean ns", ".1f"),
             ("latency_ns_p50", "p50 ns", ".0f"), ("latency_ns_p99", "p99 ns", ".0f"),
             ("latency_ns_max", "max ns", ".0f"), ("transfer_latency_ns_p50", "transfer p50 ns", ".0f"),
             ("transfer_latency_ns_p99", "transfer p99 ns", ".0f"), ("requests", "requests", ","),
@@ -249,6 +295,37 @@ def _dask_client(address: str):
         raise ConfigError(f"--scheduler {address}: cannot reach the Dask scheduler: {e}") from None
 
 
+def parse_set(items: list[str]) -> dict[str, list[str]]:
+    """``--set`` options as ``{key: [values]}``: each ``KEY=V1,V2,...`` (commas inside ``{}``,
+    ``[]`` or quotes do not split), a key at most once; ConfigError naming a bad one."""
+    from tlpsim.sweep import split_values
+
+    values: dict[str, list[str]] = {}
+    for item in items:
+        key, sep, rest = item.partition("=")
+        if not sep or not key.strip() or not split_values(rest):
+            raise ConfigError(f"--set {item!r} is not allowed; allowed: KEY=V1,V2,... such as pcie.mps=128,256")
+        if key.strip() in values:
+            raise ConfigError(
+                f"--set {key.strip()} is given twice; give all its values in one --set {key.strip()}=V1,V2,..."
+            )
+        values[key.strip()] = split_values(rest)
+    return values
+
+
+def _run_set_values(items: list[str]) -> dict[str, str]:
+    """``tlpsim run --set`` options, parsed as sweep's, as ``{key: value}``: one value per key
+    (several are a sweep, and the error says so)."""
+    values = parse_set(items)
+    for key, vs in values.items():
+        if len(vs) > 1:
+            raise ConfigError(
+                f"--set {key}={','.join(vs)}: run takes one value per key; "
+                f"try them all with tlpsim sweep --set {key}={','.join(vs)}"
+            )
+    return {key: vs[0] for key, vs in values.items()}
+
+
 @app.command(name="sweep")
 def sweep_cmd(
     scenario: Annotated[Path, typer.Argument(help="Scenario TOML file (see `tlpsim schema`).")],
@@ -268,19 +345,9 @@ def sweep_cmd(
     """Run one scenario at every combination of some of its values: throughput, latency and
     bottleneck per point and workload."""
     # Imported here: process pools register exit handlers every other command can do without.
-    from tlpsim.sweep import split_values
     from tlpsim.sweep import sweep as run_sweep
 
-    values: dict[str, list[str]] = {}
-    for item in set_:
-        key, sep, rest = item.partition("=")
-        if not sep or not key.strip() or not split_values(rest):
-            raise ConfigError(f"--set {item!r} is not allowed; allowed: KEY=V1,V2,... such as pcie.mps=128,256")
-        if key.strip() in values:
-            raise ConfigError(
-                f"--set {key.strip()} is given twice; give all its values in one --set {key.strip()}=V1,V2,..."
-            )
-        values[key.strip()] = split_values(rest)
+    values = parse_set(set_)
     client = _dask_client(scheduler) if scheduler else None
     result = _with_count_bar(
         f"sweeping {scenario.name}", "points",
@@ -297,6 +364,58 @@ def sweep_cmd(
     if not all(r["audit_passed"] for r in result.rows):
         Console(stderr=True).print("tlpsim: audit FAILED in some points (column audit_passed)")
         raise typer.Exit(1)
+
+
+@app.command(name="compare")
+def compare_cmd(
+    a: Annotated[Path, typer.Argument(help="Scenario A (the baseline).")],
+    b: Annotated[Path, typer.Argument(help="Scenario B (the change).")],
+    format: FormatOpt = Format.table,
+) -> None:
+    """Run two scenarios and set them side by side: throughput per flow with the change,
+    utilisation per link direction, and what limits each flow in both."""
+    from tlpsim.compare import compare_results
+
+    results = [_simulate(load_scenario(path), path.name) for path in (a, b)]
+    names = (a.name, b.name) if a.name != b.name else (str(a), str(b))
+    cmp = compare_results(*results, *names)
+    if format is Format.json:
+        emit_json(cmp.to_dict())
+    elif format is Format.csv:
+        emit([{"kind": "flow", **f} for f in cmp.flows] + [{"kind": "link", **link} for link in cmp.links], format, [])
+    else:
+        _print_comparison(cmp)
+    if not (cmp.a_audit_passed and cmp.b_audit_passed):
+        Console(stderr=True).print("tlpsim: audit FAILED in A or B (see tlpsim run)")
+        raise typer.Exit(1)
+
+
+#: A link direction busy less than this in both runs is left out of `tlpsim compare`'s table.
+IDLE_UTILIZATION = 0.001
+
+
+def _print_comparison(cmp) -> None:
+    """A comparison as two tables, flows and links (those idle in both runs left out, with a
+    line saying how many), with A and B named above them."""
+    out = console()
+    out.print(f"A = {cmp.a}, B = {cmp.b}", highlight=False, markup=False)
+    emit(cmp.flows, Format.table, [
+        ("name", " flow", ""), ("in", " in", ""), ("a_gbps", "A Gb/s", ".3f"), ("b_gbps", "B Gb/s", ".3f"),
+        ("delta_gbps", "delta Gb/s", "+.3f"), ("change", "change", "+.2%"), ("a_bottleneck", " A limited by", ""),
+        ("b_bottleneck", " B limited by", ""),
+    ], title="flows: throughput")  # fmt: skip
+    busy = [r for r in cmp.links if max(r["a_utilization"] or 0, r["b_utilization"] or 0) >= IDLE_UTILIZATION]
+    emit(busy, Format.table, [
+        ("name", " link", ""), ("direction", " dir", ""), ("in", " in", ""), ("a_utilization", "A utilization", "%"),
+        ("b_utilization", "B utilization", "%"), ("delta_utilization", "delta", "+.2%"),
+        ("a_payload_gbps", "A payload Gb/s", ".3f"), ("b_payload_gbps", "B payload Gb/s", ".3f"),
+    ], title="links: utilization per direction")  # fmt: skip
+    if len(busy) < len(cmp.links):
+        out.print(
+            f"{len(cmp.links) - len(busy)} link directions idle in both runs (under {IDLE_UTILIZATION:.1%}) "
+            "not shown; --format json or csv lists every one",
+            style="dim", highlight=False, markup=False,
+        )  # fmt: skip
 
 
 @app.command(name="schema")
@@ -580,6 +699,39 @@ def import_pcie_bench_cmd(
         highlight=False,
         markup=False,
     )
+
+
+#: Example command lines at the end of each command's --help.
+EXAMPLES: dict[str, list[str]] = {
+    "link": ["tlpsim link --gen 3 --width 8", "tlpsim link --gen 5 --width 16 --mps 256 --payload 64,4KiB"],
+    "run": [
+        "tlpsim run scenarios/t5220-two-switches.toml",
+        "tlpsim run scenarios/t5220-two-switches.toml --set pcie.mps=256 --format json",
+    ],
+    "sweep": ["tlpsim sweep scenarios/t5220-two-switches.toml --set workload.reads.outstanding=1,4,16"],
+    "compare": ["tlpsim compare scenarios/gen5-8gpu-server.toml scenarios/gen5-8gpu-acs.toml"],
+    "completion": ["tlpsim completion bash > ~/.local/share/bash-completion/completions/tlpsim"],
+    "schema": ["tlpsim schema > scenario.schema.json"],
+    "validate": ["tlpsim validate", "tlpsim validate --only t5220 --format csv"],
+    "fit": ["tlpsim fit data/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"],
+    "lspci": ["sudo lspci -vvv > lspci.txt && tlpsim import lspci lspci.txt -o my-host.toml"],
+    "pcie-bench": ["tlpsim import pcie-bench data/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"],
+}
+
+
+def _add_examples(typer_app: typer.Typer, examples: dict[str, list[str]]) -> None:
+    """Ends the --help of each of ``typer_app``'s commands with its lines of ``examples``
+    (kept here, apart from the commands, so that one table holds them all)."""
+    for info in typer_app.registered_commands:
+        lines = examples.get(info.name or info.callback.__name__)
+        if lines:
+            # Rich help joins single newlines; a blank line keeps each example on its own line.
+            info.epilog = "Examples:\n\n" + "\n\n".join(f"  {line}" for line in lines)
+    for group in typer_app.registered_groups:
+        _add_examples(group.typer_instance, examples)
+
+
+_add_examples(app, EXAMPLES)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from tlpsim._records import CoreRecord
 LINK_FIELDS = (
     "gen", "width", "mps", "payload_bytes", "raw_gbps", "encoded_gbps", "tlp_wire_bytes",
     "write_gbps", "read_gbps", "efficiency", "dllp_fraction", "skp_fraction", "flit",
-    "write_tlps", "read_limit",
+    "write_tlps", "read_limit", "write_gbytes_per_s", "read_gbytes_per_s",
 )  # fmt: skip
 
 
@@ -39,6 +39,9 @@ class LinkBandwidth(CoreRecord):
     flit: bool
     write_tlps: int
     read_limit: str
+    #: ``write_gbps`` and ``read_gbps`` in GB/s (10^9 bytes per second).
+    write_gbytes_per_s: float
+    read_gbytes_per_s: float
     #: Fields of the core's result this version does not name, kept as they came.
     extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
@@ -70,6 +73,14 @@ def _whole(name: str, value: Any, optional: bool = False) -> int | None:
     return max(min(int(value), 2**63 - 1), -(2**63))
 
 
+def _size(name: str, value: Any, optional: bool = False) -> int | None:
+    """A byte-count argument: a whole number, or a size as scenario files and the CLI write it
+    (``"4KiB"`` = 4096, ``"4KB"`` = 4000, ``"512B"``); ConfigError naming the argument else."""
+    if isinstance(value, str):
+        return _core.parse_bytes(name, value)
+    return _whole(name, value, optional)
+
+
 def _args(gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion):
     if isinstance(dllp, bool) or not isinstance(dllp, (str, numbers.Real)):
         raise ConfigError(f"dllp must be 'spec', 'none' or a number of bytes, got {dllp!r}")
@@ -78,10 +89,10 @@ def _args(gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit
     return dict(
         gen=_whole("gen", gen),
         width=_whole("width", width),
-        mps=_whole("mps", mps),
-        payload=_whole("payload", payload, optional=True),
-        mrrs=_whole("mrrs", mrrs),
-        rcb=_whole("rcb", rcb),
+        mps=_size("mps", mps),
+        payload=_size("payload", payload, optional=True),
+        mrrs=_size("mrrs", mrrs),
+        rcb=_size("rcb", rcb),
         addressing=_whole("addressing", addressing),
         ecrc=bool(ecrc),
         dllp=str(dllp),
@@ -94,10 +105,10 @@ def _args(gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit
 def link_bandwidth(
     gen: int,
     width: int,
-    mps: int = 128,
-    payload: int | None = None,
-    mrrs: int = 512,
-    rcb: int = 64,
+    mps: int | str = 128,
+    payload: int | str | None = None,
+    mrrs: int | str = 512,
+    rcb: int | str = 64,
     addressing: int = 64,
     ecrc: bool = False,
     dllp: str | float = "spec",
@@ -107,7 +118,9 @@ def link_bandwidth(
 ) -> LinkBandwidth:
     """Closed-form bandwidth of one PCIe link, per direction, both directions busy.
 
-    ``payload=None`` means MPS-sized transfers. ``dllp`` is ``"spec"`` (one Ack and one
+    ``payload=None`` means MPS-sized transfers. The sizes (``mps``, ``payload``, ``mrrs``,
+    ``rcb``) are whole bytes or strings as the CLI and scenario files write them
+    (``payload="4KiB"``). ``dllp`` is ``"spec"`` (one Ack and one
     UpdateFC per interval of the spec's timer tables), ``"none"``, or DLLP bytes charged
     per TLP. ``flit=None`` uses flit mode exactly where the generation requires it (Gen6+).
     ``completion`` is ``"rcb"`` (one CplD per RCB block) or ``"mps"`` (MPS-sized CplDs).
@@ -118,14 +131,14 @@ def link_bandwidth(
 
 
 def message_bandwidth(
-    message: int,
-    header: int,
+    message: int | str,
+    header: int | str,
     gen: int,
     width: int,
-    payload: int = 64,
-    mps: int = 128,
-    mrrs: int = 512,
-    rcb: int = 64,
+    payload: int | str = 64,
+    mps: int | str = 128,
+    mrrs: int | str = 512,
+    rcb: int | str = 64,
     addressing: int = 64,
     ecrc: bool = False,
     dllp: str | float = "spec",
@@ -137,8 +150,8 @@ def message_bandwidth(
 
     The last, partly filled TLP of each message is sent whole (x86 write combining
     flushes whole 64-byte lines), so a message costs ``ceil((message + header) / payload)``
-    TLPs.
+    TLPs. Sizes take strings as in :func:`link_bandwidth` (``message="16KiB"``).
     """
     args = _args(gen, width, mps, payload, mrrs, rcb, addressing, ecrc, dllp, skp, flit, completion)
-    result = _core.message_bandwidth(args, _whole("message", message), _whole("header", header))
+    result = _core.message_bandwidth(args, _size("message", message), _size("header", header))
     return MessageBandwidth.from_dict(result)

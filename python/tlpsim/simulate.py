@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -22,11 +22,13 @@ def _looks_like_path(text: str) -> bool:
     return bool(t) and "\n" not in t and "=" not in t and not t.startswith("[")
 
 
-def scenario_text(source: str | os.PathLike[str]) -> tuple[str, str]:
-    """(TOML text, origin for messages) of a scenario given as a path to a TOML file or as
-    the TOML text itself. A string is TOML text if it spans lines, holds a ``=`` or starts
-    with a ``[`` section header (or is empty); any other string is a path. Raises
-    :class:`ScenarioError` if the file cannot be read."""
+def scenario_text(source: Scenario | str | os.PathLike[str]) -> tuple[str, str]:
+    """(TOML text, origin for messages) of a scenario given as a loaded :class:`Scenario`, a
+    path to a TOML file or the TOML text itself. A string is TOML text if it spans lines,
+    holds a ``=`` or starts with a ``[`` section header (or is empty); any other string is a
+    path. Raises :class:`ScenarioError` if the file cannot be read."""
+    if isinstance(source, Scenario):
+        return source.text, source.origin
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
         path = Path(source)
         try:
@@ -40,13 +42,28 @@ def scenario_text(source: str | os.PathLike[str]) -> tuple[str, str]:
     return source, "<text>"
 
 
-def load_scenario(source: str | os.PathLike[str]) -> Scenario:
+def value_text(v: Any) -> str:
+    """A Python value as the text a scenario key is set to (TOML, or a bare string such as
+    ``4KiB``): ``True`` -> ``true``, ``256`` -> ``256``."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return str(v)
+
+
+def load_scenario(source: Scenario | str | os.PathLike[str], values: Mapping[str, Any] | None = None) -> Scenario:
     """Loads and checks a scenario: a path to a TOML file, or the TOML text itself.
 
+    ``values``, if given, sets keys before the load, named as :func:`tlpsim.sweep` and
+    ``--set`` name them (``{"pcie.mps": 256, "link.rc-sw1.width": 4}``), one value each.
     Raises :class:`ScenarioError` (a ``ValueError``) with one line naming the file, the
     key and what is allowed.
     """
-    return _core.load_scenario(*scenario_text(source))
+    text, origin = scenario_text(source)
+    for key, value in (values or {}).items():
+        text = _core.set_scenario_value(text, origin, key, value_text(value))
+    return _core.load_scenario(text, origin)
 
 
 #: A flow's fields that hold a dict: the two latency summaries (``mean``, ``p50``, ``p95``,

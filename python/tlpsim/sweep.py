@@ -13,18 +13,9 @@ from typing import Any
 
 from tlpsim import _core
 from tlpsim._core import ConfigError, SimulationError
-from tlpsim.simulate import scenario_text
+from tlpsim.simulate import Scenario, scenario_text, value_text
 
 __all__ = ["SweepResult", "split_values", "sweep"]
-
-
-def _value_text(v: Any) -> str:
-    """A Python value as the text :func:`set_scenario_value` takes (TOML, or a bare string)."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    return str(v)
 
 
 def split_values(text: str) -> list[str]:
@@ -113,13 +104,13 @@ class SweepResult:
 
 
 def sweep(
-    scenario: str | os.PathLike[str],
+    scenario: Scenario | str | os.PathLike[str],
     values: Mapping[str, Sequence[Any]],
     jobs: int | None = None,
     client: Any = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SweepResult:
-    """Runs ``scenario`` (a path or TOML text) at every combination of ``values``: keys as
+    """Runs ``scenario`` (a loaded :class:`Scenario`, a path or TOML text) at every combination of ``values``: keys as
     ``pcie.mps``, ``link.rc-sw1.width``, ``workload.reads.outstanding`` (see
     ``tlpsim.scenario.set_value`` in the core), each with the values to try.
 
@@ -142,7 +133,7 @@ def sweep(
     for point in points:
         t = text
         for k, v in point.items():
-            t = _core.set_scenario_value(t, origin, k, _value_text(v))
+            t = _core.set_scenario_value(t, origin, k, value_text(v))
         texts.append(t)
     total = len(texts)
     runs: list[dict[str, Any] | None] = [None] * total

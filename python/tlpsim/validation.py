@@ -29,6 +29,16 @@ class ValidationReport(list):
         self.unmodelled_tables = unmodelled_tables
         self.pciebench = pciebench or []
 
+    def to_pandas(self):
+        """The rows as a pandas DataFrame: one row per cell, the columns of
+        :data:`ROW_FIELDS` first, then any other field the rows carry (``limit`` ...)."""
+        import pandas as pd
+
+        columns = dict.fromkeys(ROW_FIELDS)
+        for r in self:
+            columns.update(dict.fromkeys(r))
+        return pd.DataFrame(list(self), columns=list(columns))
+
     def summaries(self) -> list[SystemSummary]:
         """One accuracy summary per system, over its predicted cells."""
         return [summarize(system, [r for r in self if r["system"] == system]) for system in _systems_in(self)]

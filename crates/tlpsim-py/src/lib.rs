@@ -35,6 +35,7 @@ create_exception!(
 struct Scenario {
     system: tlpsim::fabric::System,
     origin: String,
+    text: String,
 }
 
 #[pymethods]
@@ -43,6 +44,12 @@ impl Scenario {
     #[getter]
     fn origin(&self) -> &str {
         &self.origin
+    }
+
+    /// The TOML text it was loaded from (what `tlpsim.sweep` varies).
+    #[getter]
+    fn text(&self) -> &str {
+        &self.text
     }
 
     /// Node names, in file order of sections.
@@ -101,6 +108,7 @@ fn load_scenario(py: Python<'_>, text: &str, origin: &str) -> PyResult<Scenario>
     Ok(Scenario {
         system,
         origin: origin.to_string(),
+        text: text.to_string(),
     })
 }
 
@@ -159,12 +167,17 @@ fn scenario_schema() -> String {
 }
 
 /// A byte count written as scenario files write it ("4KiB", "4KB", "512"); an error names
-/// `setting` (the CLI's `payload` or `message`, else "size") and what is allowed.
+/// `setting` (a size argument of `link_bandwidth` or the CLI: `payload`, `message`, `header`,
+/// `mps`, `mrrs`, `rcb`; else "size") and what is allowed.
 #[pyfunction]
 fn parse_bytes(setting: &str, text: &str) -> PyResult<u64> {
     let setting = match setting {
         "payload" => "payload",
         "message" => "message",
+        "header" => "header",
+        "mps" => "mps",
+        "mrrs" => "mrrs",
+        "rcb" => "rcb",
         _ => "size",
     };
     tlpsim::units::parse_bytes(setting, text).map_err(to_py)
@@ -231,6 +244,9 @@ fn link_dict<'py>(py: Python<'py>, bw: &LinkBandwidth) -> PyResult<Bound<'py, Py
     d.set_item("flit", bw.flit)?;
     d.set_item("write_tlps", bw.write_tlps)?;
     d.set_item("read_limit", bw.read_limit)?;
+    // The same rates in GB/s (10^9 bytes per second), as GPU and storage people quote them.
+    d.set_item("write_gbytes_per_s", bw.write_gbps / 8.0)?;
+    d.set_item("read_gbytes_per_s", bw.read_gbps / 8.0)?;
     Ok(d)
 }
 

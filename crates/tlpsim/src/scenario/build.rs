@@ -1,8 +1,10 @@
-//! From a parsed [`ScenarioFile`] to a checked [`System`]: the run settings, then the nodes,
-//! the links, the tree, and last the workloads, which resolve against all of them.
+//! From a parsed [`ScenarioFile`] to a checked [`System`]: counted endpoints copied, the run
+//! settings, then the nodes, the links, the tree, and last the workloads, which resolve
+//! against all of them.
 
 use super::endpoint;
 use super::error::{at, BuildError, Place};
+use super::expand;
 use super::file::{PcieSection, ScenarioFile, SimulationSection};
 use super::links::{self, LinkDefaults};
 use super::nodes::{self, NodeTable};
@@ -16,6 +18,8 @@ use crate::pcie::tlp::{self, Addressing};
 
 /// Checks a parsed file and resolves its names.
 pub fn build(f: &ScenarioFile) -> Result<System, BuildError> {
+    // Counted endpoints first: every later step sees their copies as if written out.
+    let f = &*expand::expand(f)?;
     let sim = f.simulation.clone().unwrap_or_default();
     let (duration, warmup) = run_length(&sim)?;
     let p = f.pcie.clone().unwrap_or_default();

@@ -106,6 +106,34 @@ impl EndpointSection {
             EndpointSection::Gpu(s) => &s.name,
         }
     }
+
+    /// Its `count` key: how many copies it stands for (`None`: one, under its own name).
+    pub fn count(&self) -> Option<i64> {
+        match self {
+            EndpointSection::Dma(s) => s.count,
+            EndpointSection::Storage(s) => s.count,
+            EndpointSection::Nic(s) => s.count,
+            EndpointSection::Memory(s) => s.count,
+            EndpointSection::Nvme(s) => s.count,
+            EndpointSection::Gpu(s) => s.count,
+        }
+    }
+
+    /// One copy of a counted endpoint: the same section under `name`, without `count`.
+    pub fn copy_named(&self, name: String) -> Self {
+        let mut out = self.clone();
+        let (own, count) = match &mut out {
+            EndpointSection::Dma(s) => (&mut s.name, &mut s.count),
+            EndpointSection::Storage(s) => (&mut s.name, &mut s.count),
+            EndpointSection::Nic(s) => (&mut s.name, &mut s.count),
+            EndpointSection::Memory(s) => (&mut s.name, &mut s.count),
+            EndpointSection::Nvme(s) => (&mut s.name, &mut s.count),
+            EndpointSection::Gpu(s) => (&mut s.name, &mut s.count),
+        };
+        *own = name;
+        *count = None;
+        out
+    }
 }
 
 /// `[[endpoint]]` with `kind = "dma"`: a DMA engine.
@@ -127,6 +155,10 @@ pub struct DmaEndpointSection {
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
     pub credits: Option<CreditsSection>,
+    /// Copies of this endpoint, 1 to 1024: they are named NAME0, NAME1 ..., each with its
+    /// own copy of the `[[link]]` and of every `[[workload]]` that names it (one endpoint,
+    /// named NAME, when left out).
+    pub count: Option<i64>,
     /// DMA engines on each side (reads and writes have their own): transfers each side
     /// processes at once, e.g. 1, or `{ read = 2, write = 1 }` (as many as the workloads
     /// keep in flight when left out).
@@ -184,6 +216,10 @@ pub struct StorageEndpointSection {
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
     pub credits: Option<CreditsSection>,
+    /// Copies of this endpoint, 1 to 1024: they are named NAME0, NAME1 ..., each with its
+    /// own copy of the `[[link]]` and of every `[[workload]]` that names it (one endpoint,
+    /// named NAME, when left out).
+    pub count: Option<i64>,
     /// Rate the drives deliver reads, e.g. "800MB/s".
     pub media_read: String,
     /// Rate the drives absorb writes, e.g. "700MB/s".
@@ -218,6 +254,10 @@ pub struct NicEndpointSection {
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
     pub credits: Option<CreditsSection>,
+    /// Copies of this endpoint, 1 to 1024: they are named NAME0, NAME1 ..., each with its
+    /// own copy of the `[[link]]` and of every `[[workload]]` that names it (one endpoint,
+    /// named NAME, when left out).
+    pub count: Option<i64>,
     /// Ethernet ports, 1 or 2 (default 2).
     #[serde(default = "default_ports")]
     pub ports: i64,
@@ -256,6 +296,10 @@ pub struct MemoryEndpointSection {
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
     pub credits: Option<CreditsSection>,
+    /// Copies of this endpoint, 1 to 1024: they are named NAME0, NAME1 ..., each with its
+    /// own copy of the `[[link]]` and of every `[[workload]]` that names it (one endpoint,
+    /// named NAME, when left out).
+    pub count: Option<i64>,
     /// Size of its memory BAR, a power of two, e.g. "256MiB"; a transfer stays inside it.
     pub bar_size: String,
     /// Read request to the first byte of its completion (default "500ns").
@@ -286,6 +330,10 @@ pub struct GpuEndpointSection {
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
     pub credits: Option<CreditsSection>,
+    /// Copies of this endpoint, 1 to 1024: they are named NAME0, NAME1 ..., each with its
+    /// own copy of the `[[link]]` and of every `[[workload]]` that names it (one endpoint,
+    /// named NAME, when left out).
+    pub count: Option<i64>,
     /// Copy engines per direction, 1 to 64: copies it runs at once that read (host to
     /// device, peer reads) and, as many again, that write (device to host, peer writes);
     /// one copy takes one engine (default 2, the two engines CUDA needs to copy both ways

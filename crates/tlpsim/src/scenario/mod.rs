@@ -12,12 +12,13 @@
 //! `endpoint` and `workload` (one section type per kind: a new kind is a word, a variant, a
 //! section type and its build function in that one file), `ntb` (bridges, their windows,
 //! address resolution), `links` (links and the tree), `build` (the order of the steps),
-//! `error` (what can be wrong, and where), `located` (a TOML error as one line) and `set`
-//! (one key replaced, for sweeps).
+//! `expand` (an endpoint's `count` as copies), `error` (what can be wrong, and where),
+//! `located` (a TOML error as one line) and `set` (one key replaced, for sweeps).
 
 mod build;
 mod endpoint;
 mod error;
+mod expand;
 mod file;
 mod host_memory;
 mod links;
@@ -92,10 +93,40 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
-/// The JSON Schema of the scenario format, generated from [`ScenarioFile`].
+/// The JSON Schema of the scenario format, generated from [`ScenarioFile`], with the
+/// default credits of every node kind written into `CreditsSection`'s description as a
+/// table.
 pub fn json_schema() -> String {
-    let schema = schemars::schema_for!(ScenarioFile);
+    let mut schema = serde_json::to_value(schemars::schema_for!(ScenarioFile)).unwrap_or_default();
+    if let Some(desc) = schema.pointer_mut("/$defs/CreditsSection/description") {
+        let text = desc.as_str().unwrap_or_default();
+        *desc = serde_json::Value::String(format!("{text}\n\n{}", credit_defaults_table()));
+    }
     serde_json::to_string_pretty(&schema).unwrap_or_default()
+}
+
+/// The credits each node kind advertises unless told otherwise, as a Markdown table (data
+/// credits in 16-byte units; "infinite" where the spec lets a receiver advertise no limit).
+pub fn credit_defaults_table() -> String {
+    let rows = [
+        ("[[endpoint]] (every kind)", DEFAULT_ENDPOINT_CREDITS),
+        ("[[root_complex]] (each root port)", DEFAULT_ROOT_CREDITS),
+        ("[[switch]] (every port)", DEFAULT_SWITCH_CREDITS),
+        ("[[ntb]] (each side)", DEFAULT_SWITCH_CREDITS),
+    ];
+    let mut out = String::from(
+        "Default credits (data in 16-byte units):\n\n\
+         | node | ph | pd | nph | npd | cplh | cpld |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    for (node, credits) in rows {
+        let cells: Vec<String> = credits
+            .iter()
+            .map(|c| c.map_or_else(|| "infinite".to_string(), |n| n.to_string()))
+            .collect();
+        out += &format!("| {node} | {} |\n", cells.join(" | "));
+    }
+    out
 }
 
 /// Parses and checks scenario text; `origin` names it in errors.

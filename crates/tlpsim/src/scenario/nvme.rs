@@ -58,6 +58,10 @@ pub struct NvmeEndpointSection {
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
     pub credits: Option<CreditsSection>,
+    /// Copies of this endpoint, 1 to 1024: they are named NAME0, NAME1 ..., each with its
+    /// own copy of the `[[link]]` and of every `[[workload]]` that names it (one endpoint,
+    /// named NAME, when left out).
+    pub count: Option<i64>,
     /// I/O submission and completion queue pairs, 1 to 65535 (default 64); each fio job
     /// takes the next one.
     #[serde(default = "default_queues")]

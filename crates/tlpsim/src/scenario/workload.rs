@@ -149,6 +149,18 @@ impl WorkloadSection {
         }
     }
 
+    /// Its name, the node issuing its requests (`endpoint`) and the node it targets
+    /// (`target`, where its kind has one), to rename when an endpoint is copied.
+    pub fn names_mut(&mut self) -> (&mut String, &mut String, Option<&mut String>) {
+        match self {
+            WorkloadSection::Dma(w) => (&mut w.name, &mut w.endpoint, w.target.as_mut()),
+            WorkloadSection::Storage(w) => (&mut w.name, &mut w.endpoint, w.target.as_mut()),
+            WorkloadSection::Bridge(w) => (&mut w.name, &mut w.endpoint, None),
+            WorkloadSection::Fio(w) => (&mut w.name, &mut w.endpoint, w.target.as_mut()),
+            WorkloadSection::Memcpy(w) => (&mut w.name, &mut w.endpoint, w.target.as_mut()),
+        }
+    }
+
     /// The node issuing the requests.
     pub fn endpoint(&self) -> &str {
         match self {

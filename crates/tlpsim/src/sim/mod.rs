@@ -854,6 +854,7 @@ impl<'a> Simulator<'a> {
                     name: w.name.clone(),
                     bytes,
                     throughput_gbps: bytes as f64 * 8.0 / window / 1e9,
+                    throughput_gbytes_per_s: bytes as f64 / window / 1e9,
                     latency_ns: f.latency.summary(),
                     transfer_latency_ns: f.transfer_latency.summary(),
                     requests: f.latency.count(),

@@ -35,6 +35,8 @@ pub struct FlowResult {
     pub bytes: u64,
     /// `bytes` per second, in Gb/s.
     pub throughput_gbps: f64,
+    /// `bytes` per second, in GB/s (10^9 bytes per second): `throughput_gbps` / 8.
+    pub throughput_gbytes_per_s: f64,
     /// First-byte latency of each request, as the validation uses it. A read request
     /// (MRd, at most MRRS bytes): from its first byte leaving the requester onto its link to
     /// the first byte of its first completion arriving at the requester. A posted write TLP:
