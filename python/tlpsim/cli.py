@@ -340,6 +340,14 @@ def sweep_cmd(
     ],
     jobs: Annotated[int | None, typer.Option(help="Local processes (default: one per core).", min=1)] = None,
     scheduler: Annotated[str | None, typer.Option(help="Run on this Dask scheduler (tcp://host:8786) instead.")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Append each point to this JSON Lines file as it finishes."),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Run only the points --output lacks (after a stop, kill or failure).")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")] = False,
     format: FormatOpt = Format.table,
 ) -> None:
     """Run one scenario at every combination of some of its values: throughput, latency and
@@ -348,11 +356,22 @@ def sweep_cmd(
     from tlpsim.sweep import sweep as run_sweep
 
     values = parse_set(set_)
+    _check_sweep_output(output, resume, force)
     client = _dask_client(scheduler) if scheduler else None
-    result = _with_count_bar(
-        f"sweeping {scenario.name}", "points",
-        lambda step: run_sweep(scenario, values, jobs=jobs, client=client, progress=step),
-    )  # fmt: skip
+    try:
+        result = _with_count_bar(
+            f"sweeping {scenario.name}", "points",
+            lambda step: run_sweep(
+                scenario, values, jobs=jobs, client=client, progress=step, output=output, resume=resume,
+                overwrite=force, keep_failed=True,
+            ),
+        )  # fmt: skip
+    except typer.Exit as e:
+        if e.exit_code == 130 and output is not None:
+            print(f"tlpsim: the finished points are in {output}; add --resume to run the rest", file=sys.stderr)
+        raise
+    if result.reused:
+        print(f"tlpsim: {result.reused} points were already in {output}", file=sys.stderr)
     columns = [(k, f" {k}", "") for k in result.keys] + [
         ("flow", " flow", ""), ("throughput_gbps", "Gb/s", ".3f"), ("latency_ns_mean", "first byte mean ns", ".1f"),
         ("latency_ns_p99", "p99 ns", ".0f"), ("transfer_latency_ns_p99", "transfer p99 ns", ".0f"),
@@ -361,6 +380,14 @@ def sweep_cmd(
     if any(r["forwarded_mbps"] is not None for r in result.rows):
         columns += [("forwarded_mbps", "forwarded Mb/s", ".1f"), ("frames_dropped", "dropped", "")]
     emit(result.rows, format, columns, title=f"{scenario.name}: sweep")
+    for point in result.failed:
+        where = ", ".join(f"{k}={point[k]}" for k in result.keys)
+        print(f"tlpsim: sweep point {where} failed: {point['error']}", file=sys.stderr)
+    if result.failed:
+        again = f"; add --resume to run them again (the others are in {output})" if output else ""
+        total = len(result.failed) + len(result.points)
+        print(f"tlpsim: {len(result.failed)} of {total} points failed{again}", file=sys.stderr)
+        raise typer.Exit(3)
     if not all(r["audit_passed"] for r in result.rows):
         Console(stderr=True).print("tlpsim: audit FAILED in some points (column audit_passed)")
         raise typer.Exit(1)
@@ -416,6 +443,17 @@ def _print_comparison(cmp) -> None:
             "not shown; --format json or csv lists every one",
             style="dim", highlight=False, markup=False,
         )  # fmt: skip
+
+
+def _check_sweep_output(output: Path | None, resume: bool, force: bool) -> None:
+    """Refuses --resume or --force without --output, both at once, and an existing --output
+    without either (one line naming both)."""
+    if output is None and (resume or force):
+        raise ConfigError(f"{'--resume' if resume else '--force'} needs --output FILE, the file of the points")
+    if resume and force:
+        raise ConfigError("--resume and --force do not go together: --resume keeps the points, --force drops them")
+    if output is not None and output.exists() and not (resume or force):
+        raise ConfigError(f"{output} exists: add --resume to run only the points it lacks, or --force to overwrite it")
 
 
 @app.command(name="schema")

@@ -6,14 +6,16 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import signal
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tlpsim import _core
 from tlpsim._core import ConfigError, SimulationError
+from tlpsim.pool import run_jobs
 from tlpsim.simulate import Scenario, scenario_text, value_text
+from tlpsim.sweep_file import PointFile, header
 
 __all__ = ["SweepResult", "split_values", "sweep"]
 
@@ -40,17 +42,6 @@ def split_values(text: str) -> list[str]:
     return [v for v in out if v]
 
 
-def _ignore_ctrl_c() -> None:
-    """Pool worker start: leave Ctrl-C to the parent."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _run_indexed(job: tuple[int, str, str]) -> tuple[int, dict[str, Any]]:
-    """(index, text, origin) -> (index, its run): one point in a pool worker."""
-    i, text, origin = job
-    return i, _run_point(text, origin)
-
-
 def _run_point(text: str, origin: str) -> dict[str, Any]:
     """Runs one point of a sweep (in a worker process): the run's result as a dict, or
     ``{"error": message}`` (the core's exceptions do not cross process boundaries)."""
@@ -64,11 +55,15 @@ def _run_point(text: str, origin: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """A sweep's points, each with its run: ``rows`` has one row per point and workload."""
+    """A sweep's points, each with its run: ``rows`` has one row per point and workload.
+    ``failed`` has the points that did not run (``keep_failed``), each with its ``error``;
+    ``reused`` counts the points taken from the output file when resuming."""
 
     keys: list[str]
     points: list[dict[str, Any]]
     runs: list[dict[str, Any]]
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    reused: int = 0
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -109,6 +104,11 @@ def sweep(
     jobs: int | None = None,
     client: Any = None,
     progress: Callable[[int, int], None] | None = None,
+    output: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    retries: int = 1,
+    keep_failed: bool = False,
 ) -> SweepResult:
     """Runs ``scenario`` (a loaded :class:`Scenario`, a path or TOML text) at every combination of ``values``: keys as
     ``pcie.mps``, ``link.rc-sw1.width``, ``workload.reads.outstanding`` (see
@@ -117,12 +117,22 @@ def sweep(
     Every point is built and checked before any runs: a bad key or value raises
     :class:`ScenarioError` naming it. Points run on ``jobs`` local processes (default: one
     per core), or on a Dask cluster when ``client`` (a ``dask.distributed.Client``) is given.
-    ``progress(done, total)`` is called as points finish (on a Dask cluster: at the start and
-    once all are back). The result keeps the order of the points, whatever order they finish
-    in. Ctrl-C stops the local workers.
+    ``progress(done, total)`` is called as points finish. The result keeps the order of the
+    points, whatever order they finish in. Ctrl-C stops the local workers (or cancels the
+    Dask tasks).
+
+    With ``output``, each point is appended to that JSON Lines file as it finishes (see
+    :mod:`tlpsim.sweep_file`); an existing file is refused unless ``resume`` (run only the
+    points it lacks) or ``overwrite``. A point whose local worker dies runs again on a fresh
+    one up to ``retries`` times (on Dask, its scheduler re-runs it up to its
+    ``allowed-failures``). A point that still fails, or whose run raised an error, raises
+    :class:`SimulationError` once all others are done, or with ``keep_failed`` is returned
+    in ``failed``.
     """
     if jobs is not None and (not isinstance(jobs, int) or jobs < 1):
         raise ConfigError(f"jobs {jobs!r} is not allowed; allowed: a whole number of processes, 1 or more")
+    if not isinstance(retries, int) or retries < 0:
+        raise ConfigError(f"retries {retries!r} is not allowed; allowed: a whole number, 0 or more")
     text, origin = scenario_text(scenario)
     keys = list(values)
     for k in keys:
@@ -137,34 +147,91 @@ def sweep(
         texts.append(t)
     total = len(texts)
     runs: list[dict[str, Any] | None] = [None] * total
-    if progress:
-        progress(0, total)
-    if client is not None:
-        futures = client.map(_run_point, texts, [origin] * total, pure=False)
-        runs = list(client.gather(futures))
-        if progress:
-            progress(total, total)
-    elif total == 1 or jobs == 1:
-        for i, t in enumerate(texts):
-            runs[i] = _run_point(t, origin)
-            if progress:
-                progress(i + 1, total)
-    else:
-        # Imported here: a process pool registers exit handlers the rest of tlpsim does without.
-        import multiprocessing
+    log, found = _open_output(output, resume, overwrite, header(origin, text, keys)) if output else (None, {})
+    try:
+        for i, point in enumerate(points):
+            runs[i] = found.get(_point_key(keys, point))
+        todo = [i for i in range(total) if runs[i] is None]
+        reused = total - len(todo)
+        done = [reused]
 
-        workers = min(jobs or os.cpu_count() or 1, total)
-        # Workers ignore Ctrl-C (a terminal sends it to the whole process group): the parent
-        # alone handles it, by terminating this pool's workers.
-        with multiprocessing.Pool(workers, initializer=_ignore_ctrl_c) as pool:
-            for done, (i, run) in enumerate(
-                pool.imap_unordered(_run_indexed, [(i, t, origin) for i, t in enumerate(texts)]), 1
-            ):
-                runs[i] = run
-                if progress:
-                    progress(done, total)
-    for point, run in zip(points, runs, strict=True):
-        if run is not None and "error" in run:
-            where = ", ".join(f"{k}={v}" for k, v in point.items())
-            raise SimulationError(f"sweep point {where}: {run['error']}")
-    return SweepResult(keys, points, [r for r in runs if r is not None])
+        def finish(i: int, run: dict[str, Any]) -> None:
+            runs[i] = run
+            if log is not None:
+                log.write(points[i], run)
+            done[0] += 1
+            if progress:
+                progress(done[0], total)
+
+        if progress:
+            progress(reused, total)
+        if client is not None:
+            _run_on_dask(client, [texts[i] for i in todo], origin, lambda j, run: finish(todo[j], run))
+        elif len(todo) <= 1 or jobs == 1:
+            for i in todo:
+                finish(i, _run_point(texts[i], origin))
+        else:
+            run_jobs(
+                _run_point, [(texts[i], origin) for i in todo], min(jobs or os.cpu_count() or 1, len(todo)),
+                retries, lambda j, run: finish(todo[j], run), lambda j, msg: finish(todo[j], {"error": msg}),
+            )  # fmt: skip
+    finally:
+        if log is not None:
+            log.close()
+    return _result(keys, points, runs, reused, keep_failed)
+
+
+def _point_key(keys: Sequence[str], point: Mapping[str, Any]) -> tuple[str, ...]:
+    """What identifies a point in the output file: its values as scenario text, in key order."""
+    return tuple(value_text(point[k]) for k in keys)
+
+
+def _open_output(
+    output: str | os.PathLike[str], resume: bool, overwrite: bool, head: dict[str, Any]
+) -> tuple[PointFile, dict[Any, dict[str, Any]]]:
+    """The output file to append points to, and the runs it already holds (by point key)."""
+    path = Path(output)
+    if resume and overwrite:
+        raise ConfigError("resume and overwrite are exclusive: resume keeps the output file's points")
+    if resume:
+        return PointFile.resume(path, head, lambda point: _point_key(head["keys"], point))
+    if path.exists() and not overwrite:
+        raise ConfigError(
+            f"{path} exists: resume (--resume) to run only the points it lacks, or overwrite it (--force)"
+        )
+    return PointFile.create(path, head), {}
+
+
+def _run_on_dask(client: Any, texts: list[str], origin: str, finish: Callable[[int, dict[str, Any]], None]) -> None:
+    """Runs each text on the Dask cluster behind ``client``; ``finish(j, run)`` as each comes
+    back (``{"error": ...}`` for a task that raised or whose workers all died). Ctrl-C, or
+    any other exception here, cancels the tasks not yet back."""
+    from distributed import as_completed
+
+    futures = client.map(_run_point, texts, [origin] * len(texts), pure=False)
+    index = {f.key: j for j, f in enumerate(futures)}
+    try:
+        for future in as_completed(futures):
+            try:
+                run = future.result()
+            except Exception as e:  # KilledWorker: the scheduler gave up re-running it
+                run = {"error": " ".join(f"on Dask: {type(e).__name__}: {e}".split())}
+            finish(index[future.key], run)
+            future.release()
+    except BaseException:
+        client.cancel(futures)
+        raise
+
+
+def _result(
+    keys: list[str], points: list[dict[str, Any]], runs: list[dict[str, Any] | None], reused: int, keep_failed: bool
+) -> SweepResult:
+    """The sweep's result; a failed point raises :class:`SimulationError` unless ``keep_failed``."""
+    ok = [(p, r) for p, r in zip(points, runs, strict=True) if r is not None and "error" not in r]
+    failed = [{**p, "error": r["error"]} for p, r in zip(points, runs, strict=True) if r is not None and "error" in r]
+    if failed and not keep_failed:
+        first = failed[0]
+        where = ", ".join(f"{k}={first[k]}" for k in keys)
+        more = f" ({len(failed) - 1} more points failed)" if len(failed) > 1 else ""
+        raise SimulationError(f"sweep point {where}: {first['error']}{more}")
+    return SweepResult(keys, [p for p, _ in ok], [r for _, r in ok], failed, reused)
