@@ -259,10 +259,12 @@ def run_cmd(
             console().print(
                 f"{f['name']}: limited by {b['kind'].replace('_', ' ')} ({b['resource'] or 'none'}): {b['detail']}"
             )
+        # Retrains (REPLAY_NUM rollovers) only get a column when a link retrained.
+        retrains = [("retrains", "retrains", ",")] if any(lk.get("retrains") for lk in result.links) else []
         emit(result.links, format, [
             ("name", " link", ""), ("direction", " dir", ""), ("utilization", "utilization", "%"),
             ("payload_gbps", "payload Gb/s", ".3f"), ("tlps", "TLPs", ","), ("dllps", "DLLPs", ","),
-            ("replays", "replays", ","), ("credit_stall_fraction", "credit stall", "%"),
+            ("replays", "replays", ","), *retrains, ("credit_stall_fraction", "credit stall", "%"),
             ("queue_mean_tlps", "queued TLPs mean", ".1f"), ("queue_max_tlps", "max", ","),
         ], title="links")  # fmt: skip
         if result.resources:

@@ -553,6 +553,8 @@ pub struct LinkSpec {
     pub skp: bool,
     /// One-way propagation delay.
     pub propagation: SimTime,
+    /// Time in Recovery when the link retrains (REPLAY_NUM rollover).
+    pub recovery: SimTime,
     /// Bit error rate applied to TLPs and DLLPs.
     pub ber: f64,
     /// Replay buffer capacity in bytes.

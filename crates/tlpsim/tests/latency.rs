@@ -175,11 +175,13 @@ fn a_transfer_of_several_requests_counts_from_its_first_to_its_last_byte() {
 fn a_write_transfer_ends_when_its_last_tlp_is_at_the_target() {
     // 2 KiB written in 16 MWr of 128 B (4 DW header + 128 + 8 framing = 152 B, 76 ns), back
     // to back on an otherwise empty direction; the root complex takes each at its last byte.
-    let r = simulate(&one_link(
-        "",
-        1,
-        "direction = \"write\"\ntransfer_size = \"2KiB\"\n",
-    ));
+    // The endpoint's credits are infinite: no UpdateFC refresh shares that direction.
+    let infinite = "credits = { ph = \"infinite\", pd = \"infinite\", nph = \"infinite\", \
+                    npd = \"infinite\", cplh = \"infinite\", cpld = \"infinite\" }";
+    let r = simulate(
+        &one_link("", 1, "direction = \"write\"\ntransfer_size = \"2KiB\"\n")
+            .replace("tags = 1\n", &format!("tags = 1\n{infinite}\n")),
+    );
     let f = &r.flows[0];
     let tlp = 152.0 * NS_PER_BYTE;
     let per_tlp = tlp + PROP;

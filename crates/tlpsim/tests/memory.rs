@@ -99,8 +99,10 @@ fn a_slow_memory_paces_writes_and_is_named_the_bottleneck() {
 fn reads_of_a_bar_run_at_the_link_rate() {
     let r = simulate(&fabric("", &dma("r", "rc", "gpu", "read", "64KiB", 8)));
     let err = r.flows[0].throughput_gbps / closed().1 - 1.0;
+    // -0.99 % before every receiver's UpdateFC refresh (a few DLLPs per 30 us) shared the
+    // completions' direction; -1.00 % since (one completion fewer in the window).
     assert!(
-        err.abs() < 0.01,
+        err.abs() < 0.011,
         "{} Gb/s: {err:+.4}",
         r.flows[0].throughput_gbps
     );

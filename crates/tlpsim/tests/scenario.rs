@@ -20,6 +20,7 @@ const FREE_TEXT: &[&str] = &[
     "duration",
     "warmup",
     "propagation",
+    "recovery",
     "latency",
     "latency_by_width",
     "memory_read_latency",

@@ -16,6 +16,14 @@ impl Rng {
         Rng(Xoshiro256PlusPlus::seed_from_u64(seed))
     }
 
+    /// The next stream: this one moved 2^128 draws ahead and copied. Successive calls on a
+    /// fresh [`Rng::new`] give streams that never overlap each other or the seed's own (a
+    /// link's bit errors draw from one of these: whether they draw changes no other stream).
+    pub fn next_stream(&mut self) -> Rng {
+        self.0.jump();
+        self.clone()
+    }
+
     /// A uniform number in [0, 1) with 53 random bits.
     pub fn unit(&mut self) -> f64 {
         (self.0.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
@@ -85,6 +93,17 @@ impl Latency {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn next_streams_differ_from_the_seed_stream_and_each_other() {
+        let mut base = Rng::new(7);
+        let (mut a, mut b) = (base.next_stream(), base.next_stream());
+        let mut own = Rng::new(7);
+        let first = [own.unit(), a.unit(), b.unit()];
+        assert!(first[0] != first[1] && first[1] != first[2] && first[0] != first[2]);
+        let mut again = Rng::new(7);
+        assert_eq!(again.next_stream().unit(), first[1], "deterministic");
+    }
 
     #[test]
     fn same_seed_same_stream_and_unit_interval() {

@@ -277,12 +277,14 @@ impl FcReceiver {
         Dllp::UpdateFc(class, self.allocated.0[h], self.allocated.0[h + 1])
     }
 
-    /// The classes whose header credits are finite (bit k: class k): those the periodic
-    /// UpdateFC refresh reports.
+    /// The classes with finite header or data credits (bit k: class k): those the periodic
+    /// UpdateFC refresh reports (spec: every FC type with non-infinite credits).
     pub fn finite_classes(&self) -> u8 {
         CLASSES
             .into_iter()
-            .filter(|c| self.advertised[c.header()].is_some())
+            .filter(|c| {
+                self.advertised[c.header()].is_some() || self.advertised[c.data()].is_some()
+            })
             .fold(0, |m, c| m | c.bit())
     }
 
@@ -416,6 +418,13 @@ mod tests {
         assert!(!rx.free(FcClass::NonPosted, 1, 0));
         assert_eq!(rx.take_dirty(), 0);
         assert_eq!(rx.finite_classes(), FcClass::Posted.bit());
+        // Finite data with infinite headers is refreshed too (a lost UpdateFC recovers).
+        let mut adv = PerCreditType([None; 6]);
+        adv[CreditType::CplD] = Some(64);
+        assert_eq!(
+            FcReceiver::new(adv).finite_classes(),
+            FcClass::Completion.bit()
+        );
     }
 
     #[test]

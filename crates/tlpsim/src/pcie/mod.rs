@@ -6,11 +6,13 @@
 //! - [`flow_control`]: credit types, the transmitter's credit gate, the receiver's credits.
 //! - [`tlp`]: TLP kinds, header sizes, MPS/MRRS/RCB splitting.
 //! - [`flit`]: the flit layout of flit mode (Gen6 and above).
+//! - [`ltssm`]: link retraining (the time in Recovery).
 //! - [`wire`]: serialization timing of one link direction (the simulator's clock).
 
 pub mod dll;
 pub mod flit;
 pub mod flow_control;
+pub mod ltssm;
 pub mod phy;
 pub mod tlp;
 pub mod wire;

@@ -127,6 +127,12 @@ impl Wire {
         (start, end)
     }
 
+    /// Sends nothing until `until` (the link retrains: only ordered sets go meanwhile, not
+    /// counted as busy); a packet under way still ends first.
+    pub fn hold_until(&mut self, until: SimTime) {
+        self.free_at = self.free_at.max(until);
+    }
+
     /// Bytes sent so far.
     pub fn bytes(&self) -> u64 {
         self.bytes

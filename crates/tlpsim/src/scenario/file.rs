@@ -95,6 +95,9 @@ pub struct PcieSection {
     /// Default replay buffer of links (default "16KiB").
     #[serde(default = "default_replay_buffer")]
     pub replay_buffer: String,
+    /// Default time links spend in Recovery when they retrain, e.g. "2us" (default: the
+    /// spec's shortest Recovery at each link's rate, plus its round trip).
+    pub recovery: Option<String>,
     /// Default Ack policy of links: "timer" (at the spec's Ack/UpdateFC latency interval) or
     /// "immediate" (an Ack or UpdateFC as soon as one is owed); default "timer".
     #[serde(default)]
@@ -115,6 +118,7 @@ impl Default for PcieSection {
             ber: 0.0,
             propagation: default_zero_ns(),
             replay_buffer: default_replay_buffer(),
+            recovery: None,
             ack: AckWord::default(),
         }
     }

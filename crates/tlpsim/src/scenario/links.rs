@@ -10,6 +10,7 @@ use super::nodes::NodeTable;
 use super::values::{self, words};
 use crate::engine::SimTime;
 use crate::fabric::{AckPolicy, LinkSpec, NodeId, NodeKind, NodeSpec, PcieSettings};
+use crate::pcie::ltssm;
 use crate::pcie::phy::{self, Generation};
 use crate::pcie::tlp;
 use crate::units;
@@ -42,6 +43,9 @@ pub struct LinkSection {
     pub ber: Option<f64>,
     /// Replay buffer size, e.g. "8KiB" (`[pcie]` replay_buffer when left out).
     pub replay_buffer: Option<String>,
+    /// Time the link spends in Recovery when it retrains, e.g. "2us" (`[pcie]` recovery
+    /// when left out; by default the spec's shortest Recovery at its rate, plus a round trip).
+    pub recovery: Option<String>,
     /// SKP ordered sets (`[pcie]` skp when left out).
     pub skp: Option<bool>,
     /// Flit mode (on when left out at Gen6 and above, where it is the only mode).
@@ -61,6 +65,7 @@ pub struct LinkDefaults {
     ber: f64,
     propagation: SimTime,
     replay_buffer: u32,
+    recovery: Option<SimTime>,
     ack: AckPolicy,
     skp: bool,
 }
@@ -75,6 +80,11 @@ impl LinkDefaults {
             ber: values::ber(&place, p.ber)?,
             propagation: values::duration(&place, "propagation", &p.propagation)?,
             replay_buffer: values::replay_buffer(&place, &p.replay_buffer)?,
+            recovery: p
+                .recovery
+                .as_ref()
+                .map(|r| values::duration(&place, "recovery", r))
+                .transpose()?,
             ack: p.ack.into(),
             skp: p.skp,
         })
@@ -271,6 +281,16 @@ fn link(
             ),
         ));
     }
+    let propagation = match &l.propagation {
+        None => defaults.propagation,
+        Some(p) => values::duration(place, "propagation", p)?,
+    };
+    let recovery = match &l.recovery {
+        Some(r) => values::duration(place, "recovery", r)?,
+        None => defaults
+            .recovery
+            .unwrap_or_else(|| ltssm::recovery_time(gen, propagation)),
+    };
     Ok(LinkSpec {
         name: format!("{}-{}", up.name, down.name),
         up: 0,
@@ -279,10 +299,8 @@ fn link(
         width,
         flit,
         skp: l.skp.unwrap_or(defaults.skp),
-        propagation: match &l.propagation {
-            None => defaults.propagation,
-            Some(p) => values::duration(place, "propagation", p)?,
-        },
+        propagation,
+        recovery,
         ber: match l.ber {
             None => defaults.ber,
             Some(b) => values::ber(place, b)?,

@@ -6,7 +6,8 @@
 //! serves the NIC. The verdict, in this order:
 //!
 //! 1. the busiest resource on the path, if it is busy at least [`SATURATED`] of the
-//!    measured window: the flow cannot go faster than it does;
+//!    measured window: the flow cannot go faster than it does (a node's resource before a
+//!    link exactly as busy);
 //! 2. else a transmitter on the path that waits for credits (or replay buffer room) at least
 //!    [`STALLED`] of the window: the receiver's buffer does not cover the credit round trip;
 //! 3. else the requester's read slots or tags, if all are in use at least [`WINDOW_FULL`] of
@@ -107,7 +108,14 @@ pub fn verdict(cands: &[Candidate]) -> Bottleneck {
         busy: c.busy,
         detail: c.detail.clone(),
     };
-    let busiest = largest(cands, Limit::Saturable);
+    // A node resource (memory, sink, bus) as busy as the busiest link goes first: the link
+    // feeding a saturated node carries TLPs that then wait in the node's buffers.
+    let busiest = largest(cands, Limit::Saturable).map(|b| {
+        cands
+            .iter()
+            .find(|c| c.limit == Limit::Saturable && c.kind != "link" && c.busy >= b.busy)
+            .unwrap_or(b)
+    });
     if let Some(c) = busiest.filter(|c| c.busy >= SATURATED) {
         return pick(c);
     }
@@ -524,5 +532,16 @@ mod tests {
         let mut b = cand(Limit::Saturable, "link", 1.0);
         b.resource = "second".into();
         assert_eq!(verdict(&[a, b]).resource, "first");
+    }
+
+    #[test]
+    fn a_node_resource_as_busy_as_a_link_goes_first() {
+        // Writes into a root with huge posted credits: the link is as busy as the memory,
+        // but the memory's rate is what the flow gets.
+        let link = cand(Limit::Saturable, "link", 1.0);
+        let memory = cand(Limit::Saturable, "memory", 1.0);
+        assert_eq!(verdict(&[link.clone(), memory]).kind, "memory");
+        let slower = cand(Limit::Saturable, "memory", 0.95);
+        assert_eq!(verdict(&[link, slower]).kind, "link");
     }
 }

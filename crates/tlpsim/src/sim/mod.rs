@@ -28,6 +28,8 @@ mod throttle;
 pub mod trace;
 mod transfer;
 mod transmit;
+#[cfg(test)]
+mod watchdog_tests;
 
 pub use rfc2544::rfc2544;
 
@@ -55,6 +57,8 @@ use trace::{Packet, Trace};
 const NONE: u32 = u32::MAX;
 /// TLPs a write source keeps queued ahead of its link.
 const WRITE_QUEUE_DEPTH: u32 = 2;
+/// Interval of every receiver's UpdateFC refresh (spec §2.6.1.2: at least every 30 us).
+const FC_REFRESH: SimTime = SimTime::from_ns(30_000);
 
 /// Why a run could not finish.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,12 +121,6 @@ enum Ev {
 
 // Every event moves as two words; a node event's payload must fit beside its node index.
 const _: () = assert!(std::mem::size_of::<Ev>() == 16);
-
-/// Whether `bytes` bytes crossing a wire with per-byte error rate `byte_error` (as
-/// -ln(1 - p)) arrive corrupted; draws from the RNG only on a wire with errors.
-fn lost(rng: &mut Rng, byte_error: f64, bytes: u32) -> bool {
-    byte_error > 0.0 && rng.chance(-(-byte_error * bytes as f64).exp_m1())
-}
 
 /// A read request in flight: its flow, the transfer it is part of (a slot of the flow's
 /// `transfer_left`, or for a flow run by its endpoint's engines an entry of
@@ -304,6 +302,18 @@ pub fn run_traced(
     Ok((result, trace.unwrap_or_else(|| Trace::new(0))))
 }
 
+/// The deadlock watchdog's period: twice the longest of the link timers that recover lost
+/// DLLPs and TLPs (the UpdateFC refresh, each replay timer) plus a retrain, so every
+/// recovery they start ends within one period, whatever the run's length.
+fn watchdog_period(chans: &[Channel], sys: &System) -> SimTime {
+    let longest = chans
+        .iter()
+        .zip(sys.links.iter().flat_map(|l| [l, l]))
+        .map(|(c, l)| c.tx_dll.timeout + l.recovery)
+        .fold(FC_REFRESH, SimTime::max);
+    longest + longest
+}
+
 impl<'a> Simulator<'a> {
     /// Builds the runtime state of `sys`.
     pub fn new(sys: &'a System) -> Self {
@@ -327,6 +337,7 @@ impl<'a> Simulator<'a> {
         };
 
         let mps = sys.pcie.mps;
+        let mut error_streams = Rng::new(sys.seed);
         let mut chans = Vec::new();
         let (mut rx_node, mut rx_port, mut tx_port) = (Vec::new(), Vec::new(), Vec::new());
         let mut own_input = Vec::new();
@@ -353,6 +364,7 @@ impl<'a> Simulator<'a> {
                 ch.arbiter.oldest_first = oldest_first;
                 ch.phy.prop = l.propagation;
                 ch.phy.byte_error = -(8.0 * (-l.ber).ln_1p()); // -ln(1 - p_byte)
+                ch.phy.rng = error_streams.next_stream();
                 let interval =
                     dll::ack_latency_symbols(l.gen, l.width, mps) as u64 * symbol_ticks(l.gen);
                 ch.rx_dll.ack_interval = match l.ack {
@@ -418,8 +430,7 @@ impl<'a> Simulator<'a> {
                 window_ticks: 0,
             })
             .collect();
-        let watchdog =
-            SimTime::from_ticks((sys.duration.ticks() / 4).max(SimTime::from_ns(50_000).ticks()));
+        let watchdog = watchdog_period(&chans, sys);
         let mut sim = Simulator {
             sys,
             q: EventQueue::new(),
@@ -487,16 +498,11 @@ impl<'a> Simulator<'a> {
         for n in 0..self.nodes.len() {
             AnyNode::start(&mut self, n);
         }
-        for (c, link) in self
-            .sys
-            .links
-            .iter()
-            .enumerate()
-            .flat_map(|(i, l)| [(2 * i, l), (2 * i + 1, l)])
-        {
-            if link.ber > 0.0 {
-                self.q
-                    .schedule(SimTime::from_ns(30_000), Ev::FcRefresh(c as u32));
+        // Every receiver with finite credits repeats its UpdateFCs (errors or not: a link
+        // with a bit error rate of 1e-300 runs as one with none).
+        for (c, ch) in self.chans.iter().enumerate() {
+            if ch.rx_credits.finite_classes() != 0 {
+                self.q.schedule(FC_REFRESH, Ev::FcRefresh(c as u32));
             }
         }
         if self.sys.warmup > SimTime::ZERO {
@@ -601,8 +607,7 @@ impl<'a> Simulator<'a> {
                 let finite = self.chans[c as usize].rx_credits.finite_classes();
                 self.queue_update_fcs(c, finite);
                 self.try_send(c ^ 1);
-                self.q
-                    .schedule(self.now() + SimTime::from_ns(30_000), Ev::FcRefresh(c));
+                self.q.schedule(self.now() + FC_REFRESH, Ev::FcRefresh(c));
             }
             Ev::ReplayTimer(c) => self.on_replay_timer(c),
             Ev::Enqueue { ch, mut tlp } => loop {
@@ -633,7 +638,8 @@ impl<'a> Simulator<'a> {
                 // A transmitter that had TLPs waiting for credits and sent none for a whole
                 // watchdog period is deadlocked if the credits it lacks can never come, or if
                 // nothing else moved either and nothing is on its way that could free credits
-                // (a slow fabric is not a stuck one).
+                // (a slow fabric is not a stuck one; credits a lost UpdateFC granted come with
+                // the refresh).
                 // Per stuck transmitter: whether its credits can never come.
                 let stuck: Vec<bool> = self
                     .chans
@@ -643,6 +649,7 @@ impl<'a> Simulator<'a> {
                         c.arbiter.queued > 0
                             && matches!(c.blocked, Blocked::Credits(_))
                             && c.counters.tlps == sent
+                            && !c.awaits_update_fc()
                     })
                     .map(|(c, _)| c.starved_for_good())
                     .collect();
@@ -669,7 +676,8 @@ impl<'a> Simulator<'a> {
                 .zip(&self.sent_at_watchdog)
                 .any(|(c, &sent)| c.counters.tlps != sent);
         let under_way = self.chans.iter().any(|c| {
-            !c.phy.arriving.is_empty()
+            c.awaits_update_fc()
+                || !c.phy.arriving.is_empty()
                 || !c.phy.dllps_arriving.is_empty()
                 || !c.forwarding.is_empty()
                 || !c.phy.dllp_out.is_empty()
@@ -820,6 +828,7 @@ impl<'a> Simulator<'a> {
                 tlps: a.tlps - b.tlps,
                 dllps: a.dllps - b.dllps,
                 replays: a.replays - b.replays,
+                retrains: a.retrains - b.retrains,
                 credit_stall_fraction: ((a.credit_stall_ticks - b.credit_stall_ticks) as f64
                     / window_ticks)
                     .min(1.0),

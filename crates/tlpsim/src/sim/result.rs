@@ -92,6 +92,9 @@ pub struct LinkResult {
     pub dllps: u64,
     /// TLPs sent again from the replay buffer.
     pub replays: u64,
+    /// Times the transmitter's REPLAY_NUM rolled over (a fourth replay without progress)
+    /// and the link retrained.
+    pub retrains: u64,
     /// Fraction of the window the transmitter had TLPs waiting but no credits.
     pub credit_stall_fraction: f64,
     /// TLPs that arrived corrupted.

@@ -102,7 +102,7 @@ impl Simulator<'_> {
                 tr.record(c, start, end, Packet::Dllp(d));
             }
             ch.counters.dllps += 1;
-            let bad = lost(&mut self.rng, ch.phy.byte_error, DLLP_BYTES);
+            let bad = ch.phy.corrupts(DLLP_BYTES);
             let last = ch.phy.dllp_out.is_empty();
             let at = end + ch.phy.prop;
             self.chans[(c ^ 1) as usize]
@@ -186,12 +186,11 @@ impl Simulator<'_> {
             self.trace_tlp(c, e, (start, end), replay);
         }
         let ch = &mut self.chans[c as usize];
-        let p = ch.phy.byte_error;
         let prop = ch.phy.prop;
         if let Some(at) = ch.tx_dll.start_timer(now) {
             self.q.schedule(at, Ev::ReplayTimer(c));
         }
-        let bad = lost(&mut self.rng, p, e.bytes);
+        let bad = ch.phy.corrupts(e.bytes);
         let tail = end + prop;
         let dst = self.tlps[e.tlp as usize].dst as usize;
         let forward_at = self.switch_forward_at(c, dst, start, end);
@@ -441,6 +440,9 @@ impl Simulator<'_> {
                 if let Some(at) = ch.tx_dll.on_nak(seq, self.q.now()) {
                     self.q.schedule(at, Ev::ReplayTimer(c));
                 }
+                if ch.tx_dll.take_retrain() {
+                    self.retrain(c);
+                }
             }
             Dllp::UpdateFc(class, h, dd) => ch.tx_credits.update(class, h, dd),
         }
@@ -456,7 +458,31 @@ impl Simulator<'_> {
             ReplayTimer::Pending(d) => self.q.schedule(d, Ev::ReplayTimer(c)),
             ReplayTimer::Expired => {
                 ch.counters.timeouts += 1;
+                if ch.tx_dll.take_retrain() {
+                    self.retrain(c);
+                }
                 self.try_send(c);
+            }
+        }
+    }
+
+    /// Channel `c`'s REPLAY_NUM rolled over: its data link layer directs the physical layer
+    /// to retrain the link. Both directions' wires carry nothing but ordered sets for the
+    /// link's Recovery time (what is already on them still arrives), and both replay timers
+    /// are held until it ends; the replay goes on after it.
+    #[cold]
+    #[inline(never)]
+    fn retrain(&mut self, c: u32) {
+        let until = self.now() + self.sys.links[(c / 2) as usize].recovery;
+        self.chans[c as usize].counters.retrains += 1;
+        for d in [c & !1, c | 1] {
+            let ch = &mut self.chans[d as usize];
+            ch.phy.wire.hold_until(until);
+            // A pending wake-up finds the wire held and waits for its end.
+            if ch.tx_dll.deadline().is_some() {
+                if let Some(at) = ch.tx_dll.restart_timer(until) {
+                    self.q.schedule(at, Ev::ReplayTimer(d));
+                }
             }
         }
     }

@@ -6,11 +6,26 @@
 //! An Ack purges the buffer up to its sequence number; a Nak purges the same way and then
 //! replays everything left; the replay timer, running while anything is unacknowledged,
 //! replays everything left when it expires. Sequence numbers here are cumulative `u64`s
-//! (the spec's are 12 bits, modulo 4096) starting at 1, so "acknowledged" is `seq <= n`.
+//! (the spec's are 12 bits, modulo 4096) starting at 1, so "acknowledged" is `seq <= n`;
+//! the spec's 12-bit limit still holds: at most [`MAX_UNACKED`] TLPs are unacknowledged.
+//!
+//! REPLAY_NUM counts the replays begun (by a Nak or the replay timer) since the last Ack
+//! that acknowledged something; when it rolls over from 11b to 00b (the fourth replay of the
+//! same TLP) the data link layer directs the physical layer to retrain the link (Recovery)
+//! before the replay goes on ([`DllTransmitter::take_retrain`]).
 
 use std::collections::VecDeque;
 
 use crate::engine::SimTime;
+
+/// The most TLPs a transmitter keeps unacknowledged: it must not send a new TLP while
+/// (NEXT_TRANSMIT_SEQ - ACKD_SEQ) mod 4096 >= 2048 (PCI Express Base Specification, "Data
+/// Integrity Mechanisms", transmitter rules), and that difference is one more than the TLPs
+/// unacknowledged.
+pub const MAX_UNACKED: usize = 2047;
+
+/// Replays that roll REPLAY_NUM (2 bits) over to 00b: the fourth replay without progress.
+const REPLAY_NUM_ROLLOVER: u8 = 4;
 
 /// A sent TLP held until acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +69,10 @@ pub struct DllTransmitter {
     deadline: Option<SimTime>,
     /// A timer event is pending (scheduled for the deadline it had then, or earlier).
     event: bool,
+    /// REPLAY_NUM: replays begun since an Ack or Nak last acknowledged something.
+    replay_num: u8,
+    /// REPLAY_NUM rolled over: the link is to retrain before the replay goes on.
+    retrain: bool,
 }
 
 impl Default for DllTransmitter {
@@ -75,13 +94,16 @@ impl DllTransmitter {
             replay_next: None,
             deadline: None,
             event: false,
+            replay_num: 0,
+            retrain: false,
         }
     }
 
-    /// Whether a TLP of `bytes` on the wire fits in the replay buffer now.
+    /// Whether a new TLP of `bytes` on the wire may go now: it fits in the replay buffer and
+    /// fewer than [`MAX_UNACKED`] TLPs are unacknowledged (the sequence number window).
     #[inline(always)]
     pub fn has_room(&self, bytes: u32) -> bool {
-        self.bytes as u64 + bytes as u64 <= self.capacity as u64
+        self.bytes as u64 + bytes as u64 <= self.capacity as u64 && self.buffer.len() < MAX_UNACKED
     }
 
     /// Assigns the next sequence number to a new TLP (`tlp`, `bytes` on the wire) and keeps
@@ -134,6 +156,29 @@ impl DllTransmitter {
         self.deadline
     }
 
+    /// REPLAY_NUM: replays begun since the last Ack or Nak that acknowledged something
+    /// (0 to 3; it rolls over on the fourth).
+    pub fn replay_num(&self) -> u8 {
+        self.replay_num
+    }
+
+    /// True once after REPLAY_NUM rolled over: the link is to retrain (the caller holds the
+    /// wire for the Recovery time, during which the replay waits).
+    #[inline]
+    pub fn take_retrain(&mut self) -> bool {
+        std::mem::take(&mut self.retrain)
+    }
+
+    /// Begins a replay of the whole buffer from its oldest entry, counting it in REPLAY_NUM.
+    fn begin_replay(&mut self) {
+        self.replay_next = Some(0);
+        self.replay_num += 1;
+        if self.replay_num == REPLAY_NUM_ROLLOVER {
+            self.replay_num = 0;
+            self.retrain = true;
+        }
+    }
+
     /// Removes the acknowledged entries (sequence number ≤ `seq`); returns how many. A
     /// replay under way goes on from the same TLP.
     #[inline]
@@ -143,6 +188,9 @@ impl DllTransmitter {
             let e = self.buffer.pop_front().expect("front exists");
             self.bytes -= e.bytes;
             n += 1;
+        }
+        if n > 0 {
+            self.replay_num = 0;
         }
         if let Some(i) = self.replay_next {
             self.replay_next = if self.buffer.is_empty() {
@@ -176,7 +224,7 @@ impl DllTransmitter {
     pub fn on_nak(&mut self, seq: u64, now: SimTime) -> Option<SimTime> {
         let at = self.on_ack(seq, now);
         if !self.buffer.is_empty() {
-            self.replay_next = Some(0);
+            self.begin_replay();
         }
         at
     }
@@ -223,7 +271,7 @@ impl DllTransmitter {
                 if self.buffer.is_empty() {
                     ReplayTimer::Idle
                 } else {
-                    self.replay_next = Some(0);
+                    self.begin_replay();
                     ReplayTimer::Expired
                 }
             }
@@ -332,5 +380,51 @@ mod tests {
         assert!(!tx.has_room(51));
         tx.on_ack(1, ns(10));
         assert!(tx.has_room(150));
+    }
+
+    #[test]
+    fn no_more_than_2047_tlps_go_unacknowledged() {
+        // (NEXT_TRANSMIT_SEQ - ACKD_SEQ) mod 4096 >= 2048 stops the transmitter.
+        let mut tx = sent(MAX_UNACKED as u32 - 1);
+        assert!(tx.has_room(100));
+        tx.push(9999, 100);
+        assert_eq!(tx.unacked(), 2047);
+        assert_eq!(tx.next_seq(), 2048, "ACKD_SEQ 0, NEXT_TRANSMIT_SEQ 2048");
+        assert!(!tx.has_room(100), "2048 - 0 >= 2048: blocked");
+        tx.on_ack(1, ns(10));
+        assert!(tx.has_room(100));
+    }
+
+    #[test]
+    fn the_fourth_replay_without_progress_retrains_the_link() {
+        let mut tx = sent(3);
+        for k in 1..=3 {
+            tx.on_nak(0, ns(100 * k));
+            assert_eq!(tx.replay_num(), k as u8);
+            assert!(!tx.take_retrain());
+        }
+        // The replay timer's expiry is a replay too: REPLAY_NUM rolls over from 11b to 00b.
+        let d = tx.deadline().unwrap();
+        assert_eq!(tx.on_timer(d), ReplayTimer::Expired);
+        assert_eq!(tx.replay_num(), 0);
+        assert!(tx.take_retrain());
+        assert!(!tx.take_retrain(), "once per rollover");
+        assert_eq!(replayed(&mut tx), [1, 2, 3], "the replay goes on after it");
+    }
+
+    #[test]
+    fn an_ack_that_acknowledges_something_resets_replay_num() {
+        let mut tx = sent(3);
+        tx.on_nak(0, ns(100));
+        tx.on_nak(0, ns(200));
+        // A stale Ack is no progress.
+        tx.on_ack(0, ns(250));
+        assert_eq!(tx.replay_num(), 2);
+        // A Nak that acknowledges TLP 1 resets the count, then begins its own replay.
+        tx.on_nak(1, ns(300));
+        assert_eq!(tx.replay_num(), 1);
+        tx.on_ack(2, ns(400));
+        assert_eq!(tx.replay_num(), 0);
+        assert!(!tx.take_retrain());
     }
 }

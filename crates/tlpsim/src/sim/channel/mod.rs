@@ -18,6 +18,7 @@ mod arbiter;
 
 use std::collections::VecDeque;
 
+use crate::engine::rng::Rng;
 use crate::engine::{OpenSpan, SimTime};
 use crate::fabric::Credits;
 use crate::pcie::dll::receive::DllReceiver;
@@ -67,6 +68,8 @@ pub struct ChannelCounters {
     pub replays: u64,
     /// Replay timer expiries.
     pub timeouts: u64,
+    /// Times the transmitter's REPLAY_NUM rolled over and the link retrained (Recovery).
+    pub retrains: u64,
     /// Naks received by the transmitter.
     pub naks: u64,
     /// TLPs the receiver found corrupted.
@@ -102,6 +105,9 @@ pub struct Phy {
     pub prop: SimTime,
     /// Probability that one byte on this wire is corrupted (from the BER).
     pub byte_error: f64,
+    /// The random stream its bit errors draw from (its own: errors on one wire change no
+    /// other draw of the run).
+    pub rng: Rng,
     /// Framing bytes per TLP.
     pub framing: u32,
     /// DLLPs waiting for this wire (non-flit); they go ahead of TLPs.
@@ -126,6 +132,7 @@ impl Phy {
             flit,
             prop: SimTime::ZERO,
             byte_error: 0.0,
+            rng: Rng::new(0),
             framing: if flit {
                 0
             } else {
@@ -136,6 +143,15 @@ impl Phy {
             predicted_seq: 1,
             dllps_arriving: VecDeque::new(),
         }
+    }
+}
+
+impl Phy {
+    /// Whether `bytes` bytes crossing this wire arrive corrupted (`byte_error` is the
+    /// per-byte error rate as -ln(1 - p)); draws from its stream only on a wire with errors.
+    #[inline(always)]
+    pub fn corrupts(&mut self, bytes: u32) -> bool {
+        self.byte_error > 0.0 && self.rng.chance(-(-self.byte_error * bytes as f64).exp_m1())
     }
 }
 
@@ -269,6 +285,17 @@ impl Channel {
             && self.phy.arriving.is_empty()
             && self.forwarding.is_empty()
             && self.phy.dllps_arriving.is_empty()
+    }
+
+    /// True when the blocked transmitter's receiver has allocated more of the credits it
+    /// lacks than the transmitter knows of: an UpdateFC was lost (or is on its way), and the
+    /// receiver's UpdateFC refresh (at least every 30 us) will bring them. Pending work, not
+    /// a deadlock.
+    pub fn awaits_update_fc(&self) -> bool {
+        let Blocked::Credits(ty) = self.blocked else {
+            return false;
+        };
+        self.tx_credits.limit(ty) < self.rx_credits.allocated(ty)
     }
 
     /// True when the transmitter has something it may try to send: DLLPs, a replay, or
