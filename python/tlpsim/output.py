@@ -70,9 +70,70 @@ def emit(rows: Sequence[dict], fmt: Format, columns: Sequence[Column], title: st
         writer.writerows(rows)
         sys.stdout.write(buf.getvalue())
     else:
+        out = console()
+        cells = [[_cell(row[f], spec) for f, _, spec in columns] for row in rows]
+        keep, widths = fit_columns(columns, cells, out.width)
         table = Table(title=title, header_style="bold")
-        for _, heading, _ in columns:
-            table.add_column(heading.strip(), justify="left" if heading.startswith(" ") else "right")
-        for row in rows:
-            table.add_row(*(_cell(row[f], spec) for f, _, spec in columns))
-        console().print(table)
+        for i in keep:
+            heading = columns[i][1]
+            text = heading.startswith(" ")
+            table.add_column(heading.strip(), justify="left" if text else "right", width=widths[i], overflow="fold")
+        for row in cells:
+            table.add_row(*(row[i] for i in keep))
+        out.print(table)
+        dropped = [columns[i][1].strip() for i in range(len(columns)) if i not in keep]
+        if dropped:
+            out.print(
+                f"not shown at {out.width} columns: {', '.join(dropped)} (a wider terminal, or --format csv or json, "
+                "shows every column)",
+                style="dim", highlight=False, markup=False,
+            )  # fmt: skip
+
+
+#: The narrowest a text column is squeezed to before columns are dropped (it wraps to fit).
+TEXT_MIN_WIDTH = 8
+
+#: Characters a table spends per column besides its content (padding each side, one rule).
+COLUMN_FRAME = 3
+
+
+def fit_columns(columns: Sequence[Column], cells: Sequence[Sequence[str]], width: int) -> tuple[list[int], list[int]]:
+    """The columns that fit ``width`` characters and each one's content width.
+
+    A number is never cut or wrapped: a numeric column is as wide as its widest value. Text
+    columns wrap, down to ``TEXT_MIN_WIDTH``; headings wrap at spaces. When even that is too
+    wide, columns are dropped: text columns from the right, then numbers from the right; the
+    first column, which names the row, stays.
+    """
+    n = len(columns)
+    text = [columns[i][1].startswith(" ") for i in range(n)]
+    widest = [max([len(row[i]) for row in cells] + [1]) for i in range(n)]
+    heading_word = [max(len(w) for w in (columns[i][1].split() or [""])) for i in range(n)]
+    natural = [max(widest[i], len(columns[i][1].strip()) if text[i] else widest[i]) for i in range(n)]
+    least = [min(natural[i], TEXT_MIN_WIDTH) if text[i] else max(widest[i], min(heading_word[i], 6)) for i in range(n)]
+    keep = list(range(n))
+    # Text columns go first, from the right, then numbers from the right.
+    order = [i for i in reversed(range(1, n)) if text[i]] + [i for i in reversed(range(1, n)) if not text[i]]
+    while order and 1 + sum(least[i] + COLUMN_FRAME for i in keep) > width:
+        keep.remove(order.pop(0))
+    widths = list(least)
+    spare = width - 1 - sum(widths[i] + COLUMN_FRAME for i in keep)
+    # Spare room goes first to numeric headings (a whole word per line), then evenly to text.
+    for i in keep:
+        if not text[i] and spare > 0:
+            grow = min(spare, max(heading_word[i] - widths[i], 0))
+            widths[i] += grow
+            spare -= grow
+    short = [i for i in keep if text[i] and widths[i] < natural[i]]
+    while spare > 0 and short:
+        i = min(short, key=lambda j: widths[j])
+        widths[i] += 1
+        spare -= 1
+        if widths[i] >= natural[i]:
+            short.remove(i)
+    # What is left keeps headings on one line.
+    for i in keep:
+        grow = min(spare, max(len(columns[i][1].strip()) - widths[i], 0))
+        widths[i] += grow
+        spare -= grow
+    return keep, widths
