@@ -780,13 +780,13 @@ def main(argv: list[str] | None = None) -> int:
         result = app(args=argv, standalone_mode=False, prog_name="tlpsim")
         return result if isinstance(result, int) else 0
     except ConfigError as e:
-        print(f"tlpsim: error: {e}", file=sys.stderr)
+        print(f"tlpsim: error: {_core.one_line(str(e))}", file=sys.stderr)
         return 2
     except SimulationError as e:
-        print(f"tlpsim: error: {e}", file=sys.stderr)
+        print(f"tlpsim: error: {_core.one_line(str(e))}", file=sys.stderr)
         return 3
     except click.UsageError as e:
-        print(f"tlpsim: error: {e.format_message()} (see --help)", file=sys.stderr)
+        print(f"tlpsim: error: {_core.one_line(e.format_message())} (see --help)", file=sys.stderr)
         return 2
     except click.exceptions.Abort:
         print("tlpsim: aborted", file=sys.stderr)

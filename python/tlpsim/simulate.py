@@ -22,6 +22,10 @@ def _looks_like_path(text: str) -> bool:
     return bool(t) and "\n" not in t and "=" not in t and not t.startswith("[")
 
 
+#: The largest scenario file read; a bigger one (or /dev/zero) is refused in one line.
+MAX_SCENARIO_BYTES = 64 << 20
+
+
 def scenario_text(source: Scenario | str | os.PathLike[str]) -> tuple[str, str]:
     """(TOML text, origin for messages) of a scenario given as a loaded :class:`Scenario`, a
     path to a TOML file or the TOML text itself. A string is TOML text if it spans lines,
@@ -32,7 +36,14 @@ def scenario_text(source: Scenario | str | os.PathLike[str]) -> tuple[str, str]:
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
         path = Path(source)
         try:
-            return path.read_text(encoding="utf-8"), str(path)
+            with path.open("rb") as f:
+                data = f.read(MAX_SCENARIO_BYTES + 1)
+            if len(data) > MAX_SCENARIO_BYTES:
+                raise ScenarioError(
+                    f"{path}: the file is over {MAX_SCENARIO_BYTES >> 20} MiB, too big for a scenario "
+                    "(a 10,000-endpoint system is 2 MiB): is it the right file?"
+                )
+            return data.decode("utf-8"), str(path)
         except OSError as e:
             raise ScenarioError(f"{path}: cannot read the file: {e.strerror or e}") from None
         except UnicodeDecodeError:

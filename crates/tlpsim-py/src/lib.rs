@@ -166,6 +166,13 @@ fn scenario_schema() -> String {
     tlpsim::scenario::json_schema()
 }
 
+/// `text` as one short printable line, as tlpsim's errors quote user text: control
+/// characters escaped, very long words and lines shortened.
+#[pyfunction]
+fn one_line(text: &str) -> String {
+    tlpsim::error::one_line(text)
+}
+
 /// A byte count written as scenario files write it ("4KiB", "4KB", "512"); an error names
 /// `setting` (a size argument of `link_bandwidth` or the CLI: `payload`, `message`, `header`,
 /// `mps`, `mrrs`, `rcb`; else "size") and what is allowed.
@@ -389,6 +396,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(systems, m)?)?;
     m.add_function(wrap_pyfunction!(parse_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(one_line, m)?)?;
     m.add_function(wrap_pyfunction!(pcie_bench_files, m)?)?;
     Ok(())
 }

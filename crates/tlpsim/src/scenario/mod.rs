@@ -87,7 +87,10 @@ pub struct ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.origin, self.message)
+        f.write_str(&crate::error::one_line(&format!(
+            "{}: {}",
+            self.origin, self.message
+        )))
     }
 }
 

@@ -1,0 +1,38 @@
+"""What the CLI does with input that is not a scenario: a device, names holding escapes or
+megabytes. Always one short line on stderr, never a hang or a flood."""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = (ROOT / "scenarios" / "t5220-two-switches.toml").read_text()
+
+
+def with_bad_link(tmp_path: Path, name_toml: str) -> Path:
+    """The example with one more link to a node that does not exist, named by ``name_toml``."""
+    path = tmp_path / "bad.toml"
+    path.write_text(EXAMPLE + f'\n[[link]]\nbetween = ["rc", "{name_toml}"]\ngen = 1\nwidth = 1\n')
+    return path
+
+
+def test_a_device_that_never_ends_is_refused_in_one_line(cli):
+    proc = cli("run", "/dev/zero")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "over 64 MiB" in proc.stderr and "/dev/zero" in proc.stderr
+
+
+def test_a_newline_or_escape_in_a_name_is_escaped(cli, tmp_path):
+    proc = cli("run", str(with_bad_link(tmp_path, r"e\nx\u001b[31mred")))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "\x1b" not in proc.stderr
+    assert r"e\nx\u{1b}[31mred" in proc.stderr
+    assert "is not a node" in proc.stderr
+
+
+def test_a_huge_name_gives_a_short_line(cli, tmp_path):
+    proc = cli("run", str(with_bad_link(tmp_path, "y" * 10_000_000)))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert len(proc.stderr) < 1_000
+    assert "(10000002 characters)" in proc.stderr and "is not a node" in proc.stderr
