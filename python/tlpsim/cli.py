@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import io
 import signal
 import sys
 from collections.abc import Callable
@@ -14,6 +15,7 @@ import typer
 from rich.console import Console
 
 from tlpsim import ConfigError, _core, link_bandwidth, message_bandwidth, validate
+from tlpsim.files import check_output, write_atomic
 from tlpsim.output import Format, console, emit, emit_json
 from tlpsim.simulate import TRACE_LIMIT, RunResult, Scenario, SimulationError, load_scenario, schema
 from tlpsim.simulate import run as run_scenario
@@ -199,6 +201,10 @@ def _fio_rows(fio: list[dict]) -> list[dict]:
     return rows
 
 
+#: ``--force``: the commands that write a file refuse an existing one without it.
+ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
+
+
 @app.command(name="run")
 def run_cmd(
     scenario: Annotated[Path, typer.Argument(help="Scenario TOML file (see `tlpsim schema`).")],
@@ -219,8 +225,11 @@ def run_cmd(
             "link.rc-sw1.width=4, endpoint.gpu.count=8. Repeat for more keys.",
         ),
     ] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Simulate a scenario at the TLP level: throughput and latency per flow, per link direction."""
+    if trace is not None:
+        check_output(trace, "trace", inputs=[scenario], force=force)
     loaded = load_scenario(scenario, values=_run_set_values(set_ or []))
     result = _simulate(loaded, scenario.name, trace, trace_limit)
     if trace is not None:
@@ -608,6 +617,7 @@ def fit_cmd(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the output here (default: stdout).")
     ] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Fit a pcie-bench directory's host on the protocol's calibrate cells and predict every
     other measurement: the fitted values with their cells, then rows as `tlpsim validate`
@@ -616,23 +626,25 @@ def fit_cmd(
 
     from tlpsim.pciebench import fit_directory
 
+    if output is not None:
+        check_output(output, "output", inputs=sorted(directory.glob("*")) if directory.is_dir() else [], force=force)
     report = _with_count_bar(
         f"fitting {directory.name}", "simulated cells", lambda step: fit_directory(directory, progress=step)
     )
     with contextlib.ExitStack() as stack:
         if output is not None:
-            try:
-                handle = stack.enter_context(output.open("w", encoding="utf-8"))
-            except OSError as e:
-                raise ConfigError(f"{output}: cannot write the output: {e.strerror or e}") from None
-            stack.enter_context(contextlib.redirect_stdout(handle))
+            buffer = stack.enter_context(io.StringIO())
+            stack.enter_context(contextlib.redirect_stdout(buffer))
         if format is Format.json:
             emit_json(report.to_dict())
         elif format is Format.csv:
             emit(report.rows, format, [])
         else:
             _print_fit(report)
+        if output is not None:
+            text = buffer.getvalue()
     if output is not None:
+        write_atomic(output, text, "output")
         Console(stderr=True).print(f"wrote {output}")
 
 
@@ -661,11 +673,14 @@ def import_lspci_cmd(
             "workload uses (default: the endpoint with the fastest link)."
         ),
     ] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Make a scenario of `lspci -vvv` output: root complex, switches, endpoints, links
     (generation and width from LnkSta), MPS and MRRS (DevCtl), tags (ExtTag, 10BitTagReq)."""
     from tlpsim.importers import import_lspci
 
+    if output is not None:
+        check_output(output, "scenario", inputs=[file, *([tree] if tree else [])], force=force)
     result = import_lspci(file, tree=tree, device=device)
     for warning in result.warnings:
         print(f"tlpsim: warning: {warning}", file=sys.stderr)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from tlpsim import _core
 from tlpsim._core import ConfigError, Scenario, ScenarioError, SimulationError
 from tlpsim._records import CoreRecord
+from tlpsim.files import write_atomic
 
 __all__ = ["Scenario", "ScenarioError", "SimulationError", "RunResult", "load_scenario", "run", "schema"]
 
@@ -200,10 +201,7 @@ def run(
             raise ConfigError(f"{path}: cannot write the trace: {why}")
     text, chrome = _core.run_scenario(scenario, progress, trace_limit if trace is not None else None)
     if trace is not None and chrome is not None:
-        try:
-            path.write_text(chrome, encoding="utf-8")
-        except OSError as e:
-            raise ConfigError(f"{path}: cannot write the trace: {e.strerror or e}") from None
+        write_atomic(path, chrome, "trace")
     return RunResult.from_dict(json.loads(text))
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tlpsim._core import ConfigError
+from tlpsim.files import write_atomic
 from tlpsim.importers.common import ImportFileError, read_text
 from tlpsim.simulate import load_scenario
 
@@ -531,11 +532,7 @@ class LspciImport:
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Writes the scenario to ``path``."""
-        p = Path(path)
-        try:
-            p.write_text(self.scenario, encoding="utf-8")
-        except OSError as e:
-            raise ConfigError(f"{p}: cannot write the scenario: {e.strerror or e}") from None
+        write_atomic(Path(path), self.scenario, "scenario")
 
 
 def _count(n: int, word: str) -> str:

@@ -1,0 +1,92 @@
+"""Files the CLI writes: never an input, never an existing file without --force, never half
+a file (written to a temporary file, fsynced, renamed)."""
+
+import errno
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import tlpsim
+from tlpsim import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "scenarios" / "t5220-two-switches.toml"
+LSPCI = sorted((ROOT / "data" / "pcie-bench").glob("*/sys-lspci.txt"))
+
+
+@pytest.fixture
+def scenario(tmp_path) -> Path:
+    path = tmp_path / "s.toml"
+    shutil.copy(EXAMPLE, path)
+    return path
+
+
+def test_a_trace_never_overwrites_the_scenario(cli, scenario):
+    before = scenario.read_bytes()
+    proc = cli("run", str(scenario), "--trace", str(scenario), "--force")
+    assert proc.returncode == 2
+    assert "would overwrite the input" in proc.stderr and proc.stderr.count("\n") == 1
+    assert scenario.read_bytes() == before
+
+
+def test_a_trace_through_a_symlink_to_the_scenario_is_refused(cli, scenario, tmp_path):
+    link = tmp_path / "trace.json"
+    link.symlink_to(scenario)
+    before = scenario.read_bytes()
+    proc = cli("run", str(scenario), "--trace", str(link))
+    assert proc.returncode == 2
+    assert scenario.read_bytes() == before
+
+
+def test_an_existing_output_needs_force(cli, scenario, tmp_path):
+    trace = tmp_path / "t.json"
+    trace.write_text("keep me")
+    proc = cli("run", str(scenario), "--trace", str(trace))
+    assert proc.returncode == 2
+    assert "exists: add --force" in proc.stderr
+    assert trace.read_text() == "keep me"
+    proc = cli("run", str(scenario), "--trace", str(trace), "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(trace.read_text())["traceEvents"]
+
+
+def test_force_replaces_a_symlink_and_leaves_its_target(cli, scenario, tmp_path):
+    other = tmp_path / "other.txt"
+    other.write_text("not mine")
+    link = tmp_path / "t.json"
+    link.symlink_to(other)
+    proc = cli("run", str(scenario), "--trace", str(link), "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert other.read_text() == "not mine"
+    assert not link.is_symlink() and json.loads(link.read_text())["traceEvents"]
+
+
+def test_a_full_disk_leaves_the_old_file_and_no_temporary(scenario, tmp_path, monkeypatch):
+    trace = tmp_path / "t.json"
+    trace.write_text("old")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(ConfigError, match="cannot write the trace: No space left on device"):
+        tlpsim.run(tlpsim.load_scenario(scenario), trace=trace)
+    assert trace.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml", "t.json"]
+
+
+@pytest.mark.skipif(not LSPCI, reason="no lspci sample in data/pcie-bench")
+def test_import_lspci_output_needs_force_and_never_overwrites_its_input(cli, tmp_path):
+    source = tmp_path / "lspci.txt"
+    shutil.copy(LSPCI[0], source)
+    before = source.read_bytes()
+    assert cli("import", "lspci", str(source), "-o", str(source), "--force").returncode == 2
+    assert source.read_bytes() == before
+    out = tmp_path / "s.toml"
+    assert cli("import", "lspci", str(source), "-o", str(out)).returncode == 0
+    assert cli("import", "lspci", str(source), "-o", str(out)).returncode == 2
+    assert cli("import", "lspci", str(source), "-o", str(out), "--force").returncode == 0
+    tlpsim.load_scenario(out)
