@@ -568,8 +568,12 @@ def validate_cmd(
                 style="dim",
             )
     if report is not None:
-        path = write_report(rows, report)
-        Console(stderr=True).print(f"wrote {path}")
+        files: list[Path] = []
+        write_report(rows, report, written=files)
+        err = Console(stderr=True, highlight=False)
+        err.print(f"wrote {len(files)} files in {report}:", markup=False)
+        for path in files:
+            err.print(f"  {path}", markup=False)
 
 
 def _print_fit(report) -> None:

@@ -204,9 +204,11 @@ def _unmodelled_pciebench(reports: list) -> list[str]:
 
 
 def write_charts(report: ValidationReport, directory: Path) -> list[Path]:
-    """One PNG per published table: published (solid) and simulated (dashed) per series,
-    against the table's columns (frame size, workload ...), as the seed reports chart them;
-    for ``pciebench``, one PNG per directory in the style of the pcie-bench paper."""
+    """One PNG per published table, as the seed reports chart them: grouped bars per column
+    of the table (frame size, workload ...), published (solid) beside tlpsim (hatched) for
+    each series (with and without the switch ...), one panel per unit, labelled axes and the
+    legend outside the bars; for ``pciebench``, one PNG per directory in the style of the
+    pcie-bench paper."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -216,30 +218,8 @@ def write_charts(report: ValidationReport, directory: Path) -> list[Path]:
     tables = dict.fromkeys((r["system"], r["table"]) for r in report if r["system"] != PCIEBENCH)
     for system, table in tables:
         rows = [r for r in report if r["system"] == system and r["table"] == table]
-        columns = list(dict.fromkeys(r["column"] for r in rows))
-        series = list(dict.fromkeys(r["series"] for r in rows))
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(columns) + 3), 4.2))
-        for i, name in enumerate(series):
-            pts = sorted((columns.index(r["column"]), r) for r in rows if r["series"] == name)
-            xs = [p for p, _ in pts]
-            color = f"C{i % 10}"
-            ax.plot(xs, [r["published"] for _, r in pts], "o-", color=color, label=f"{name} (published)")
-            ax.plot(xs, [r["simulated"] for _, r in pts], "s--", color=color, mfc="none", label=f"{name} (tlpsim)")
-        ax.set_xticks(range(len(columns)))
-        ax.set_xticklabels(
-            columns,
-            rotation=20 if max(map(len, columns)) > 8 else 0,
-            ha="right" if max(map(len, columns)) > 8 else "center",
-            fontsize=8,
-        )
-        ax.set_ylabel(rows[0]["unit"][:60])
-        ax.set_title(f"{system}.{table}: published vs tlpsim")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
-        fig.tight_layout()
         path = directory / f"{system}.{table}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        _table_chart(plt, f"{system}.{table}", rows, path)
         paths.append(path)
     if report.pciebench:
         from tlpsim.pciebench.charts import write_charts as write_pciebench_charts
@@ -248,24 +228,67 @@ def write_charts(report: ValidationReport, directory: Path) -> list[Path]:
     return paths
 
 
-def write_report(report: ValidationReport, directory: Path) -> Path:
+#: Width of one column's group of bars on the x axis (1 = touching the next group).
+BAR_GROUP = 0.8
+
+
+def _table_chart(plt, title: str, rows: list[dict], path: Path) -> None:
+    """Draws one published table's rows as grouped bars (one panel per unit) into ``path``."""
+    units = list(dict.fromkeys(r["unit"] for r in rows))
+    columns_most = max(len({r["column"] for r in rows if r["unit"] == u}) for u in units)
+    fig, axes = plt.subplots(len(units), 1, figsize=(max(6.5, 1.1 * columns_most + 4), 3.8 * len(units)), squeeze=False)
+    for ax, unit in zip(axes[:, 0], units, strict=True):
+        panel = [r for r in rows if r["unit"] == unit]
+        columns = list(dict.fromkeys(r["column"] for r in panel))
+        series = list(dict.fromkeys(r["series"] for r in panel))
+        bar = BAR_GROUP / (2 * len(series))
+        for i, name in enumerate(series):
+            color = f"C{i % 10}"
+            for k, (key, source) in enumerate((("published", "published"), ("simulated", "tlpsim"))):
+                mine = [r for r in panel if r["series"] == name]
+                xs = [columns.index(r["column"]) - BAR_GROUP / 2 + (2 * i + k + 0.5) * bar for r in mine]
+                ax.bar(
+                    xs, [r[key] for r in mine], bar, color=color if k == 0 else "white", edgecolor=color,
+                    hatch="///" if k else None, label=f"{name} ({source})",
+                )  # fmt: skip
+        long = max(map(len, columns)) > 8
+        ax.set_xticks(range(len(columns)))
+        ax.set_xticklabels(columns, rotation=20 if long else 0, ha="right" if long else "center", fontsize=8)
+        ax.set_xlabel("column of the published table")
+        ax.set_ylabel(unit[:60])
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_axisbelow(True)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.suptitle(f"{title}: published vs tlpsim")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def _md_row(cells) -> str:
+    """One Markdown table row; a ``|`` inside a cell is escaped so it cannot split the cell."""
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
+def write_report(report: ValidationReport, directory: Path, written: list[Path] | None = None) -> Path:
     """Writes ``directory/report.md`` (summaries, a chart per table, every row, what is not
     modelled yet), the charts next to it, and ``directory/report.html``: the same as one
-    self-contained page."""
+    self-contained page. Every file written is appended to ``written`` when given."""
     directory.mkdir(parents=True, exist_ok=True)
     out = directory / "report.md"
     charts = write_charts(report, directory)
     lines = ["# tlpsim validation report", "", "## Summary (predicted cells)", ""]
     lines += [f"- {s.line()}" for s in report.summaries()]
     lines += [f"- {line}" for line in report.group_lines()]
-    lines += ["", "## Per table (predicted cells)", "", "| table | predicted | median |error| |", "|---|---|---|"]
+    lines += ["", "## Per table (predicted cells)", ""]
+    lines += [_md_row(["table", "predicted", "median |error|"]), "|---|---|---|"]
     tables = dict.fromkeys((r["system"], r["table"]) for r in report)
     for system, table in tables:
         errors = [
             abs(r["error"]) for r in report if (r["system"], r["table"]) == (system, table) and r["role"] == "predict"
         ]
         if errors:
-            lines.append(f"| {system}.{table} | {len(errors)} | {100 * statistics.median(errors):.1f} % |")
+            lines.append(_md_row([f"{system}.{table}", len(errors), f"{100 * statistics.median(errors):.1f} %"]))
     effects = [
         (system, e)
         for system in _systems_in(report)
@@ -275,10 +298,10 @@ def write_report(report: ValidationReport, directory: Path) -> Path:
         lines += ["", "## Switch effects (published with/without difference over 10 %)", ""]
         lines += ["| table | series | column | published | tlpsim | same sign |", "|---|---|---|---|---|---|"]
         for system, e in effects:
-            lines.append(
-                f"| {system}.{e.table} | {e.series} | {e.column} | {100 * e.published:+.1f} % | "
-                f"{100 * e.simulated:+.1f} % | {'yes' if e.agrees else 'no'} |"
-            )
+            lines.append(_md_row([
+                f"{system}.{e.table}", e.series, e.column, f"{100 * e.published:+.1f} %",
+                f"{100 * e.simulated:+.1f} %", "yes" if e.agrees else "no",
+            ]))  # fmt: skip
     lines += ["", "## Charts", ""]
     lines += [f"![{p.stem}]({p.name})" for p in charts]
     fields = (*ROW_FIELDS, "limit")
@@ -286,20 +309,22 @@ def write_report(report: ValidationReport, directory: Path) -> Path:
         "What limited the simulation is given for throughput cells: "
         "each flow's bottleneck (for an RFC 2544 cell, at full load)."
     )
-    lines += ["", "## Cells", "", note, "", "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
+    lines += ["", "## Cells", "", note, "", _md_row(fields), "|" + "---|" * len(fields)]
     for r in report:
         cells = [
             r["system"], r["table"], r["series"], r["column"], r["unit"],
             f"{r['published']:.6g}", f"{r['simulated']:.6g}", f"{100 * r['error']:+.2f} %", r["role"],
             r.get("limit") or "",
         ]  # fmt: skip
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(_md_row(cells))
     if report.unmodelled_tables:
         lines += ["", "## Published tables not modelled yet", ""]
         lines += [f"- {t}" for t in report.unmodelled_tables]
     text = "\n".join(lines) + "\n"
     out.write_text(text)
     write_html(text, directory / "report.html", directory)
+    if written is not None:
+        written += [out, directory / "report.html", *charts]
     return out
 
 

@@ -1,0 +1,88 @@
+"""`tlpsim validate --report`: every table a real table, a page that renders, charts that
+read, and the files written listed."""
+
+import os
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import matplotlib.image
+import numpy as np
+import pytest
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+class Tables(HTMLParser):
+    """Counts <table> elements and collects the page's text outside tags."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables = 0
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tables += tag == "table"
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("report")
+    proc = subprocess.run(
+        ["tlpsim", "validate", "--only", "pes24n3a", "--report", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return out, proc
+
+
+def test_validate_report_lists_the_files_it_wrote(report):
+    out, proc = report
+    listed = [line.strip() for line in proc.stderr.splitlines() if line.startswith("  ")]
+    assert str(out / "report.md") in listed and str(out / "report.html") in listed
+    assert sorted(listed) == sorted(str(p) for p in out.iterdir())
+
+
+def test_every_markdown_table_keeps_its_columns(report):
+    out, _ = report
+    lines = (out / "report.md").read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("|---"):
+            width = line.count("|")
+            block = [lines[i - 1]]
+            for row in lines[i + 1 :]:
+                if not row.startswith("|"):
+                    break
+                block.append(row)
+            for row in block:
+                assert row.replace("\\|", "").count("|") == width, row
+
+
+def test_every_html_table_is_a_table(report):
+    out, _ = report
+    md = (out / "report.md").read_text()
+    page = Tables()
+    page.feed((out / "report.html").read_text())
+    assert page.tables == md.count("\n|---")
+    assert "|---" not in "".join(page.text)
+
+
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"), reason="no headless chromium here")
+def test_the_page_renders_in_a_headless_browser(report, tmp_path):
+    assert CHROMIUM, "CI needs chromium: .ci/run installs it"
+    out, _ = report
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--screenshot={shot}",
+         "--window-size=1280,2400", (out / "report.html").as_uri()],
+        capture_output=True, timeout=120, check=True,
+    )  # fmt: skip
+    pixels = matplotlib.image.imread(shot)[..., :3]
+    ink = (pixels.min(axis=2) < 0.9).mean()
+    colours = len(np.unique((pixels * 15).round().reshape(-1, 3), axis=0))
+    assert ink > 0.03, f"only {ink:.1%} of the page is not white"
+    assert colours > 20
