@@ -90,3 +90,15 @@ def test_import_lspci_output_needs_force_and_never_overwrites_its_input(cli, tmp
     assert cli("import", "lspci", str(source), "-o", str(out)).returncode == 2
     assert cli("import", "lspci", str(source), "-o", str(out), "--force").returncode == 0
     tlpsim.load_scenario(out)
+
+
+def test_a_truncated_trace_says_so(cli, scenario, tmp_path):
+    trace = tmp_path / "t.json"
+    proc = cli("run", str(scenario), "--trace", str(trace), "--trace-limit", "100")
+    assert proc.returncode == 0, proc.stderr
+    dropped = json.loads(trace.read_text())["dropped"]
+    assert dropped > 0
+    assert f"truncated, the first 100 packets kept, {dropped:,} later ones dropped" in " ".join(proc.stderr.split())
+    whole = tmp_path / "whole.json"
+    proc = cli("run", str(scenario), "--trace", str(whole))
+    assert "truncated" not in proc.stderr

@@ -201,6 +201,21 @@ def _fio_rows(fio: list[dict]) -> list[dict]:
     return rows
 
 
+def _say_trace_written(trace: Path, limit: int) -> None:
+    """Says the trace was written and, when the limit cut it, how many packets it dropped
+    (the file's ``dropped`` field says the same)."""
+    import re
+
+    with trace.open("rb") as f:
+        f.seek(max(trace.stat().st_size - 200, 0))
+        found = re.search(rb'"dropped":(\d+)', f.read())
+    dropped = int(found.group(1)) if found else 0
+    line = f"wrote {trace}"
+    if dropped:
+        line += f": truncated, the first {limit:,} packets kept, {dropped:,} later ones dropped (raise --trace-limit)"
+    Console(stderr=True, highlight=False).print(line, markup=False)
+
+
 #: ``--force``: the commands that write a file refuse an existing one without it.
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
 
@@ -233,7 +248,7 @@ def run_cmd(
     loaded = load_scenario(scenario, values=_run_set_values(set_ or []))
     result = _simulate(loaded, scenario.name, trace, trace_limit)
     if trace is not None:
-        Console(stderr=True).print(f"wrote {trace}")
+        _say_trace_written(trace, trace_limit)
     if format is Format.json:
         emit_json(result.to_dict())
     elif format is Format.csv:
