@@ -101,4 +101,4 @@ def test_a_truncated_trace_says_so(cli, scenario, tmp_path):
     assert f"truncated, the first 100 packets kept, {dropped:,} later ones dropped" in " ".join(proc.stderr.split())
     whole = tmp_path / "whole.json"
     proc = cli("run", str(scenario), "--trace", str(whole))
-    assert "truncated" not in proc.stderr
+    assert "truncated," not in proc.stderr
