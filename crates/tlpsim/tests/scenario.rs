@@ -517,3 +517,63 @@ fn data_credits_below_one_mps_sized_tlp_are_refused_at_load_time() {
     load_str(&text("cpld = 16, pd = 16"), "<test>").unwrap();
     load_str(&text("cpld = \"infinite\""), "<test>").unwrap();
 }
+
+/// A small fabric with two host bridges and two workloads, whose second names are `hb` and
+/// `w`: the names under test.
+fn with_names(hb: &str, w: &str) -> String {
+    format!(
+        r#"
+[simulation]
+duration = "1us"
+[[host_bridge]]
+name = "hb0"
+bandwidth = "2GB/s"
+latency = "100ns"
+[[host_bridge]]
+name = "{hb}"
+bandwidth = "2GB/s"
+latency = "100ns"
+[[root_complex]]
+name = "rc"
+host_bridge = "hb0"
+[[endpoint]]
+name = "ep"
+kind = "dma"
+[[link]]
+between = ["rc", "ep"]
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep"
+direction = "read"
+transfer_size = "4KiB"
+[[workload]]
+name = "{w}"
+kind = "dma"
+endpoint = "ep"
+direction = "read"
+transfer_size = "4KiB"
+"#
+    )
+}
+
+#[test]
+fn a_name_used_twice_is_refused_whatever_the_number_of_sections() {
+    if let Err(e) = load_str(&with_names("hb1", "w1"), "t") {
+        panic!("{e}");
+    }
+    let hb = load_str(&with_names("hb0", "w1"), "t")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        hb.contains("[[host_bridge]] 2 (hb0): the name \"hb0\" is used twice"),
+        "{hb}"
+    );
+    let w = load_str(&with_names("hb1", "w0"), "t")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        w.contains("[[workload]] 2 (w0): the workload name \"w0\" is used twice"),
+        "{w}"
+    );
+}

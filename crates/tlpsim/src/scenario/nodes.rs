@@ -348,9 +348,10 @@ impl NodeTable {
 /// Checks the `[[host_bridge]]` sections.
 pub fn host_bridges(sections: &[HostBridgeSection]) -> Result<Vec<HostBridgeSpec>, BuildError> {
     let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::with_capacity(sections.len());
     for (i, b) in sections.iter().enumerate() {
         let place = Place::element("host_bridge", i, &b.name);
-        if sections[..i].iter().any(|o| o.name == b.name) {
+        if !seen.insert(b.name.as_str()) {
             return Err(BuildError::Duplicate {
                 place,
                 what: "name",

@@ -339,9 +339,14 @@ pub fn workloads(
     fabric: &Fabric,
 ) -> Result<Vec<WorkloadSpec>, BuildError> {
     let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::with_capacity(sections.len());
+    // Flow names built so far, and fio jobs per drive: sets, so a file of many workloads
+    // loads in linear time.
+    let mut flows = std::collections::HashSet::with_capacity(sections.len());
+    let mut jobs: std::collections::HashMap<usize, u32> = std::collections::HashMap::new();
     for (i, w) in sections.iter().enumerate() {
         let place = Place::element("workload", i, w.name());
-        if sections[..i].iter().any(|o| o.name() == w.name()) {
+        if !seen.insert(w.name()) {
             return Err(BuildError::Duplicate {
                 place,
                 what: "workload name",
@@ -361,11 +366,7 @@ pub fn workloads(
             ));
         }
         // The jobs of earlier fio workloads on the same drive hold its first queue pairs.
-        let earlier_jobs = out
-            .iter()
-            .filter(|o: &&WorkloadSpec| o.source == source)
-            .filter_map(|o| o.fio.map(|f| f.numjobs))
-            .sum();
+        let earlier_jobs = jobs.get(&source).copied().unwrap_or(0);
         let built = match w {
             WorkloadSection::Dma(d) => vec![dma(&place, d, source, fabric)?],
             WorkloadSection::Storage(s) => vec![storage(&place, s, source, fabric)?],
@@ -375,12 +376,15 @@ pub fn workloads(
         };
         for spec in built {
             // A flow a memcpy names (NAME.h2d) may be another workload's name.
-            if out.iter().any(|o: &WorkloadSpec| o.name == spec.name) {
+            if !flows.insert(spec.name.clone()) {
                 return Err(BuildError::Duplicate {
                     place,
                     what: "workload name",
                     name: spec.name,
                 });
+            }
+            if let Some(f) = spec.fio {
+                *jobs.entry(spec.source).or_insert(0) += f.numjobs;
             }
             out.push(spec);
         }
