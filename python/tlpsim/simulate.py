@@ -18,9 +18,10 @@ __all__ = ["Scenario", "ScenarioError", "SimulationError", "RunResult", "load_sc
 
 
 def _looks_like_path(text: str) -> bool:
-    """True if ``text`` names a file rather than holding TOML."""
+    """True if ``text`` names a file rather than holding TOML (a comment, a section header
+    or a key makes it TOML, as do several lines)."""
     t = text.strip()
-    return bool(t) and "\n" not in t and "=" not in t and not t.startswith("[")
+    return bool(t) and "\n" not in text.rstrip("\n") and "=" not in t and not t.startswith(("[", "#"))
 
 
 #: The largest scenario file read; a bigger one (or /dev/zero) is refused in one line.
@@ -41,14 +42,16 @@ def scenario_text(source: Scenario | str | os.PathLike[str]) -> tuple[str, str]:
                 data = f.read(MAX_SCENARIO_BYTES + 1)
             if len(data) > MAX_SCENARIO_BYTES:
                 raise ScenarioError(
-                    f"{path}: the file is over {MAX_SCENARIO_BYTES >> 20} MiB, too big for a scenario "
-                    "(a 10,000-endpoint system is 2 MiB): is it the right file?"
+                    _core.one_line(
+                        f"{path}: the file is over {MAX_SCENARIO_BYTES >> 20} MiB, too big for a scenario "
+                        "(a 10,000-endpoint system is 2 MiB): is it the right file?"
+                    )
                 )
             return data.decode("utf-8"), str(path)
         except OSError as e:
-            raise ScenarioError(f"{path}: cannot read the file: {e.strerror or e}") from None
+            raise ScenarioError(_core.one_line(f"{path}: cannot read the file: {e.strerror or e}")) from None
         except UnicodeDecodeError:
-            raise ScenarioError(f"{path}: the file is not UTF-8 text") from None
+            raise ScenarioError(_core.one_line(f"{path}: the file is not UTF-8 text")) from None
     if not isinstance(source, str):
         raise TypeError(f"a scenario is a path or TOML text, not {type(source).__name__}")
     return source, "<text>"
