@@ -86,3 +86,14 @@ def test_the_page_renders_in_a_headless_browser(report, tmp_path):
     colours = len(np.unique((pixels * 15).round().reshape(-1, 3), axis=0))
     assert ink > 0.03, f"only {ink:.1%} of the page is not white"
     assert colours > 20
+
+
+def test_an_existing_report_needs_force(report):
+    out, _ = report
+    before = (out / "report.md").read_bytes()
+    proc = subprocess.run(
+        ["tlpsim", "validate", "--only", "pes24n3a", "--report", str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2
+    assert "holds a report already: add --force" in proc.stderr
+    assert (out / "report.md").read_bytes() == before

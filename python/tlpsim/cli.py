@@ -561,10 +561,17 @@ def validate_cmd(
     only: Annotated[
         str | None, typer.Option(help="One system: pes24n3a, pes24t6, ntb, t5220, ixp12xx, pciebench.")
     ] = None,
-    report: Annotated[Path | None, typer.Option(help="Write DIR/report.md.")] = None,
+    report: Annotated[
+        Path | None, typer.Option(help="Write DIR/report.md, DIR/report.html and a chart per table.")
+    ] = None,
     format: FormatOpt = Format.table,
+    force: ForceOpt = False,
 ) -> None:
     """Every modelled number of the seed reports: published vs tlpsim, with the error."""
+    if report is not None and report.is_dir() and (report / "report.md").exists() and not force:
+        raise ConfigError(f"{report} holds a report already: add --force to overwrite it, or name another folder")
+    if report is not None and report.exists() and not report.is_dir():
+        raise ConfigError(f"{report}: cannot write the report there: it is a file, not a folder")
     rows = _validate_with_bar(only)
     shown, cut = _table_rows(rows) if format is Format.table else (rows, [])
     emit(shown, format, _VALIDATE_COLUMNS, title="tlpsim validate")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tlpsim import _core
 from tlpsim._core import ConfigError
+from tlpsim.files import write_atomic
 
 #: Field order of a validation row (DESIGN.md).
 ROW_FIELDS = ("system", "table", "series", "column", "unit", "published", "simulated", "error", "role")
@@ -321,7 +322,7 @@ def write_report(report: ValidationReport, directory: Path, written: list[Path] 
         lines += ["", "## Published tables not modelled yet", ""]
         lines += [f"- {t}" for t in report.unmodelled_tables]
     text = "\n".join(lines) + "\n"
-    out.write_text(text)
+    write_atomic(out, text, "report")
     write_html(text, directory / "report.html", directory)
     if written is not None:
         written += [out, directory / "report.html", *charts]
@@ -351,8 +352,10 @@ def write_html(markdown: str, out: Path, images: Path) -> Path:
         "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px}"
         "img{max-width:100%}"
     )
-    out.write_text(
+    write_atomic(
+        out,
         f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>tlpsim validation report</title>'
-        f"<style>{style}</style></head><body>\n{body}</body></html>\n"
+        f"<style>{style}</style></head><body>\n{body}</body></html>\n",
+        "report",
     )
     return out
