@@ -172,6 +172,9 @@ def test_compare_table_shows_both_sides_with_the_change(cli, tmp_path):
     assert f"{ga:.3f}" in row and f"{gb:.3f}" in row and f"{gb - ga:+.3f}" in row
     assert f"{(gb - ga) / ga:+.2%}" in row
     assert "A limited by" in proc.stdout and "link (rc-sw1 down)" in row
+    # A change of utilisation is a difference of percentages: percentage points.
+    link = next(line for line in proc.stdout.splitlines() if "│ rc-sw1 " in line and "│ down" in line)
+    assert link.rstrip("│ ").split("│")[-3].strip().endswith(" pt")
 
 
 def test_counted_endpoint_expands_into_copies():

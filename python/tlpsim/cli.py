@@ -460,7 +460,7 @@ def _print_comparison(cmp) -> None:
     busy = [r for r in cmp.links if max(r["a_utilization"] or 0, r["b_utilization"] or 0) >= IDLE_UTILIZATION]
     emit(busy, Format.table, [
         ("name", " link", ""), ("direction", " dir", ""), ("in", " in", ""), ("a_utilization", "A utilization", "%"),
-        ("b_utilization", "B utilization", "%"), ("delta_utilization", "delta", "+.2%"),
+        ("b_utilization", "B utilization", "%"), ("delta_utilization", "change", "pt"),
         ("a_payload_gbps", "A payload Gb/s", ".3f"), ("b_payload_gbps", "B payload Gb/s", ".3f"),
     ], title="links: utilization per direction")  # fmt: skip
     if len(busy) < len(cmp.links):

@@ -21,7 +21,8 @@ class Format(str, enum.Enum):
     csv = "csv"
 
 
-#: A table column: (field, heading, format spec). Format ``%`` shows a fraction as percent.
+#: A table column: (field, heading, format spec). Format ``%`` shows a fraction as percent,
+#: ``pt`` a difference of two fractions as signed percentage points.
 Column = tuple[str, str, str]
 
 
@@ -32,6 +33,8 @@ def _cell(value, spec: str) -> str:
         return "yes" if value else "no"
     if spec == "%" and isinstance(value, (int, float)):
         return f"{100 * value:.2f} %"
+    if spec == "pt" and isinstance(value, (int, float)):
+        return f"{100 * value:+.2f} pt"
     if spec and isinstance(value, (int, float)):
         return format(value, spec)
     return str(value)
