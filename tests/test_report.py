@@ -97,3 +97,22 @@ def test_an_existing_report_needs_force(report):
     assert proc.returncode == 2
     assert "holds a report already: add --force" in proc.stderr
     assert (out / "report.md").read_bytes() == before
+
+
+def test_no_chart_axis_mixes_units_and_each_names_its_quantity():
+    import tlpsim
+    from tlpsim.validation import axis_label, chart_panels
+
+    rows = list(tlpsim.validate(only="modern"))
+    nvme = chart_panels([r for r in rows if r["table"] == "nvme_optane_p4800x"])
+    # One table, one "per column" unit: MB/s, thousands of IOPS and microseconds on their own axes.
+    assert set(nvme) == {"throughput (MB/s)", "IOPS (k)", "latency (us)"}
+    assert {r["column"] for r in nvme["latency (us)"]} >= {"mean latency (us)", "median latency (us)"}
+    for table in {r["table"] for r in rows}:
+        for panel in chart_panels([r for r in rows if r["table"] == table]).values():
+            units = {r["unit"] for r in panel}
+            assert len(units) == 1 or units == {"per column (MB/s, thousands of IOPS, us)"}
+    assert axis_label("Gb/s") == "throughput (Gb/s)"
+    assert axis_label("ns") == "latency (ns)"
+    assert axis_label("million TLP/s") == "TLP rate (million TLP/s)"
+    assert axis_label("3DMark05 score") == "3DMark05 score"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import statistics
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -233,13 +235,47 @@ def write_charts(report: ValidationReport, directory: Path) -> list[Path]:
 BAR_GROUP = 0.8
 
 
+#: The quantity a unit measures, by how the unit starts (the longest match wins): a chart's
+#: axis reads "quantity (unit)". A unit not here names its quantity itself ("fraction of drops").
+QUANTITY_OF_UNIT = {
+    "Gb/s": "throughput", "Gbit/s": "throughput", "GB/s": "throughput", "GBps": "throughput",
+    "GBPS": "throughput", "MB/s": "throughput", "MBps": "throughput", "Mbit/s": "throughput",
+    "kframe/s": "frame rate", "million TLP/s": "TLP rate", "ns": "latency", "us": "latency",
+    "%": "share", "fraction": "share", "bytes": "size",
+}  # fmt: skip
+
+
+def axis_label(unit: str) -> str:
+    """A chart axis label naming the quantity and its unit, wrapped to 45 characters a line."""
+    known = [u for u in QUANTITY_OF_UNIT if unit == u or unit.startswith((u + " ", u + ","))]
+    label = f"{QUANTITY_OF_UNIT[max(known, key=len)]} ({unit})" if known else unit
+    return textwrap.fill(label, 45)
+
+
+def chart_panels(rows: list[dict]) -> dict[str, list[dict]]:
+    """A table's rows by the axis they are drawn on: one axis label per unit, so no axis mixes
+    units. A table whose unit is "per column" gets a panel per column's own measure
+    (latency columns in one unit share one)."""
+    panels: dict[str, list[dict]] = {}
+    for row in rows:
+        unit = row["unit"]
+        if unit.startswith("per column"):
+            latency = re.search(r"latency \((\w+)\)$", row["column"])
+            label = f"latency ({latency[1]})" if latency else axis_label(row["column"])
+        else:
+            label = axis_label(unit)
+        panels.setdefault(label, []).append(row)
+    return panels
+
+
 def _table_chart(plt, title: str, rows: list[dict], path: Path) -> None:
     """Draws one published table's rows as grouped bars (one panel per unit) into ``path``."""
-    units = list(dict.fromkeys(r["unit"] for r in rows))
-    columns_most = max(len({r["column"] for r in rows if r["unit"] == u}) for u in units)
-    fig, axes = plt.subplots(len(units), 1, figsize=(max(6.5, 1.1 * columns_most + 4), 3.8 * len(units)), squeeze=False)
-    for ax, unit in zip(axes[:, 0], units, strict=True):
-        panel = [r for r in rows if r["unit"] == unit]
+    panels = chart_panels(rows)
+    columns_most = max(len({r["column"] for r in panel}) for panel in panels.values())
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(max(6.5, 1.1 * columns_most + 4), 3.8 * len(panels)), squeeze=False
+    )
+    for ax, (label, panel) in zip(axes[:, 0], panels.items(), strict=True):
         columns = list(dict.fromkeys(r["column"] for r in panel))
         series = list(dict.fromkeys(r["series"] for r in panel))
         bar = BAR_GROUP / (2 * len(series))
@@ -256,7 +292,7 @@ def _table_chart(plt, title: str, rows: list[dict], path: Path) -> None:
         ax.set_xticks(range(len(columns)))
         ax.set_xticklabels(columns, rotation=20 if long else 0, ha="right" if long else "center", fontsize=8)
         ax.set_xlabel("column of the published table")
-        ax.set_ylabel(unit[:60])
+        ax.set_ylabel(label)
         ax.grid(axis="y", alpha=0.3)
         ax.set_axisbelow(True)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
