@@ -231,6 +231,9 @@ def write_charts(report: ValidationReport, directory: Path) -> list[Path]:
     return paths
 
 
+#: Characters a line of a column's name under its bars holds before it wraps.
+TICK_WIDTH = 16
+
 #: Width of one column's group of bars on the x axis (1 = touching the next group).
 BAR_GROUP = 0.8
 
@@ -273,33 +276,53 @@ def _table_chart(plt, title: str, rows: list[dict], path: Path) -> None:
     panels = chart_panels(rows)
     columns_most = max(len({r["column"] for r in panel}) for panel in panels.values())
     fig, axes = plt.subplots(
-        len(panels), 1, figsize=(max(6.5, 1.1 * columns_most + 4), 3.8 * len(panels)), squeeze=False
+        len(panels), 1, figsize=(max(6.5, 1.3 * columns_most + 4), 3.8 * len(panels)), squeeze=False
     )
     for ax, (label, panel) in zip(axes[:, 0], panels.items(), strict=True):
-        columns = list(dict.fromkeys(r["column"] for r in panel))
-        series = list(dict.fromkeys(r["series"] for r in panel))
-        bar = BAR_GROUP / (2 * len(series))
-        for i, name in enumerate(series):
-            color = f"C{i % 10}"
-            for k, (key, source) in enumerate((("published", "published"), ("simulated", "tlpsim"))):
-                mine = [r for r in panel if r["series"] == name]
-                xs = [columns.index(r["column"]) - BAR_GROUP / 2 + (2 * i + k + 0.5) * bar for r in mine]
-                ax.bar(
-                    xs, [r[key] for r in mine], bar, color=color if k == 0 else "white", edgecolor=color,
-                    hatch="///" if k else None, label=f"{name} ({source})",
-                )  # fmt: skip
-        long = max(map(len, columns)) > 8
-        ax.set_xticks(range(len(columns)))
-        ax.set_xticklabels(columns, rotation=20 if long else 0, ha="right" if long else "center", fontsize=8)
-        ax.set_xlabel("column of the published table")
-        ax.set_ylabel(label)
-        ax.grid(axis="y", alpha=0.3)
-        ax.set_axisbelow(True)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        draw_panel(ax, label, panel)
     fig.suptitle(f"{title}: published vs tlpsim")
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+def draw_panel(ax, label: str, panel: list[dict]) -> None:
+    """Draws rows of one unit on ``ax``: a group of bars per column of the published table,
+    published (solid) beside tlpsim (hatched) for each series the column has, centred on the
+    column's tick; ``label`` names the y axis; the legend sits right of the axes."""
+    columns = list(dict.fromkeys(r["column"] for r in panel))
+    series = list(dict.fromkeys(r["series"] for r in panel))
+    # Each column's group holds only the series it has, centred on its tick.
+    present = [[r for r in panel if r["column"] == c] for c in columns]
+    bar = BAR_GROUP / (2 * max(map(len, present)))
+    for x, group in enumerate(present):
+        for j, row in enumerate(sorted(group, key=lambda r: series.index(r["series"]))):
+            i = series.index(row["series"])
+            color = f"C{i % 10}"
+            for k, (key, source) in enumerate((("published", "published"), ("simulated", "tlpsim"))):
+                ax.bar(
+                    x - len(group) * bar + (2 * j + k + 0.5) * bar, row[key], bar,
+                    color=color if k == 0 else "white", edgecolor=color, hatch="///" if k else None,
+                    label=f"{i:04d}{k}{row['series']} ({source})",
+                )  # fmt: skip
+    # One legend entry per series and source, in series order (the label's prefix sorts it).
+    entries = dict(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
+    keys = sorted(entries)
+    # Long column names wrap under their bars rather than slant into the next ones.
+    ax.set_xticks(range(len(columns)))
+    ax.set_xticklabels([textwrap.fill(c, TICK_WIDTH) for c in columns], fontsize=8)
+    ax.set_xlabel("column of the published table")
+    ax.set_ylabel(label)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.legend(
+        [entries[k] for k in keys],
+        [k[5:] for k in keys],
+        fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        frameon=False,
+    )
 
 
 def _md_row(cells) -> str:
