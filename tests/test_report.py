@@ -97,3 +97,49 @@ def test_an_existing_report_needs_force(report):
     assert proc.returncode == 2
     assert "holds a report already: add --force" in proc.stderr
     assert (out / "report.md").read_bytes() == before
+
+
+def test_no_chart_axis_mixes_units_and_each_names_its_quantity():
+    import tlpsim
+    from tlpsim.validation import axis_label, chart_panels
+
+    rows = list(tlpsim.validate(only="modern"))
+    nvme = chart_panels([r for r in rows if r["table"] == "nvme_optane_p4800x"])
+    # One table, one "per column" unit: MB/s, thousands of IOPS and microseconds on their own axes.
+    assert set(nvme) == {"throughput (MB/s)", "IOPS (k)", "latency (us)"}
+    assert {r["column"] for r in nvme["latency (us)"]} >= {"mean latency (us)", "median latency (us)"}
+    for table in {r["table"] for r in rows}:
+        for panel in chart_panels([r for r in rows if r["table"] == table]).values():
+            units = {r["unit"] for r in panel}
+            assert len(units) == 1 or units == {"per column (MB/s, thousands of IOPS, us)"}
+    assert axis_label("Gb/s") == "throughput (Gb/s)"
+    assert axis_label("ns") == "latency (ns)"
+    assert axis_label("million TLP/s") == "TLP rate (million TLP/s)"
+    assert axis_label("3DMark05 score") == "3DMark05 score"
+
+
+def test_each_column_draws_only_its_series_centred_on_its_tick():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tlpsim.validation import draw_panel
+
+    # Two columns, each published for a different series (modern.fpga_dma_intel_an690's shape).
+    panel = [
+        {"series": "writes", "column": "Signal Tap", "published": 7.1, "simulated": 7.2},
+        {"series": "both", "column": "driver", "published": 12.9, "simulated": 14.0},
+    ]
+    fig, ax = plt.subplots()
+    draw_panel(ax, "throughput (GBps)", panel)
+    bars = [(p.get_x() + p.get_width() / 2, p.get_height()) for p in ax.patches]
+    plt.close(fig)
+    assert len(bars) == 4
+    for tick in (0, 1):
+        centres = [x for x, _ in bars if abs(x - tick) < 0.5]
+        assert len(centres) == 2 and abs(sum(centres) / 2 - tick) < 1e-9
+    assert ax.get_ylabel() == "throughput (GBps)"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "writes (published)", "writes (tlpsim)", "both (published)", "both (tlpsim)"
+    ]  # fmt: skip

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tlpsim.output import COLUMN_FRAME, fit_columns
+from tlpsim.output import COLUMN_FRAME, cell_text, fit_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 GALLERY = ROOT / "scenarios" / "gen5-8gpu-server.toml"
+ACS = ROOT / "scenarios" / "gen5-8gpu-acs.toml"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
 
 
@@ -36,18 +37,95 @@ def test_run_table_keeps_every_number_whole(columns):
         [sys.executable, "-m", "tlpsim.cli", "run", str(GALLERY), "--format", "json"],
         capture_output=True, text=True, timeout=120, check=True,
     ).stdout)["flows"]  # fmt: skip
-    for flow in flows:
-        assert f"{flow['throughput_gbps']:.3f}" in shown
-        assert f"{flow['bytes']:,}" in shown
+    assert_whole(shown, flows, [
+        ("bytes", "bytes", ","), ("throughput_gbps", "Gb/s", ".3f"), ("throughput_gbytes_per_s", "GB/s", ".3f"),
+        ("latency_ns_mean", "first byte mean ns", ".1f"), ("latency_ns_p50", "p50 ns", ".0f"),
+        ("latency_ns_p99", "p99 ns", ".0f"), ("requests", "requests", ","),
+    ])  # fmt: skip
     assert max(len(line) for line in shown.splitlines()) <= columns
     assert "not shown at" in shown
 
 
+def cli_json(*args: str):
+    """The CLI's JSON output for ``args`` (``--format json`` added)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tlpsim.cli", *args, "--format", "json"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def left_out(shown: str) -> set[str]:
+    """The column headings the "not shown at N columns" lines name (wrapped lines joined)."""
+    flat = " ".join(shown.split())
+    return {h.strip() for m in re.finditer(r"not shown at \d+ columns: (.*?) \(a wider", flat) for h in m[1].split(",")}
+
+
+def assert_whole(shown: str, rows: list[dict], columns: list[tuple[str, str, str]]) -> None:
+    """Every value of every column the table shows appears in ``shown`` as the table formats
+    it, whole: no ellipsis, and a number never cut or wrapped."""
+    assert "…" not in shown
+    hidden = left_out(shown)
+    checked = 0
+    for field, heading, spec in columns:
+        if heading in hidden:
+            continue
+        for row in rows:
+            if isinstance(row.get(field), (int, float)) and not isinstance(row[field], bool):
+                assert cell_text(row[field], spec) in shown, (field, row[field])
+                checked += 1
+    assert checked, "no number of the JSON output was checked"
+
+
+LINK_COLUMNS = [
+    ("payload_bytes", "payload B", ""), ("tlp_wire_bytes", "TLP wire B", ""), ("write_gbps", "write Gb/s", ".3f"),
+    ("write_gbytes_per_s", "write GB/s", ".3f"), ("read_gbps", "read Gb/s", ".3f"),
+    ("read_gbytes_per_s", "read GB/s", ".3f"), ("efficiency", "efficiency", "%"), ("dllp_fraction", "DLLP share", "%"),
+]  # fmt: skip
+
+
 @pytest.mark.parametrize("columns", [80, 60])
 def test_link_table_keeps_every_number_whole(columns):
-    shown = terminal_cli(columns, "link", "--gen", "5", "--width", "16", "--mps", "256")
-    assert "…" not in shown
+    args = ("link", "--gen", "5", "--width", "16", "--mps", "256")
+    shown = terminal_cli(columns, *args)
     assert max(len(line) for line in shown.splitlines()) <= columns
+    assert_whole(shown, cli_json(*args), LINK_COLUMNS)
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_a_narrow_link_table_turns_on_its_side_and_drops_nothing(columns):
+    args = ("link", "--gen", "5", "--width", "16", "--mps", "256", "--payload", "64,256,4096")
+    shown = terminal_cli(columns, *args)
+    assert "not shown at" not in shown
+    for heading in ("write Gb/s", "read GB/s", "efficiency", "DLLP share"):
+        assert heading in shown
+    assert_whole(shown, cli_json(*args), LINK_COLUMNS)
+
+
+VALIDATE_COLUMNS = [("published", "published", ".6g"), ("simulated", "simulated", ".6g"), ("error", "error", "+.2%")]
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_validate_table_keeps_every_number_whole(columns):
+    shown = terminal_cli(columns, "validate", "--only", "modern")
+    assert max(len(line) for line in shown.splitlines()) <= columns
+    assert_whole(shown, cli_json("validate", "--only", "modern"), VALIDATE_COLUMNS)
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_compare_tables_keep_every_number_whole(columns):
+    shown = terminal_cli(columns, "compare", str(GALLERY), str(ACS))
+    assert max(len(line) for line in shown.splitlines()) <= columns
+    cmp = cli_json("compare", str(GALLERY), str(ACS))
+    assert_whole(shown, cmp["flows"], [
+        ("a_gbps", "A Gb/s", ".3f"), ("b_gbps", "B Gb/s", ".3f"), ("delta_gbps", "delta Gb/s", "+.3f"),
+        ("change", "change", "+.2%"),
+    ])  # fmt: skip
+    busy = [r for r in cmp["links"] if max(r["a_utilization"] or 0, r["b_utilization"] or 0) >= 0.001]
+    assert_whole(shown, busy, [
+        ("a_utilization", "A utilization", "%"), ("b_utilization", "B utilization", "%"),
+        ("a_payload_gbps", "A payload Gb/s", ".3f"), ("b_payload_gbps", "B payload Gb/s", ".3f"),
+    ])  # fmt: skip
 
 
 def test_a_wide_terminal_shows_every_column():

@@ -26,7 +26,8 @@ class Format(str, enum.Enum):
 Column = tuple[str, str, str]
 
 
-def _cell(value, spec: str) -> str:
+def cell_text(value, spec: str) -> str:
+    """A value as a table cell shows it: ``spec`` is a format spec, ``%`` or ``pt``."""
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -74,23 +75,39 @@ def emit(rows: Sequence[dict], fmt: Format, columns: Sequence[Column], title: st
         sys.stdout.write(buf.getvalue())
     else:
         out = console()
-        cells = [[_cell(row[f], spec) for f, _, spec in columns] for row in rows]
-        keep, widths = fit_columns(columns, cells, out.width)
-        table = Table(title=title, header_style="bold")
-        for i in keep:
-            heading = columns[i][1]
-            text = heading.startswith(" ")
-            table.add_column(heading.strip(), justify="left" if text else "right", width=widths[i], overflow="fold")
-        for row in cells:
-            table.add_row(*(row[i] for i in keep))
-        out.print(table)
-        dropped = [columns[i][1].strip() for i in range(len(columns)) if i not in keep]
-        if dropped:
-            out.print(
-                f"not shown at {out.width} columns: {', '.join(dropped)} (a wider terminal, or --format csv or json, "
-                "shows every column)",
-                style="dim", highlight=False, markup=False,
-            )  # fmt: skip
+        cells = [[cell_text(row[f], spec) for f, _, spec in columns] for row in rows]
+        _print_table(out, title, columns, cells)
+
+
+def _print_table(out: Console, title: str | None, columns: Sequence[Column], cells: list[list[str]]) -> None:
+    """Prints ``cells`` under ``columns`` in ``out.width`` characters (see ``fit_columns``).
+
+    When columns would be left out but the table turned on its side (one line per column,
+    one column per row) fits whole, that is printed instead; otherwise a dim line names the
+    columns left out.
+    """
+    keep, widths = fit_columns(columns, cells, out.width)
+    if len(keep) < len(columns) and cells:
+        side = [("", " " + columns[0][1].strip(), "")] + [("", row[0], "") for row in cells]
+        side_cells = [[columns[i][1].strip()] + [row[i] for row in cells] for i in range(1, len(columns))]
+        side_keep, side_widths = fit_columns(side, side_cells, out.width)
+        if len(side_keep) == len(side):
+            columns, cells, keep, widths = side, side_cells, side_keep, side_widths
+    table = Table(title=title, header_style="bold")
+    for i in keep:
+        heading = columns[i][1]
+        text = heading.startswith(" ")
+        table.add_column(heading.strip(), justify="left" if text else "right", width=widths[i], overflow="fold")
+    for row in cells:
+        table.add_row(*(row[i] for i in keep))
+    out.print(table)
+    dropped = [columns[i][1].strip() for i in range(len(columns)) if i not in keep]
+    if dropped:
+        out.print(
+            f"not shown at {out.width} columns: {', '.join(dropped)} (a wider terminal, or --format csv or json, "
+            "shows every column)",
+            style="dim", highlight=False, markup=False,
+        )  # fmt: skip
 
 
 #: The narrowest a text column is squeezed to before columns are dropped (it wraps to fit).
@@ -120,7 +137,8 @@ def fit_columns(columns: Sequence[Column], cells: Sequence[Sequence[str]], width
     while order and 1 + sum(least[i] + COLUMN_FRAME for i in keep) > width:
         keep.remove(order.pop(0))
     widths = list(least)
-    spare = width - 1 - sum(widths[i] + COLUMN_FRAME for i in keep)
+    # The first column stays even when it alone is too wide: never less than nothing to spare.
+    spare = max(width - 1 - sum(widths[i] + COLUMN_FRAME for i in keep), 0)
     # Spare room goes first to numeric headings (a whole word per line), then evenly to text.
     for i in keep:
         if not text[i] and spare > 0:

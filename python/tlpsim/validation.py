@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import statistics
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,41 +231,98 @@ def write_charts(report: ValidationReport, directory: Path) -> list[Path]:
     return paths
 
 
+#: Characters a line of a column's name under its bars holds before it wraps.
+TICK_WIDTH = 16
+
 #: Width of one column's group of bars on the x axis (1 = touching the next group).
 BAR_GROUP = 0.8
 
 
+#: The quantity a unit measures, by how the unit starts (the longest match wins): a chart's
+#: axis reads "quantity (unit)". A unit not here names its quantity itself ("fraction of drops").
+QUANTITY_OF_UNIT = {
+    "Gb/s": "throughput", "Gbit/s": "throughput", "GB/s": "throughput", "GBps": "throughput",
+    "GBPS": "throughput", "MB/s": "throughput", "MBps": "throughput", "Mbit/s": "throughput",
+    "kframe/s": "frame rate", "million TLP/s": "TLP rate", "ns": "latency", "us": "latency",
+    "%": "share", "fraction": "share", "bytes": "size",
+}  # fmt: skip
+
+
+def axis_label(unit: str) -> str:
+    """A chart axis label naming the quantity and its unit, wrapped to 45 characters a line."""
+    known = [u for u in QUANTITY_OF_UNIT if unit == u or unit.startswith((u + " ", u + ","))]
+    label = f"{QUANTITY_OF_UNIT[max(known, key=len)]} ({unit})" if known else unit
+    return textwrap.fill(label, 45)
+
+
+def chart_panels(rows: list[dict]) -> dict[str, list[dict]]:
+    """A table's rows by the axis they are drawn on: one axis label per unit, so no axis mixes
+    units. A table whose unit is "per column" gets a panel per column's own measure
+    (latency columns in one unit share one)."""
+    panels: dict[str, list[dict]] = {}
+    for row in rows:
+        unit = row["unit"]
+        if unit.startswith("per column"):
+            latency = re.search(r"latency \((\w+)\)$", row["column"])
+            label = f"latency ({latency[1]})" if latency else axis_label(row["column"])
+        else:
+            label = axis_label(unit)
+        panels.setdefault(label, []).append(row)
+    return panels
+
+
 def _table_chart(plt, title: str, rows: list[dict], path: Path) -> None:
     """Draws one published table's rows as grouped bars (one panel per unit) into ``path``."""
-    units = list(dict.fromkeys(r["unit"] for r in rows))
-    columns_most = max(len({r["column"] for r in rows if r["unit"] == u}) for u in units)
-    fig, axes = plt.subplots(len(units), 1, figsize=(max(6.5, 1.1 * columns_most + 4), 3.8 * len(units)), squeeze=False)
-    for ax, unit in zip(axes[:, 0], units, strict=True):
-        panel = [r for r in rows if r["unit"] == unit]
-        columns = list(dict.fromkeys(r["column"] for r in panel))
-        series = list(dict.fromkeys(r["series"] for r in panel))
-        bar = BAR_GROUP / (2 * len(series))
-        for i, name in enumerate(series):
-            color = f"C{i % 10}"
-            for k, (key, source) in enumerate((("published", "published"), ("simulated", "tlpsim"))):
-                mine = [r for r in panel if r["series"] == name]
-                xs = [columns.index(r["column"]) - BAR_GROUP / 2 + (2 * i + k + 0.5) * bar for r in mine]
-                ax.bar(
-                    xs, [r[key] for r in mine], bar, color=color if k == 0 else "white", edgecolor=color,
-                    hatch="///" if k else None, label=f"{name} ({source})",
-                )  # fmt: skip
-        long = max(map(len, columns)) > 8
-        ax.set_xticks(range(len(columns)))
-        ax.set_xticklabels(columns, rotation=20 if long else 0, ha="right" if long else "center", fontsize=8)
-        ax.set_xlabel("column of the published table")
-        ax.set_ylabel(unit[:60])
-        ax.grid(axis="y", alpha=0.3)
-        ax.set_axisbelow(True)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    panels = chart_panels(rows)
+    columns_most = max(len({r["column"] for r in panel}) for panel in panels.values())
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(max(6.5, 1.3 * columns_most + 4), 3.8 * len(panels)), squeeze=False
+    )
+    for ax, (label, panel) in zip(axes[:, 0], panels.items(), strict=True):
+        draw_panel(ax, label, panel)
     fig.suptitle(f"{title}: published vs tlpsim")
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+def draw_panel(ax, label: str, panel: list[dict]) -> None:
+    """Draws rows of one unit on ``ax``: a group of bars per column of the published table,
+    published (solid) beside tlpsim (hatched) for each series the column has, centred on the
+    column's tick; ``label`` names the y axis; the legend sits right of the axes."""
+    columns = list(dict.fromkeys(r["column"] for r in panel))
+    series = list(dict.fromkeys(r["series"] for r in panel))
+    # Each column's group holds only the series it has, centred on its tick.
+    present = [[r for r in panel if r["column"] == c] for c in columns]
+    bar = BAR_GROUP / (2 * max(map(len, present)))
+    for x, group in enumerate(present):
+        for j, row in enumerate(sorted(group, key=lambda r: series.index(r["series"]))):
+            i = series.index(row["series"])
+            color = f"C{i % 10}"
+            for k, (key, source) in enumerate((("published", "published"), ("simulated", "tlpsim"))):
+                ax.bar(
+                    x - len(group) * bar + (2 * j + k + 0.5) * bar, row[key], bar,
+                    color=color if k == 0 else "white", edgecolor=color, hatch="///" if k else None,
+                    label=f"{i:04d}{k}{row['series']} ({source})",
+                )  # fmt: skip
+    # One legend entry per series and source, in series order (the label's prefix sorts it).
+    entries = dict(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
+    keys = sorted(entries)
+    # Long column names wrap under their bars rather than slant into the next ones.
+    ax.set_xticks(range(len(columns)))
+    ax.set_xticklabels([textwrap.fill(c, TICK_WIDTH) for c in columns], fontsize=8)
+    ax.set_xlabel("column of the published table")
+    ax.set_ylabel(label)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.legend(
+        [entries[k] for k in keys],
+        [k[5:] for k in keys],
+        fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        frameon=False,
+    )
 
 
 def _md_row(cells) -> str:
