@@ -37,6 +37,7 @@ def test_every_gallery_scenario_runs_moves_data_on_every_flow_and_passes_its_aud
     result = tlpsim.run(path)
     assert result.audit["passed"], result.audit
     assert all(f["bytes"] > 0 for f in result.flows), [f["name"] for f in result.flows if not f["bytes"]]
+    assert not result.starved, result.starved
 
 
 def test_the_gen5_server_gallery_names_the_bottlenecks_its_readme_sentences_give():

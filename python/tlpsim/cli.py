@@ -254,13 +254,19 @@ def run_cmd(
     elif format is Format.csv:
         emit(_run_rows(result), format, [])
     else:
+        # Completion timeouts only get a column when a requester gave up on a read.
+        timeouts = (
+            [("completion_timeouts", "completion timeouts", ",")]
+            if any(f.get("completion_timeouts") for f in result.flows)
+            else []
+        )
         emit(result.flow_rows(), format, [
             ("name", " flow", ""), ("target", " target", ""), ("bytes", "bytes", ","),
             ("throughput_gbps", "Gb/s", ".3f"), ("throughput_gbytes_per_s", "GB/s", ".3f"),
             ("latency_ns_mean", "first byte mean ns", ".1f"),
             ("latency_ns_p50", "p50 ns", ".0f"), ("latency_ns_p99", "p99 ns", ".0f"),
             ("latency_ns_max", "max ns", ".0f"), ("transfer_latency_ns_p50", "transfer p50 ns", ".0f"),
-            ("transfer_latency_ns_p99", "transfer p99 ns", ".0f"), ("requests", "requests", ","),
+            ("transfer_latency_ns_p99", "transfer p99 ns", ".0f"), ("requests", "requests", ","), *timeouts,
         ], title=f"{scenario.name}: flows (latency per request to its first byte, transfer to its last)")  # fmt: skip
         if result.fio:
             emit(_fio_rows(result.fio), format, [
@@ -304,9 +310,24 @@ def run_cmd(
             f"{result.simulated_s * 1e6:.1f} us measured after warmup, "
             f"{result.events:,} events in {result.wall_s:.3f} s"
         )
+    _warn_starved(result)
     if not result.audit["passed"]:
         Console(stderr=True).print(f"tlpsim: audit FAILED: {result.audit}")
         raise typer.Exit(1)
+
+
+def _warn_starved(result) -> None:
+    """One warning line on stderr per flow that completed nothing for a watchdog period or
+    more while its TLPs waited (``starved`` in the result), whatever the output format."""
+    err = Console(stderr=True, highlight=False)
+    for s in result.starved:
+        until = "the end" if s["until_us"] is None else f"{s['until_us']:,.3f} us"
+        err.print(
+            f"tlpsim: warning: flow {s['flow']} starved: it completed nothing from {s['since_us']:,.3f} us "
+            f"to {until} ({s['for_us']:,.3f} us): {s['detail']}",
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 def _dask_client(address: str):

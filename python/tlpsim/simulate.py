@@ -110,6 +110,10 @@ class RunResult(CoreRecord):
     #: Memory, host bridges, shared switch buses, storage media and CPU cores:
     #: ``{"name", "kind", "busy"}`` with ``busy`` the fraction of the window.
     resources: list[dict[str, Any]] = field(default_factory=list)
+    #: The flows that completed nothing for a watchdog period or more while their TLPs
+    #: waited: ``{"flow", "since_us", "until_us", "for_us", "waits_on", "detail"}``,
+    #: ``until_us`` None when the flow still completed nothing at the run's end.
+    starved: list[dict[str, Any]] = field(default_factory=list)
     #: Top-level fields of the core's result this version does not name, kept as they came.
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -125,6 +129,7 @@ class RunResult(CoreRecord):
             "resources": [dict(r) for r in self.resources],
             "ethernet": [dict(e) for e in self.ethernet],
             "fio": [{k: dict(v) if k == "latency_ns" else v for k, v in f.items()} for f in self.fio],
+            "starved": [dict(s) for s in self.starved],
             "audit": dict(self.audit),
             **self.extra,
         }

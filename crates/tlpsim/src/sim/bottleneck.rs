@@ -57,7 +57,8 @@ pub struct ResourceResult {
 pub struct Bottleneck {
     /// "link", "memory", "write_sink", "read_path", "socket_link", "iommu", "host_bridge",
     /// "switch_bus", "media", "command_rate", "cpu", "dma_engines", "credits",
-    /// "replay_buffer", "requests", "iodepth" or "offered_load".
+    /// "replay_buffer", "requests", "iodepth", "offered_load", or "starved" (it still
+    /// completed nothing at the run's end while its TLPs waited: see `sim::progress`).
     pub kind: &'static str,
     /// The resource, e.g. "rc-sw down", "rc memory", "sw -> a NPH credits".
     pub resource: String,
