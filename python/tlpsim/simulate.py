@@ -12,7 +12,7 @@ from typing import Any, Literal
 from tlpsim import _core
 from tlpsim._core import ConfigError, Scenario, ScenarioError, SimulationError
 from tlpsim._records import CoreRecord
-from tlpsim.files import write_atomic
+from tlpsim.files import atomic_output
 
 __all__ = ["Scenario", "ScenarioError", "SimulationError", "RunResult", "load_scenario", "run", "schema"]
 
@@ -207,9 +207,13 @@ def run(
         )  # fmt: skip
         if why:
             raise ConfigError(f"{path}: cannot write the trace: {why}")
-    text, chrome = _core.run_scenario(scenario, progress, trace_limit if trace is not None else None)
-    if trace is not None and chrome is not None:
-        write_atomic(path, chrome, "trace")
+    if trace is None:
+        text, _ = _core.run_scenario(scenario, progress)
+    else:
+        # The core streams the trace into a temporary file as the run goes; it replaces
+        # `path` only once the run and the trace are whole.
+        with atomic_output(path, "trace") as tmp:
+            text, _ = _core.run_scenario(scenario, progress, trace_limit, tmp)
     return RunResult.from_dict(json.loads(text))
 
 

@@ -316,6 +316,22 @@ pub fn run_traced(
     Ok((result, trace.unwrap_or_else(|| Trace::new(0))))
 }
 
+/// Runs `system` like [`run_with_progress`] and streams the first `limit` packets put on
+/// any wire to `out` as Chrome trace JSON while it runs (see [`trace`]), so that memory does
+/// not grow with the trace. Returns the result and what the trace wrote, or the error that
+/// stopped its writing (the run goes on without it). Tracing changes no result.
+pub fn run_traced_to(
+    system: &System,
+    limit: usize,
+    out: Box<dyn std::io::Write + Send>,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<(RunResult, std::io::Result<trace::Written>), RunError> {
+    let mut sim = Simulator::new(system);
+    sim.trace = Some(Trace::streaming(limit, system, out));
+    let (result, trace) = sim.run_inner(progress)?;
+    Ok((result, trace.unwrap_or_else(|| Trace::new(0)).finish()))
+}
+
 /// The deadlock watchdog's period: twice the longest of the link timers that recover lost
 /// DLLPs and TLPs (the UpdateFC refresh, each replay timer) plus a retrain, so every
 /// recovery they start ends within one period, whatever the run's length.
