@@ -136,10 +136,17 @@ def _interrupted(bar, progress: str) -> NoReturn:
     """Ends a command stopped by Ctrl-C: the progress bar goes, one line says how far the
     work got, exit code 130. A further Ctrl-C while it exits is ignored (it would kill the
     interpreter on its way out and lose the exit code)."""
+    global _said_interrupted
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     bar.stop()
     print(f"tlpsim: interrupted after {progress}", file=sys.stderr)
+    _said_interrupted = True
     raise typer.Exit(130) from None
+
+
+#: `_interrupted` said how far the work got (a Ctrl-C elsewhere, e.g. while a scenario
+#: loads, reaches `main` as exit code 130 with nothing said yet).
+_said_interrupted = False
 
 
 def _simulate(loaded: Scenario, name: str, trace: Path | None = None, trace_limit: int = TRACE_LIMIT) -> RunResult:
@@ -297,9 +304,17 @@ def run_cmd(
             ("replays", "replays", ","), *retrains, ("credit_stall_fraction", "credit stall", "%"),
             ("queue_mean_tlps", "queued TLPs mean", ".1f"), ("queue_max_tlps", "max", ","),
         ], title="links")  # fmt: skip
-        if result.resources:
-            emit(result.resources, format, [("name", " resource", ""), ("kind", " kind", ""), ("busy", "busy", "%")],
+        # Resources that did no work (65,536 idle host bridges took 14 s to draw) are
+        # counted, not listed; JSON and CSV list every one.
+        working = [r for r in result.resources if r["busy"] > 0]
+        if working:
+            emit(working, format, [("name", " resource", ""), ("kind", " kind", ""), ("busy", "busy", "%")],
                  title="other resources")  # fmt: skip
+        idle = len(result.resources) - len(working)
+        if idle:
+            plural = "s" if idle > 1 else ""
+            line = f"{idle:,} more resource{plural} idle (busy 0 %), not shown; --format json or csv lists all"
+            console().print(line)
         a = result.audit
         conserved = a["payload_created"] == a["payload_delivered"] + a["payload_in_flight"]
         console().print(
@@ -840,6 +855,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the app; bad arguments give one line on stderr and exit code 2."""
     try:
         result = app(args=argv, standalone_mode=False, prog_name="tlpsim")
+        if result == 130 and not _said_interrupted:
+            # Typer turns a Ctrl-C outside a run's progress (loading, writing) into 130.
+            print("tlpsim: interrupted", file=sys.stderr)
         return result if isinstance(result, int) else 0
     except ConfigError as e:
         print(f"tlpsim: error: {_core.one_line(str(e))}", file=sys.stderr)
