@@ -37,6 +37,7 @@ def test_every_gallery_scenario_runs_moves_data_on_every_flow_and_passes_its_aud
     result = tlpsim.run(path)
     assert result.audit["passed"], result.audit
     assert all(f["bytes"] > 0 for f in result.flows), [f["name"] for f in result.flows if not f["bytes"]]
+    assert not result.starved, result.starved
 
 
 def test_the_gen5_server_gallery_names_the_bottlenecks_its_readme_sentences_give():
@@ -567,3 +568,20 @@ def test_a_mangled_scenario_runs_and_passes_its_audit_or_gets_one_clear_line(dat
         assert message and "\n" not in message, repr(message)
     else:
         assert r.audit["passed"], r.audit
+
+
+def test_idle_resources_are_counted_not_drawn_in_the_table(cli, cli_json, tmp_path):
+    # 65,536 idle host bridges took 14 s to draw, one row each; JSON and CSV keep them all.
+    bridges = "".join(f'[[host_bridge]]\nname = "hb{i}"\nbandwidth = "2GB/s"\nlatency = "100ns"\n' for i in range(200))
+    path = tmp_path / "bridges.toml"
+    path.write_text(
+        '[simulation]\nduration = "2us"\n[[root_complex]]\nname = "rc"\nhost_bridge = "hb0"\n'
+        '[[endpoint]]\nname = "ep"\nkind = "dma"\n[[link]]\nbetween = ["rc", "ep"]\nwidth = 8\n'
+        '[[workload]]\nname = "w"\nkind = "dma"\nendpoint = "ep"\ndirection = "read"\n'
+        'transfer_size = "4KiB"\n' + bridges
+    )
+    proc = cli("run", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "hb0 host bridge" in proc.stdout and "hb1 host bridge" not in proc.stdout
+    assert "199 more resources idle (busy 0 %), not shown; --format json or csv lists all" in proc.stdout
+    assert len(cli_json("run", str(path))["resources"]) == 200

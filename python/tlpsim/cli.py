@@ -136,10 +136,17 @@ def _interrupted(bar, progress: str) -> NoReturn:
     """Ends a command stopped by Ctrl-C: the progress bar goes, one line says how far the
     work got, exit code 130. A further Ctrl-C while it exits is ignored (it would kill the
     interpreter on its way out and lose the exit code)."""
+    global _said_interrupted
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     bar.stop()
     print(f"tlpsim: interrupted after {progress}", file=sys.stderr)
+    _said_interrupted = True
     raise typer.Exit(130) from None
+
+
+#: `_interrupted` said how far the work got (a Ctrl-C elsewhere, e.g. while a scenario
+#: loads, reaches `main` as exit code 130 with nothing said yet).
+_said_interrupted = False
 
 
 def _simulate(loaded: Scenario, name: str, trace: Path | None = None, trace_limit: int = TRACE_LIMIT) -> RunResult:
@@ -254,13 +261,19 @@ def run_cmd(
     elif format is Format.csv:
         emit(_run_rows(result), format, [])
     else:
+        # Completion timeouts only get a column when a requester gave up on a read.
+        timeouts = (
+            [("completion_timeouts", "completion timeouts", ",")]
+            if any(f.get("completion_timeouts") for f in result.flows)
+            else []
+        )
         emit(result.flow_rows(), format, [
             ("name", " flow", ""), ("target", " target", ""), ("bytes", "bytes", ","),
             ("throughput_gbps", "Gb/s", ".3f"), ("throughput_gbytes_per_s", "GB/s", ".3f"),
             ("latency_ns_mean", "first byte mean ns", ".1f"),
             ("latency_ns_p50", "p50 ns", ".0f"), ("latency_ns_p99", "p99 ns", ".0f"),
             ("latency_ns_max", "max ns", ".0f"), ("transfer_latency_ns_p50", "transfer p50 ns", ".0f"),
-            ("transfer_latency_ns_p99", "transfer p99 ns", ".0f"), ("requests", "requests", ","),
+            ("transfer_latency_ns_p99", "transfer p99 ns", ".0f"), ("requests", "requests", ","), *timeouts,
         ], title=f"{scenario.name}: flows (latency per request to its first byte, transfer to its last)")  # fmt: skip
         if result.fio:
             emit(_fio_rows(result.fio), format, [
@@ -291,9 +304,17 @@ def run_cmd(
             ("replays", "replays", ","), *retrains, ("credit_stall_fraction", "credit stall", "%"),
             ("queue_mean_tlps", "queued TLPs mean", ".1f"), ("queue_max_tlps", "max", ","),
         ], title="links")  # fmt: skip
-        if result.resources:
-            emit(result.resources, format, [("name", " resource", ""), ("kind", " kind", ""), ("busy", "busy", "%")],
+        # Resources that did no work (65,536 idle host bridges took 14 s to draw) are
+        # counted, not listed; JSON and CSV list every one.
+        working = [r for r in result.resources if r["busy"] > 0]
+        if working:
+            emit(working, format, [("name", " resource", ""), ("kind", " kind", ""), ("busy", "busy", "%")],
                  title="other resources")  # fmt: skip
+        idle = len(result.resources) - len(working)
+        if idle:
+            plural = "s" if idle > 1 else ""
+            line = f"{idle:,} more resource{plural} idle (busy 0 %), not shown; --format json or csv lists all"
+            console().print(line)
         a = result.audit
         conserved = a["payload_created"] == a["payload_delivered"] + a["payload_in_flight"]
         console().print(
@@ -304,9 +325,24 @@ def run_cmd(
             f"{result.simulated_s * 1e6:.1f} us measured after warmup, "
             f"{result.events:,} events in {result.wall_s:.3f} s"
         )
+    _warn_starved(result)
     if not result.audit["passed"]:
         Console(stderr=True).print(f"tlpsim: audit FAILED: {result.audit}")
         raise typer.Exit(1)
+
+
+def _warn_starved(result) -> None:
+    """One warning line on stderr per flow that completed nothing for a watchdog period or
+    more while its TLPs waited (``starved`` in the result), whatever the output format."""
+    err = Console(stderr=True, highlight=False)
+    for s in result.starved:
+        until = "the end" if s["until_us"] is None else f"{s['until_us']:,.3f} us"
+        err.print(
+            f"tlpsim: warning: flow {s['flow']} starved: it completed nothing from {s['since_us']:,.3f} us "
+            f"to {until} ({s['for_us']:,.3f} us): {s['detail']}",
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 def _dask_client(address: str):
@@ -819,6 +855,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the app; bad arguments give one line on stderr and exit code 2."""
     try:
         result = app(args=argv, standalone_mode=False, prog_name="tlpsim")
+        if result == 130 and not _said_interrupted:
+            # Typer turns a Ctrl-C outside a run's progress (loading, writing) into 130.
+            print("tlpsim: interrupted", file=sys.stderr)
         return result if isinstance(result, int) else 0
     except ConfigError as e:
         print(f"tlpsim: error: {_core.one_line(str(e))}", file=sys.stderr)

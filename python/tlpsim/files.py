@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tlpsim._core import ConfigError
 
-__all__ = ["check_output", "write_atomic"]
+__all__ = ["atomic_output", "check_output", "write_atomic"]
 
 
 def check_output(path: Path, what: str, inputs: Iterable[Path] = (), force: bool = False) -> None:
@@ -32,18 +33,24 @@ def check_output(path: Path, what: str, inputs: Iterable[Path] = (), force: bool
         raise ConfigError(f"{path} exists: add --force to overwrite it with the {what}")
 
 
-def write_atomic(path: Path, text: str, what: str) -> None:
-    """Writes ``text`` to ``path`` through a temporary file in the same folder, fsynced and
-    renamed over ``path``; on any error the temporary file is removed, ``path`` is left as
-    it was, and one line naming the file is raised."""
+@contextmanager
+def atomic_output(path: Path, what: str) -> Iterator[Path]:
+    """A temporary file in ``path``'s folder to write the ``what`` into; on leaving the
+    block it is fsynced and renamed over ``path``. On any error (an exception in the block
+    included) the temporary file is removed and ``path`` is left as it was; an OSError
+    becomes one line naming the file."""
     path = Path(path)
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        tmp = Path(name)
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
         tmp = None
     except OSError as e:
@@ -54,3 +61,11 @@ def write_atomic(path: Path, text: str, what: str) -> None:
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def write_atomic(path: Path, text: str, what: str) -> None:
+    """Writes ``text`` to ``path`` through a temporary file in the same folder, fsynced and
+    renamed over ``path``; on any error the temporary file is removed, ``path`` is left as
+    it was, and one line naming the file is raised."""
+    with atomic_output(path, what) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)

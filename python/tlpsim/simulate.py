@@ -12,7 +12,7 @@ from typing import Any, Literal
 from tlpsim import _core
 from tlpsim._core import ConfigError, Scenario, ScenarioError, SimulationError
 from tlpsim._records import CoreRecord
-from tlpsim.files import write_atomic
+from tlpsim.files import atomic_output
 
 __all__ = ["Scenario", "ScenarioError", "SimulationError", "RunResult", "load_scenario", "run", "schema"]
 
@@ -110,6 +110,10 @@ class RunResult(CoreRecord):
     #: Memory, host bridges, shared switch buses, storage media and CPU cores:
     #: ``{"name", "kind", "busy"}`` with ``busy`` the fraction of the window.
     resources: list[dict[str, Any]] = field(default_factory=list)
+    #: The flows that completed nothing for a watchdog period or more while their TLPs
+    #: waited: ``{"flow", "since_us", "until_us", "for_us", "waits_on", "detail"}``,
+    #: ``until_us`` None when the flow still completed nothing at the run's end.
+    starved: list[dict[str, Any]] = field(default_factory=list)
     #: Top-level fields of the core's result this version does not name, kept as they came.
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -125,6 +129,7 @@ class RunResult(CoreRecord):
             "resources": [dict(r) for r in self.resources],
             "ethernet": [dict(e) for e in self.ethernet],
             "fio": [{k: dict(v) if k == "latency_ns" else v for k, v in f.items()} for f in self.fio],
+            "starved": [dict(s) for s in self.starved],
             "audit": dict(self.audit),
             **self.extra,
         }
@@ -202,9 +207,13 @@ def run(
         )  # fmt: skip
         if why:
             raise ConfigError(f"{path}: cannot write the trace: {why}")
-    text, chrome = _core.run_scenario(scenario, progress, trace_limit if trace is not None else None)
-    if trace is not None and chrome is not None:
-        write_atomic(path, chrome, "trace")
+    if trace is None:
+        text, _ = _core.run_scenario(scenario, progress)
+    else:
+        # The core streams the trace into a temporary file as the run goes; it replaces
+        # `path` only once the run and the trace are whole.
+        with atomic_output(path, "trace") as tmp:
+            text, _ = _core.run_scenario(scenario, progress, trace_limit, tmp)
     return RunResult.from_dict(json.loads(text))
 
 

@@ -113,21 +113,29 @@ fn load_scenario(py: Python<'_>, text: &str, origin: &str) -> PyResult<Scenario>
 }
 
 /// Runs a scenario (the GIL is released) and returns the result as JSON text, with the
-/// Chrome trace JSON of its first `trace_limit` packets when that is given.
+/// Chrome trace JSON of its first `trace_limit` packets when that is given without
+/// `trace_path`. With `trace_path`, the trace is streamed to that file as the run goes
+/// (memory stays flat) and None comes back in its place; an error writing it raises
+/// OSError after the run.
 ///
 /// Every `tlpsim::sim::PROGRESS_EVERY` events the run takes the GIL back briefly: a pending
 /// Ctrl-C stops it (KeyboardInterrupt), and `progress(fraction)`, if given, is called with
 /// the share of the simulated time done; an exception it raises stops the run and is
 /// raised again here.
 #[pyfunction]
-#[pyo3(signature = (scenario, progress=None, trace_limit=None))]
+#[pyo3(signature = (scenario, progress=None, trace_limit=None, trace_path=None))]
 fn run_scenario(
     py: Python<'_>,
     scenario: &Scenario,
     progress: Option<Py<PyAny>>,
     trace_limit: Option<usize>,
+    trace_path: Option<std::path::PathBuf>,
 ) -> PyResult<(String, Option<String>)> {
     let system = &scenario.system;
+    let trace_file = match &trace_path {
+        Some(path) => Some(std::fs::File::create(path)?),
+        None => None,
+    };
     let mut stopped: Option<PyErr> = None;
     let result = py.detach(|| {
         let mut report = |fraction| {
@@ -145,17 +153,22 @@ fn run_scenario(
                 }
             })
         };
-        match trace_limit {
-            Some(limit) => tlpsim::sim::run_traced(system, limit, &mut report)
-                .map(|(r, t)| (r.to_json(), Some(t.to_chrome_json(system)))),
-            None => {
-                tlpsim::sim::run_with_progress(system, &mut report).map(|r| (r.to_json(), None))
+        match (trace_limit, trace_file) {
+            (limit, Some(file)) => {
+                let limit = limit.unwrap_or(tlpsim::sim::trace::DEFAULT_LIMIT);
+                tlpsim::sim::run_traced_to(system, limit, Box::new(file), &mut report)
+                    .map(|(r, written)| (r.to_json(), None, written.err()))
             }
+            (Some(limit), None) => tlpsim::sim::run_traced(system, limit, &mut report)
+                .map(|(r, t)| (r.to_json(), Some(t.to_chrome_json(system)), None)),
+            (None, None) => tlpsim::sim::run_with_progress(system, &mut report)
+                .map(|r| (r.to_json(), None, None)),
         }
     });
     match (result, stopped) {
         (_, Some(e)) => Err(e),
-        (Ok(r), None) => Ok(r),
+        (Ok((_, _, Some(io))), None) => Err(io.into()),
+        (Ok((json, chrome, None)), None) => Ok((json, chrome)),
         (Err(e), None) => Err(SimulationError::new_err(e.to_string())),
     }
 }

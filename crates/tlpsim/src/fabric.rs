@@ -532,6 +532,9 @@ pub struct NodeSpec {
     pub kind: NodeKind,
     /// Credits each of its ingress ports advertises.
     pub credits: Credits,
+    /// How long it waits for the completions of a read it made before it gives up on the
+    /// read (a requester's Completion Timeout); None: never (disabled, or not a requester).
+    pub completion_timeout: Option<SimTime>,
 }
 
 /// One link, upstream node first.

@@ -253,3 +253,69 @@ fn seeking_drives_count_as_busy() {
     let b = first_bottleneck(&r, "media", "hba media");
     assert!(b.busy > 0.95, "{b:?}");
 }
+
+/// Issue 26 item 12: four readers and a writer behind one switch (see the file).
+const READERS_AND_WRITER: &str = include_str!("scenarios/readers-and-writer-cplh.toml");
+
+#[test]
+fn readers_held_by_the_switch_cplh_credits_are_named_by_them_and_more_raise_them() {
+    // The writer fills the root link's up direction, which the readers' requests share;
+    // their completions wait for the switch's 64 CplH credits. Before, all four were
+    // "limited by link (rc-sw up)" at 100 %.
+    let r = simulate(READERS_AND_WRITER);
+    for f in &r.flows[..4] {
+        let b = &f.bottleneck;
+        assert_eq!(
+            (b.kind, b.resource.as_str()),
+            ("credits", "rc -> sw CplH credits"),
+            "{}: {b:?}",
+            f.name
+        );
+        assert!(b.detail.contains("sw advertises 64"), "{b:?}");
+    }
+    let w = &r.flows[4].bottleneck;
+    assert_eq!((w.kind, w.resource.as_str()), ("link", "rc-sw up"), "{w:?}");
+    // The verdict is the resource that, raised, raises the readers: four times the CplH
+    // credits, and each reads far more while the up direction stays full.
+    let more = READERS_AND_WRITER.replacen(
+        "latency = \"150ns\"\n",
+        "latency = \"150ns\"\ncredits = { cplh = 256 }\n",
+        1,
+    );
+    let raised = simulate(&more);
+    for (a, b) in r.flows[..4].iter().zip(&raised.flows[..4]) {
+        assert!(
+            b.throughput_gbps > 1.3 * a.throughput_gbps,
+            "{}: {} -> {} Gb/s",
+            a.name,
+            a.throughput_gbps,
+            b.throughput_gbps
+        );
+        // Now their own x4 links are full.
+        assert_eq!(b.bottleneck.kind, "link", "{:?}", b.bottleneck);
+        assert!(b.bottleneck.busy > 0.99, "{:?}", b.bottleneck);
+    }
+    let up = |r: &RunResult| {
+        r.links
+            .iter()
+            .find(|l| l.name == "rc-sw" && l.direction == "up")
+            .unwrap()
+            .utilization
+    };
+    assert!(up(&r) > 0.99 && up(&raised) > 0.99);
+}
+
+#[test]
+fn reads_whose_requests_wait_behind_a_full_link_are_limited_by_it() {
+    // One 512 B read at a time: the requests wait behind the writer's data on the up
+    // direction, nothing stalls, and that wire (not the request window) is named.
+    let text = READERS_AND_WRITER.replace(
+        "direction = \"read\"\ntransfer_size = \"128KiB\"\noutstanding = 8",
+        "direction = \"read\"\ntransfer_size = \"512B\"\noutstanding = 1",
+    );
+    assert_ne!(text, READERS_AND_WRITER);
+    let r = simulate(&text);
+    let b = &r.flows[0].bottleneck;
+    assert_eq!((b.kind, b.resource.as_str()), ("link", "rc-sw up"), "{b:?}");
+    assert!(b.detail.contains("read requests wait there"), "{b:?}");
+}

@@ -21,6 +21,7 @@ const FREE_TEXT: &[&str] = &[
     "warmup",
     "propagation",
     "recovery",
+    "completion_timeout",
     "latency",
     "latency_by_width",
     "memory_read_latency",
@@ -394,7 +395,7 @@ fn a_key_of_another_kind_is_refused_at_its_line_with_the_kinds_it_needs() {
     );
     for want in [
         "f.toml: line 20 (`media_read = \"1GB/s\"`): [[endpoint]] 1 (dma): ",
-        "unknown field `media_read`, expected one of `kind`, `name`, `tag_bits`, `tags`, `credits`",
+        "unknown field `media_read`, expected one of `kind`, `name`, `tag_bits`, `tags`, `completion_timeout`, `credits`",
         "media_read needs kind = \"storage\"",
     ] {
         assert!(e.contains(want), "{want:?} not in {e}");

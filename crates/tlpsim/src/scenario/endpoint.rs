@@ -31,6 +31,7 @@ defaults! {
     default_copy_engines: i64 = 2;
     default_engine_reads: i64 = 256;
     default_gpu_bar_size: String = "32GiB";
+    default_completion_timeout: String = "50ms";
 }
 
 /// The credits of an endpoint, as a file would write them.
@@ -152,6 +153,11 @@ pub struct DmaEndpointSection {
     pub tag_bits: Option<i64>,
     /// Read tags it uses, at most what its Tag field allows (all of them when left out).
     pub tags: Option<i64>,
+    /// How long it waits for the completions of a read before it gives up on it, frees its
+    /// tag and counts a completion timeout: 50us to 64s, or "off" (default "50ms", the top
+    /// of the spec's default range).
+    #[schemars(default = "default_completion_timeout")]
+    pub completion_timeout: Option<String>,
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
     pub credits: Option<CreditsSection>,
@@ -213,6 +219,11 @@ pub struct StorageEndpointSection {
     pub tag_bits: Option<i64>,
     /// Read tags it uses, at most what its Tag field allows (all of them when left out).
     pub tags: Option<i64>,
+    /// How long it waits for the completions of a read before it gives up on it, frees its
+    /// tag and counts a completion timeout: 50us to 64s, or "off" (default "50ms", the top
+    /// of the spec's default range).
+    #[schemars(default = "default_completion_timeout")]
+    pub completion_timeout: Option<String>,
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
     pub credits: Option<CreditsSection>,
@@ -327,6 +338,11 @@ pub struct GpuEndpointSection {
     pub tag_bits: Option<i64>,
     /// Read tags it uses, at most what its Tag field allows (all of them when left out).
     pub tags: Option<i64>,
+    /// How long it waits for the completions of a read before it gives up on it, frees its
+    /// tag and counts a completion timeout: 50us to 64s, or "off" (default "50ms", the top
+    /// of the spec's default range).
+    #[schemars(default = "default_completion_timeout")]
+    pub completion_timeout: Option<String>,
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
     pub credits: Option<CreditsSection>,
@@ -378,32 +394,37 @@ pub fn endpoints(
             nic,
         };
         let none = DmaDevice::default();
-        let (tags, mut kind, credits) = match ep {
+        let (tags, mut kind, credits, timeout) = match ep {
             EndpointSection::Dma(s) => (
                 Some(request(s.tag_bits, s.tags)),
                 requester(device(&place, s)?, None, None),
                 &s.credits,
+                Some(&s.completion_timeout),
             ),
             EndpointSection::Storage(s) => (
                 Some(request(s.tag_bits, s.tags)),
                 requester(none, Some(media(&place, s)?), None),
                 &s.credits,
+                Some(&s.completion_timeout),
             ),
             EndpointSection::Nic(s) => (
                 Some(request(s.tag_bits, s.tags)),
                 requester(none, None, Some(nic(&place, s)?)),
                 &s.credits,
+                None,
             ),
-            EndpointSection::Memory(s) => (None, memory(&place, s)?, &s.credits),
+            EndpointSection::Memory(s) => (None, memory(&place, s)?, &s.credits, None),
             EndpointSection::Nvme(s) => (
                 Some(request(s.tag_bits, s.tags)),
                 super::nvme::nvme(&place, s)?,
                 &s.credits,
+                None,
             ),
             EndpointSection::Gpu(s) => (
                 Some(request(s.tag_bits, s.tags)),
                 gpu(&place, s)?,
                 &s.credits,
+                Some(&s.completion_timeout),
             ),
         };
         if let (Some(r), Some(t)) = (tags, kind.read_tags_mut()) {
@@ -419,6 +440,10 @@ pub fn endpoints(
                 name: ep.name().to_string(),
                 kind,
                 credits,
+                completion_timeout: match timeout {
+                    Some(t) => values::completion_timeout(&place, t)?,
+                    None => None,
+                },
             },
         )?;
     }

@@ -20,6 +20,7 @@ use crate::pcie::phy;
 
 defaults! {
     default_port_queue: i64 = 4;
+    default_completion_timeout: String = "50ms";
     default_switch_latency: String = "150ns";
     default_zero_ns: String = "0ns";
     default_one: i64 = 1;
@@ -140,6 +141,11 @@ pub struct RootComplexSection {
     /// With a shared outbound queue: TLPs each root port holds beyond it (default 4).
     #[schemars(default = "default_port_queue")]
     pub port_queue: Option<i64>,
+    /// How long its CPU waits for the completions of a read (of a bridge's scratchpad)
+    /// before it gives up on it, frees its tag and counts a completion timeout: 50us to
+    /// 64s, or "off" (default "50ms", the top of the spec's default range).
+    #[schemars(default = "default_completion_timeout")]
+    pub completion_timeout: Option<String>,
     /// Credits its root ports advertise.
     #[schemars(default = "root_credits")]
     pub credits: Option<CreditsSection>,
@@ -418,6 +424,7 @@ pub fn root_complexes(
                 name: rc.name.clone(),
                 kind,
                 credits,
+                completion_timeout: values::completion_timeout(&place, &rc.completion_timeout)?,
             },
         )?;
     }
@@ -534,6 +541,7 @@ pub fn switches(
                 name: sw.name.clone(),
                 kind,
                 credits,
+                completion_timeout: None,
             },
         )?;
         if weighted {

@@ -79,6 +79,7 @@ pub fn ntbs(sections: &[NtbSection], nodes: &mut NodeTable) -> Result<(), BuildE
                 name: nt.name.clone(),
                 kind,
                 credits,
+                completion_timeout: None,
             },
         )?;
     }

@@ -12,6 +12,7 @@ use crate::engine::rng::Latency;
 use crate::engine::SimTime;
 use crate::error::ConfigError;
 use crate::fabric::Credits;
+use crate::pcie::completion_timeout;
 use crate::units;
 
 /// Declares the words a key takes: an enum whose serde form is the word, whose JSON Schema is
@@ -493,6 +494,34 @@ pub fn count(
 /// A count key that must lie in `min..=1024`.
 pub fn small_count(place: &Place, key: &'static str, v: i64, min: i64) -> Result<u32, BuildError> {
     count(place, key, v, min..=1024, &format!("{min} to 1024"))
+}
+
+/// A requester's `completion_timeout`: a duration the spec's ranges allow (50 us to 64 s),
+/// or "off" (Completion Timeout Disable); [`completion_timeout::DEFAULT`] when left out.
+/// None: no timeout.
+pub fn completion_timeout(
+    place: &Place,
+    text: &Option<String>,
+) -> Result<Option<SimTime>, BuildError> {
+    const KEY: &str = "completion_timeout";
+    const ALLOWED: &str = "a duration from 50us to 64s (the spec's ranges A to D), or \"off\"";
+    let Some(text) = text else {
+        return Ok(Some(completion_timeout::DEFAULT));
+    };
+    if text.trim() == "off" {
+        return Ok(None);
+    }
+    let t = units::parse_duration(KEY, text)
+        .map_err(|_| BuildError::not_allowed(place, KEY, format!("{text:?}"), ALLOWED))?;
+    if !(completion_timeout::SHORTEST..=completion_timeout::LONGEST).contains(&t) {
+        return Err(BuildError::not_allowed(
+            place,
+            KEY,
+            format!("{text:?}"),
+            ALLOWED,
+        ));
+    }
+    Ok(Some(t))
 }
 
 /// A bit error rate: 0 to 1e-3.

@@ -5,17 +5,24 @@
 //! endpoint's media, a DMA endpoint's engines) and, for Ethernet bridging, the CPU core that
 //! serves the NIC. The verdict, in this order:
 //!
-//! 1. the busiest resource on the path, if it is busy at least [`SATURATED`] of the
+//! 1. the busiest resource its data crosses, if it is busy at least [`SATURATED`] of the
 //!    measured window: the flow cannot go faster than it does (a node's resource before a
 //!    link exactly as busy);
-//! 2. else a transmitter on the path that waits for credits (or replay buffer room) at least
-//!    [`STALLED`] of the window: the receiver's buffer does not cover the credit round trip;
-//! 3. else the requester's read slots or tags, if all are in use at least [`WINDOW_FULL`] of
+//! 2. else a transmitter on the path that waits for credits of a type (or replay buffer
+//!    room) at least [`STALLED`] of the window: the receiver's advertised credits do not
+//!    cover the credit round trip, and more of them would raise the flow;
+//! 3. else a saturated link direction that carries only the flow's read requests (its
+//!    data comes back the other way): the requests wait there behind other traffic;
+//! 4. else the requester's read slots or tags, if all are in use at least [`WINDOW_FULL`] of
 //!    the window: throughput is outstanding bytes over latency;
-//! 4. else the workload's own offered rate.
+//! 5. else the workload's own offered rate.
 //!
 //! Back-pressure makes a saturated resource's upstream neighbours wait for credits too, so
-//! a saturated resource outranks any stall.
+//! a saturated resource on the data's way outranks any stall, and a stall on the requests'
+//! way behind a saturated request link is that link's back-pressure, not a limit of its
+//! own. A link direction that carries only a reader's requests is not the reader's limit
+//! while something else is: a writer that fills it leaves the reader's completions, and
+//! the credits they wait for, to decide its rate.
 
 use serde::Serialize;
 
@@ -50,7 +57,8 @@ pub struct ResourceResult {
 pub struct Bottleneck {
     /// "link", "memory", "write_sink", "read_path", "socket_link", "iommu", "host_bridge",
     /// "switch_bus", "media", "command_rate", "cpu", "dma_engines", "credits",
-    /// "replay_buffer", "requests", "iodepth" or "offered_load".
+    /// "replay_buffer", "requests", "iodepth", "offered_load", or "starved" (it still
+    /// completed nothing at the run's end while its TLPs waited: see `sim::progress`).
     pub kind: &'static str,
     /// The resource, e.g. "rc-sw down", "rc memory", "sw -> a NPH credits".
     pub resource: String,
@@ -70,6 +78,8 @@ pub enum Limit {
     Stall,
     /// The requester's read slots or tags.
     Window,
+    /// A link direction that carries only the flow's read requests (not its data).
+    RequestWire,
 }
 
 /// Something on a flow's path that may limit it.
@@ -87,17 +97,29 @@ pub struct Candidate {
     pub detail: String,
 }
 
-/// The candidate of `limit` with the largest share, the first listed among equals
+/// The candidate of one of `limits` with the largest share, the first listed among equals
 /// (candidates list the links out and back in path order, then the node resources in node
 /// order, then the CPU core).
-fn largest(cands: &[Candidate], limit: Limit) -> Option<&Candidate> {
+fn largest<'a>(cands: &'a [Candidate], limits: &[Limit]) -> Option<&'a Candidate> {
     cands
         .iter()
-        .filter(|c| c.limit == limit)
+        .filter(|c| limits.contains(&c.limit))
         .fold(None, |best: Option<&Candidate>, c| match best {
             Some(b) if b.busy >= c.busy => Some(b),
             _ => Some(c),
         })
+}
+
+/// The busiest of the candidates of `limits` that have a throughput of their own, a node's
+/// resource (memory, sink, bus) before a link exactly as busy: the link feeding a
+/// saturated node carries TLPs that then wait in the node's buffers.
+fn busiest<'a>(cands: &'a [Candidate], limits: &[Limit]) -> Option<&'a Candidate> {
+    largest(cands, limits).map(|b| {
+        cands
+            .iter()
+            .find(|c| limits.contains(&c.limit) && c.kind != "link" && c.busy >= b.busy)
+            .unwrap_or(b)
+    })
 }
 
 /// The verdict over one flow's candidates (see the module's order).
@@ -108,23 +130,21 @@ pub fn verdict(cands: &[Candidate]) -> Bottleneck {
         busy: c.busy,
         detail: c.detail.clone(),
     };
-    // A node resource (memory, sink, bus) as busy as the busiest link goes first: the link
-    // feeding a saturated node carries TLPs that then wait in the node's buffers.
-    let busiest = largest(cands, Limit::Saturable).map(|b| {
-        cands
-            .iter()
-            .find(|c| c.limit == Limit::Saturable && c.kind != "link" && c.busy >= b.busy)
-            .unwrap_or(b)
-    });
-    if let Some(c) = busiest.filter(|c| c.busy >= SATURATED) {
+    if let Some(c) = busiest(cands, &[Limit::Saturable]).filter(|c| c.busy >= SATURATED) {
         return pick(c);
     }
-    if let Some(c) = largest(cands, Limit::Stall).filter(|c| c.busy >= STALLED) {
+    if let Some(c) = largest(cands, &[Limit::Stall]).filter(|c| c.busy >= STALLED) {
         return pick(c);
     }
-    if let Some(c) = largest(cands, Limit::Window).filter(|c| c.busy >= WINDOW_FULL) {
+    let requests = largest(cands, &[Limit::RequestWire]);
+    if let Some(c) = requests.filter(|c| c.busy >= SATURATED) {
         return pick(c);
     }
+    if let Some(c) = largest(cands, &[Limit::Window]).filter(|c| c.busy >= WINDOW_FULL) {
+        return pick(c);
+    }
+    // The busiest of everything that carries the flow, for the offered-load sentence.
+    let busiest = busiest(cands, &[Limit::Saturable, Limit::RequestWire]);
     let (resource, busy, detail) = match busiest {
         Some(c) => (
             c.resource.clone(),
@@ -298,14 +318,33 @@ impl Simulator<'_> {
                 // back (reads' completions; a NIC's descriptor and frame reads; an NVMe
                 // drive's doorbells and queue entries).
                 let mut chans = self.path(src, dst);
+                // A flow that only reads sends nothing but its requests toward its target.
+                let requests_only = f.reads && !f.writes && w.bridge.is_none() && w.fio.is_none();
+                let requests = if requests_only { chans.len() } else { 0 };
                 if f.reads || w.bridge.is_some() || w.fio.is_some() {
                     chans.extend(self.path(dst, src));
                 }
                 let mut nodes = vec![src];
                 nodes.extend(chans.iter().map(|&c| self.rx_node[c] as usize));
                 let mut cands = Vec::new();
-                for &c in &chans {
-                    cands.extend(self.link_candidates(c, &links[c], window));
+                for (i, &c) in chans.iter().enumerate() {
+                    let mut link = self.link_candidates(c, &links[c], window);
+                    if i < requests {
+                        // A stall behind a saturated request link further on is its
+                        // back-pressure.
+                        let saturated_ahead = chans[i + 1..requests]
+                            .iter()
+                            .any(|&d| links[d].utilization >= SATURATED);
+                        link.retain(|l| l.limit != Limit::Stall || !saturated_ahead);
+                        for l in link.iter_mut().filter(|l| l.limit == Limit::Saturable) {
+                            l.limit = Limit::RequestWire;
+                            l.detail.push_str(&format!(
+                                ": {}'s read requests wait there behind other traffic",
+                                w.name
+                            ));
+                        }
+                    }
+                    cands.extend(link);
                 }
                 let bridges: Vec<usize> = nodes
                     .iter()
@@ -523,6 +562,22 @@ mod tests {
             (v.kind, v.resource.as_str(), v.busy),
             ("offered_load", "link", 0.4)
         );
+    }
+
+    #[test]
+    fn a_saturated_request_link_ranks_below_a_credit_stall_and_above_full_windows() {
+        let requests = cand(Limit::RequestWire, "link", 1.0);
+        let stall = cand(Limit::Stall, "credits", 0.3);
+        let window = cand(Limit::Window, "requests", 0.8);
+        let data = cand(Limit::Saturable, "link", 0.7);
+        let all = [requests.clone(), data.clone(), stall, window.clone()];
+        assert_eq!(verdict(&all).kind, "credits");
+        let v = verdict(&[requests.clone(), data.clone(), window]);
+        assert_eq!((v.kind, v.busy), ("link", 1.0));
+        // Below saturation it is only the busiest thing the flow crosses.
+        let light = cand(Limit::RequestWire, "link", 0.8);
+        let v = verdict(&[light, data]);
+        assert_eq!((v.kind, v.busy), ("offered_load", 0.8));
     }
 
     #[test]

@@ -114,6 +114,7 @@ impl Simulator<'_> {
             FlowTlp::Status(f) => {
                 // In order behind the transfer's data; not the flow's data.
                 let flow = &mut self.flows[f as usize];
+                flow.done += 1;
                 if t.order != flow.expected_order {
                     self.audit.order_violations += 1;
                 }
@@ -304,6 +305,8 @@ impl Simulator<'_> {
                 from_start: false,
                 descriptor: false,
                 first,
+                made: now,
+                timed_out: false,
             };
             let r = crate::engine::table::place(&mut self.reqs, &mut self.free_reqs, req);
             let owner = FlowTlp::Request(r).owner(src);
@@ -328,6 +331,7 @@ impl Simulator<'_> {
             self.audit.order_violations += 1;
         }
         flow.expected_order = t.order + 1;
+        flow.done += 1;
         if measuring {
             flow.bytes += t.payload as u64;
             // A write-read flow's latency is its pairs' (from the write's start to the
@@ -375,11 +379,23 @@ impl Simulator<'_> {
         self.deliver(id);
     }
 
+    /// A completion for read request `slot` that is not a flow's data reached requester
+    /// `n`: one that came after the request timed out (discarded), or one of a transfer's
+    /// descriptor.
+    #[cold]
+    fn unusual_completion(&mut self, n: usize, slot: u32, id: u32, t: Tlp) {
+        if self.reqs[slot as usize].timed_out {
+            self.late_completion(slot, id, t.payload);
+        } else {
+            self.descriptor_arrived(n, slot, id, t);
+        }
+    }
+
     /// A completion of a transfer's descriptor read reached DMA endpoint `n`: not the
     /// flow's data; the whole descriptor lets the transfer go on.
-    #[cold]
-    fn descriptor_arrived(&mut self, n: usize, id: u32, t: Tlp) {
-        let slot = FlowTlp::request_slot(t.owner.cookie);
+    fn descriptor_arrived(&mut self, n: usize, slot: u32, id: u32, t: Tlp) {
+        let req = &mut self.reqs[slot as usize];
+        self.flows[req.flow as usize].done += 1;
         let req = &mut self.reqs[slot as usize];
         if t.order != req.next_offset {
             self.audit.order_violations += 1;
@@ -405,10 +421,11 @@ impl Simulator<'_> {
         let now = self.now();
         let slot = FlowTlp::request_slot(t.owner.cookie);
         let r = self.reqs[slot as usize];
-        if r.descriptor {
-            return self.descriptor_arrived(n, id, t);
+        if r.descriptor | r.timed_out {
+            return self.unusual_completion(n, slot, id, t);
         }
         let f = r.flow as usize;
+        self.flows[f].done += 1;
         if t.order != r.next_offset {
             self.audit.order_violations += 1;
         }

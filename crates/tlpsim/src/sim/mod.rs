@@ -19,6 +19,7 @@ pub mod channel;
 mod flow;
 mod host_memory;
 mod node;
+mod progress;
 mod receive;
 pub mod result;
 pub mod rfc2544;
@@ -117,6 +118,10 @@ enum Ev {
     Warmup,
     /// The credit deadlock watchdog looks for transmitters that sent nothing.
     Watchdog,
+    /// The starvation watchdog looks for flows that completed nothing (`progress`).
+    Progress,
+    /// Read requests whose completion timeout is up are given up (`progress`).
+    CplTimeout,
 }
 
 // Every event moves as two words; a node event's payload must fit beside its node index.
@@ -142,6 +147,10 @@ struct Req {
     /// The first request of its transfer (when it leaves, the transfer's latency starts;
     /// a transfer run by its endpoint's engines keeps its own start).
     first: bool,
+    /// When its requester made it (its completion timeout counts from here).
+    made: SimTime,
+    /// Its completion timeout expired: completions still coming for it are discarded.
+    timed_out: bool,
 }
 
 #[derive(Debug)]
@@ -199,6 +208,9 @@ struct Flow {
     transfers_queued: u64,
     /// MSIs the target took within the measurement window.
     interrupts: u64,
+    /// Writes that took effect and completions that came, over the whole run (its forward
+    /// progress, as the starvation watchdog follows it).
+    done: u64,
     /// Every read transfer slot (or every tag of the source) in use, while it lasts.
     window_full: OpenSpan,
     /// Ticks of the measurement window with every read transfer slot or tag in use.
@@ -268,6 +280,8 @@ pub struct Simulator<'a> {
     trace: Option<Trace>,
     /// Some link has a bit error rate (only then can a switch hold nullified copies).
     errors: bool,
+    /// Completion timeouts and the starvation watchdog (`progress`).
+    progress: progress::Progress,
 }
 
 /// Runs `system` to its duration and reports.
@@ -300,6 +314,22 @@ pub fn run_traced(
     sim.trace = Some(Trace::new(limit));
     let (result, trace) = sim.run_inner(progress)?;
     Ok((result, trace.unwrap_or_else(|| Trace::new(0))))
+}
+
+/// Runs `system` like [`run_with_progress`] and streams the first `limit` packets put on
+/// any wire to `out` as Chrome trace JSON while it runs (see [`trace`]), so that memory does
+/// not grow with the trace. Returns the result and what the trace wrote, or the error that
+/// stopped its writing (the run goes on without it). Tracing changes no result.
+pub fn run_traced_to(
+    system: &System,
+    limit: usize,
+    out: Box<dyn std::io::Write + Send>,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<(RunResult, std::io::Result<trace::Written>), RunError> {
+    let mut sim = Simulator::new(system);
+    sim.trace = Some(Trace::streaming(limit, system, out));
+    let (result, trace) = sim.run_inner(progress)?;
+    Ok((result, trace.unwrap_or_else(|| Trace::new(0)).finish()))
 }
 
 /// The deadlock watchdog's period: twice the longest of the link timers that recover lost
@@ -426,6 +456,7 @@ impl<'a> Simulator<'a> {
                 doorbell: w.doorbell,
                 transfers_queued: 0,
                 interrupts: 0,
+                done: 0,
                 window_full: OpenSpan::default(),
                 window_ticks: 0,
             })
@@ -464,6 +495,7 @@ impl<'a> Simulator<'a> {
             busy_at_warmup: Vec::new(),
             trace: None,
             errors: false,
+            progress: progress::Progress::default(),
         };
         sim.errors = sim.chans.iter().any(|c| c.phy.byte_error > 0.0);
         sim
@@ -509,6 +541,7 @@ impl<'a> Simulator<'a> {
             self.q.schedule(self.sys.warmup, Ev::Warmup);
         }
         self.q.schedule(self.watchdog, Ev::Watchdog);
+        self.start_progress();
         let end = self.sys.duration;
         let fraction = |t: SimTime| t.ticks() as f64 / end.ticks().max(1) as f64;
         while let Some((now, ev)) = self.q.pop_until(end) {
@@ -634,33 +667,40 @@ impl<'a> Simulator<'a> {
                 }
             }
             Ev::Warmup => self.start_measuring(),
-            Ev::Watchdog => {
-                // A transmitter that had TLPs waiting for credits and sent none for a whole
-                // watchdog period is deadlocked if the credits it lacks can never come, or if
-                // nothing else moved either and nothing is on its way that could free credits
-                // (a slow fabric is not a stuck one; credits a lost UpdateFC granted come with
-                // the refresh).
-                // Per stuck transmitter: whether its credits can never come.
-                let stuck: Vec<bool> = self
-                    .chans
-                    .iter()
-                    .zip(&self.sent_at_watchdog)
-                    .filter(|(c, &sent)| {
-                        c.arbiter.queued > 0
-                            && matches!(c.blocked, Blocked::Credits(_))
-                            && c.counters.tlps == sent
-                            && !c.awaits_update_fc()
-                    })
-                    .map(|(c, _)| c.starved_for_good())
-                    .collect();
-                if stuck.contains(&true) || (!stuck.is_empty() && self.quiescent()) {
-                    return Err(self.deadlock());
-                }
-                self.sent_at_watchdog = self.chans.iter().map(|c| c.counters.tlps).collect();
-                self.delivered_at_watchdog = self.audit.tlps_delivered;
-                self.q.schedule(self.now() + self.watchdog, Ev::Watchdog);
-            }
+            Ev::Progress => self.look_for_starvation(),
+            Ev::CplTimeout => self.check_completion_timeouts(),
+            Ev::Watchdog => self.credit_watchdog()?,
         }
+        Ok(())
+    }
+
+    /// The credit deadlock watchdog's look (`Ev::Watchdog`).
+    #[cold]
+    fn credit_watchdog(&mut self) -> Result<(), RunError> {
+        // A transmitter that had TLPs waiting for credits and sent none for a whole
+        // watchdog period is deadlocked if the credits it lacks can never come, or if
+        // nothing else moved either and nothing is on its way that could free credits
+        // (a slow fabric is not a stuck one; credits a lost UpdateFC granted come with
+        // the refresh).
+        // Per stuck transmitter: whether its credits can never come.
+        let stuck: Vec<bool> = self
+            .chans
+            .iter()
+            .zip(&self.sent_at_watchdog)
+            .filter(|(c, &sent)| {
+                c.arbiter.queued > 0
+                    && matches!(c.blocked, Blocked::Credits(_))
+                    && c.counters.tlps == sent
+                    && !c.awaits_update_fc()
+            })
+            .map(|(c, _)| c.starved_for_good())
+            .collect();
+        if stuck.contains(&true) || (!stuck.is_empty() && self.quiescent()) {
+            return Err(self.deadlock());
+        }
+        self.sent_at_watchdog = self.chans.iter().map(|c| c.counters.tlps).collect();
+        self.delivered_at_watchdog = self.audit.tlps_delivered;
+        self.q.schedule(self.now() + self.watchdog, Ev::Watchdog);
         Ok(())
     }
 
@@ -686,6 +726,8 @@ impl<'a> Simulator<'a> {
             !matches!(
                 e,
                 Ev::Watchdog
+                    | Ev::Progress
+                    | Ev::CplTimeout
                     | Ev::Warmup
                     | Ev::FcRefresh(_)
                     | Ev::Node {
@@ -848,18 +890,22 @@ impl<'a> Simulator<'a> {
             .map(|e| e.1)
             .collect();
         let fio = self.fio_results(window);
+        let mut starved = Vec::new();
         let flows = self
             .flows
             .iter()
             .zip(&self.sys.workloads)
             .zip(bottlenecks)
-            .map(|((f, w), bottleneck)| {
+            .enumerate()
+            .map(|(i, ((f, w), bottleneck))| {
+                let (completion_timeouts, starving, bottleneck) =
+                    self.progress_of(i, &w.name, now, bottleneck);
                 // A bridging workload's bytes are those of the frames it forwarded.
                 let bytes = match ethernet.iter().find(|e| e.name == w.name) {
                     Some(e) => e.forwarded_frames * e.frame_size as u64,
                     None => f.bytes + f.media_bytes,
                 };
-                FlowResult {
+                let flow = FlowResult {
                     name: w.name.clone(),
                     bytes,
                     throughput_gbps: bytes as f64 * 8.0 / window / 1e9,
@@ -877,7 +923,12 @@ impl<'a> Simulator<'a> {
                     bottleneck,
                     memcpy: w.memcpy.map(|d| d.word()),
                     memcpy_gbytes_per_s: w.memcpy.map(|_| bytes as f64 / window / 1e9),
-                }
+                    completion_timeouts,
+                    starved: starving.is_some(),
+                    starved_on: starving.as_ref().map(|s| s.waits_on.clone()),
+                };
+                starved.extend(starving);
+                flow
             })
             .collect();
         for t in self.tlps.iter().filter(|t| t.live) {
@@ -895,6 +946,7 @@ impl<'a> Simulator<'a> {
             resources,
             ethernet,
             fio,
+            starved,
             audit: self.audit,
         }
     }

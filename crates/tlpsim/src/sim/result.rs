@@ -73,6 +73,32 @@ pub struct FlowResult {
     /// nvbandwidth prints it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memcpy_gbytes_per_s: Option<f64>,
+    /// Read requests its requester gave up on when their completion timeout expired (over
+    /// the whole run, warmup included): each freed its tag and is an error.
+    pub completion_timeouts: u64,
+    /// It had TLPs waiting but completed nothing for a watchdog period or more (see
+    /// [`RunResult::starved`]).
+    pub starved: bool,
+    /// What its oldest waiting TLP waited for while it starved, e.g. "rc shared outbound
+    /// queue" or "rc -> sw NPH credits"; None when it did not starve.
+    pub starved_on: Option<String>,
+}
+
+/// A flow that starved: its longest stretch without progress while its TLPs waited.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Starved {
+    /// The workload.
+    pub flow: String,
+    /// It completed nothing from here (us of simulated time, warmup included)...
+    pub since_us: f64,
+    /// ...to here; None (JSON null) when it still completed nothing at the run's end.
+    pub until_us: Option<f64>,
+    /// How long, in us.
+    pub for_us: f64,
+    /// What its oldest waiting TLP waited for (as `FlowResult::starved_on`).
+    pub waits_on: String,
+    /// One sentence on why.
+    pub detail: String,
 }
 
 /// One link direction's results over the measured window.
@@ -228,6 +254,8 @@ pub struct RunResult {
     pub ethernet: Vec<EthernetResult>,
     /// Per fio workload on an NVMe drive.
     pub fio: Vec<FioResult>,
+    /// The flows that starved (see [`FlowResult::starved`]), in workload order.
+    pub starved: Vec<Starved>,
     /// The self-audit.
     pub audit: Audit,
 }

@@ -1,6 +1,13 @@
 //! A bounded record of what crossed each wire (TLPs, replays, DLLPs), written as Chrome trace
 //! event JSON for Perfetto (ui.perfetto.dev) or chrome://tracing: one track per link
 //! direction, one slice per packet from its first to its last byte on the wire.
+//!
+//! A trace either keeps its packets in memory ([`Trace::new`], for tests and tools that
+//! look at them) or streams them to a writer as the run goes ([`Trace::streaming`], what
+//! `tlpsim run --trace` uses): memory stays flat however long the trace, and the file is
+//! complete JSON once [`Trace::finish`] has written its end.
+
+use std::io::{self, BufWriter, Write};
 
 use serde::Serialize;
 
@@ -65,11 +72,40 @@ pub struct WireEvent {
 }
 
 /// The packets of a run, the first `limit` of them.
-#[derive(Debug, Clone)]
 pub struct Trace {
     limit: usize,
-    events: Vec<WireEvent>,
+    /// Packets kept so far.
+    kept: usize,
+    sink: Sink,
     /// Packets not kept once the limit was reached.
+    pub dropped: u64,
+}
+
+/// Where a trace's packets go.
+enum Sink {
+    /// Kept in memory.
+    Memory(Vec<WireEvent>),
+    /// Written as Chrome trace JSON as they come.
+    Stream(ChromeWriter<BufWriter<Box<dyn Write + Send>>>),
+}
+
+impl std::fmt::Debug for Trace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trace")
+            .field("limit", &self.limit)
+            .field("kept", &self.kept)
+            .field("streaming", &matches!(self.sink, Sink::Stream(_)))
+            .field("dropped", &self.dropped)
+            .finish()
+    }
+}
+
+/// What a streamed trace wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// Packets written.
+    pub kept: usize,
+    /// Packets left out once the limit was reached (the file's `dropped` field).
     pub dropped: u64,
 }
 
@@ -100,23 +136,27 @@ struct Args<'a> {
     flow: Option<&'a str>,
 }
 
-/// The whole file.
-#[derive(Serialize)]
-struct ChromeTrace<'a> {
-    #[serde(rename = "traceEvents")]
-    trace_events: Vec<ChromeEvent<'a>>,
-    #[serde(rename = "displayTimeUnit")]
-    display_time_unit: &'static str,
-    /// Packets left out once the limit was reached.
-    dropped: u64,
-}
-
 impl Trace {
-    /// An empty trace that keeps at most `limit` packets.
+    /// An empty trace that keeps at most `limit` packets in memory.
     pub fn new(limit: usize) -> Self {
         Trace {
             limit,
-            events: Vec::new(),
+            kept: 0,
+            sink: Sink::Memory(Vec::new()),
+            dropped: 0,
+        }
+    }
+
+    /// A trace that writes at most `limit` packets to `out` as they come, as Chrome trace
+    /// JSON with tracks and workloads named after `system`'s links and workloads; call
+    /// [`Trace::finish`] at the end. An error writing stops the writing, not the run, and
+    /// is returned by `finish`.
+    pub fn streaming(limit: usize, system: &System, out: Box<dyn Write + Send>) -> Self {
+        let out = BufWriter::with_capacity(1 << 20, out);
+        Trace {
+            limit,
+            kept: 0,
+            sink: Sink::Stream(ChromeWriter::start(out, system)),
             dropped: 0,
         }
     }
@@ -126,37 +166,111 @@ impl Trace {
     #[cold]
     #[inline(never)]
     pub fn record(&mut self, chan: u32, start: SimTime, end: SimTime, packet: Packet) {
-        if self.events.len() < self.limit {
-            self.events.push(WireEvent {
-                chan,
-                start,
-                end,
-                packet,
-            });
-        } else {
+        if self.kept >= self.limit {
             self.dropped += 1;
+            return;
+        }
+        self.kept += 1;
+        let e = WireEvent {
+            chan,
+            start,
+            end,
+            packet,
+        };
+        match &mut self.sink {
+            Sink::Memory(events) => events.push(e),
+            Sink::Stream(w) => w.event(&e),
         }
     }
 
-    /// The packets kept, in the order they were sent.
+    /// The packets kept in memory, in the order they were sent (none for a streamed trace).
     pub fn events(&self) -> &[WireEvent] {
-        &self.events
+        match &self.sink {
+            Sink::Memory(events) => events,
+            Sink::Stream(_) => &[],
+        }
     }
 
-    /// The trace as Chrome trace event JSON, tracks and workloads named after `system`'s
-    /// links ("rc-sw down") and workloads.
+    /// Ends a streamed trace: writes the end of the JSON and flushes it. For a trace in
+    /// memory, nothing to write.
+    pub fn finish(self) -> io::Result<Written> {
+        if let Sink::Stream(w) = self.sink {
+            w.finish(self.dropped)?.flush()?;
+        }
+        Ok(Written {
+            kept: self.kept,
+            dropped: self.dropped,
+        })
+    }
+
+    /// The packets kept in memory as Chrome trace event JSON, tracks and workloads named
+    /// after `system`'s links ("rc-sw down") and workloads (empty for a streamed trace).
     pub fn to_chrome_json(&self, system: &System) -> String {
-        let channels: Vec<String> = system
+        let mut w = ChromeWriter::start(Vec::new(), system);
+        for e in self.events() {
+            w.event(e);
+        }
+        match w.finish(self.dropped) {
+            Ok(bytes) => String::from_utf8(bytes).unwrap_or_default(),
+            Err(_) => String::new(), // a Vec takes every write
+        }
+    }
+}
+
+/// Writes Chrome trace JSON one event at a time: `{"traceEvents":[` and a named track per
+/// link direction first, a slice per packet, then `],"displayTimeUnit":"ns","dropped":N}`.
+struct ChromeWriter<W: Write> {
+    json: Events<W>,
+    /// Workload names, by index.
+    flows: Vec<String>,
+}
+
+/// The output of a [`ChromeWriter`]: events separated by commas, the first error kept.
+struct Events<W: Write> {
+    out: W,
+    /// An event was written (the next one needs a comma).
+    any: bool,
+    /// The first error writing; nothing more is written after it.
+    error: Option<io::Error>,
+}
+
+impl<W: Write> Events<W> {
+    /// Runs `write` on the output unless an earlier write failed; keeps its error.
+    fn put(&mut self, write: impl FnOnce(&mut W) -> io::Result<()>) {
+        if self.error.is_none() {
+            if let Err(e) = write(&mut self.out) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Writes one event, after a comma when it is not the first.
+    fn event(&mut self, event: &ChromeEvent) {
+        let comma = std::mem::replace(&mut self.any, true);
+        self.put(|out| {
+            if comma {
+                out.write_all(b",")?;
+            }
+            serde_json::to_writer(&mut *out, event).map_err(io::Error::from)
+        });
+    }
+}
+
+impl<W: Write> ChromeWriter<W> {
+    /// Opens the JSON on `out` with one named track per link direction of `system`.
+    fn start(out: W, system: &System) -> Self {
+        let mut json = Events {
+            out,
+            any: false,
+            error: None,
+        };
+        json.put(|out| out.write_all(b"{\"traceEvents\":["));
+        let channels = system
             .links
             .iter()
-            .flat_map(|l| [format!("{} down", l.name), format!("{} up", l.name)])
-            .collect();
-        let flows: Vec<&str> = system.workloads.iter().map(|w| w.name.as_str()).collect();
-        let us = |t: SimTime| t.as_ns_f64() / 1000.0;
-        let mut out: Vec<ChromeEvent> = channels
-            .iter()
-            .enumerate()
-            .map(|(c, name)| ChromeEvent {
+            .flat_map(|l| [format!("{} down", l.name), format!("{} up", l.name)]);
+        for (c, name) in channels.enumerate() {
+            json.event(&ChromeEvent {
                 name: "thread_name".into(),
                 cat: "__metadata",
                 ph: "M",
@@ -165,63 +279,74 @@ impl Trace {
                 pid: 1,
                 tid: c as u32 + 1,
                 args: Some(Args {
-                    name: Some(name.clone()),
+                    name: Some(name),
                     seq: None,
                     flow: None,
                 }),
-            })
-            .collect();
-        out.reserve(self.events.len());
-        for e in &self.events {
-            let (name, cat, seq, flow) = match e.packet {
-                Packet::Tlp {
-                    kind,
-                    bytes,
-                    seq,
-                    replay,
-                    flow,
-                    ..
-                } => (
-                    format!("{}{kind:?} {bytes} B", if replay { "replay " } else { "" }),
-                    if replay { "replay" } else { "tlp" },
-                    Some(seq),
-                    flow.and_then(|f| flows.get(f as usize).copied()),
-                ),
-                Packet::Duplicate { seq, wire_bytes } => (
-                    format!("replay (duplicate) {wire_bytes} B on the wire"),
-                    "replay",
-                    Some(seq),
-                    None,
-                ),
-                Packet::Nullified { kind, bytes } => (
-                    format!("nullified {kind:?} {bytes} B"),
-                    "nullified",
-                    None,
-                    None,
-                ),
-                Packet::Dllp(d) => (dllp_name(d), "dllp", None, None),
-            };
-            out.push(ChromeEvent {
-                name,
-                cat,
-                ph: "X",
-                ts: us(e.start),
-                dur: Some(us(e.end.saturating_sub(e.start))),
-                pid: 1,
-                tid: e.chan + 1,
-                args: Some(Args {
-                    name: None,
-                    seq,
-                    flow,
-                }),
             });
         }
-        serde_json::to_string(&ChromeTrace {
-            trace_events: out,
-            display_time_unit: "ns",
-            dropped: self.dropped,
-        })
-        .unwrap_or_default()
+        ChromeWriter {
+            json,
+            flows: system.workloads.iter().map(|w| w.name.clone()).collect(),
+        }
+    }
+
+    /// Writes one packet's slice.
+    fn event(&mut self, e: &WireEvent) {
+        let us = |t: SimTime| t.as_ns_f64() / 1000.0;
+        let (name, cat, seq, flow) = match e.packet {
+            Packet::Tlp {
+                kind,
+                bytes,
+                seq,
+                replay,
+                flow,
+                ..
+            } => (
+                format!("{}{kind:?} {bytes} B", if replay { "replay " } else { "" }),
+                if replay { "replay" } else { "tlp" },
+                Some(seq),
+                flow.and_then(|f| self.flows.get(f as usize)),
+            ),
+            Packet::Duplicate { seq, wire_bytes } => (
+                format!("replay (duplicate) {wire_bytes} B on the wire"),
+                "replay",
+                Some(seq),
+                None,
+            ),
+            Packet::Nullified { kind, bytes } => (
+                format!("nullified {kind:?} {bytes} B"),
+                "nullified",
+                None,
+                None,
+            ),
+            Packet::Dllp(d) => (dllp_name(d), "dllp", None, None),
+        };
+        self.json.event(&ChromeEvent {
+            name,
+            cat,
+            ph: "X",
+            ts: us(e.start),
+            dur: Some(us(e.end.saturating_sub(e.start))),
+            pid: 1,
+            tid: e.chan + 1,
+            args: Some(Args {
+                name: None,
+                seq,
+                flow: flow.map(String::as_str),
+            }),
+        });
+    }
+
+    /// Closes the JSON with the count of packets left out; the output back, or the first
+    /// error writing.
+    fn finish(mut self, dropped: u64) -> io::Result<W> {
+        self.json
+            .put(|out| write!(out, "],\"displayTimeUnit\":\"ns\",\"dropped\":{dropped}}}"));
+        match self.json.error {
+            Some(e) => Err(e),
+            None => Ok(self.json.out),
+        }
     }
 }
 

@@ -523,6 +523,8 @@ impl Simulator<'_> {
                 from_start: device_timed,
                 descriptor: tr.phase == Phase::Descriptor,
                 first: false,
+                made: now,
+                timed_out: false,
             };
             let r = crate::engine::table::place(&mut self.reqs, &mut self.free_reqs, req);
             let owner = Owner {

@@ -130,6 +130,16 @@ impl Arbiter {
         self.queue_left + self.queued as u128 * now.ticks() as u128 - self.queue_joined
     }
 
+    /// The TLPs waiting here with their class, input by input, each input's oldest first.
+    pub fn waiting(&self) -> impl Iterator<Item = (FcClass, u32)> + '_ {
+        self.inputs.iter().flat_map(|input| {
+            CLASSES
+                .into_iter()
+                .zip(&input.queues)
+                .flat_map(|(class, q)| q.iter().map(move |t| (class, t.tlp)))
+        })
+    }
+
     /// Queues a TLP from `input` in `class` at `now`.
     #[inline(always)] // into `Simulator::enqueue_from`, one of the hottest paths
     pub fn enqueue(

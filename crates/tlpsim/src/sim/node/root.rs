@@ -439,6 +439,24 @@ impl Simulator<'_> {
         false
     }
 
+    /// The TLPs waiting in root complex `n`'s shared outbound queue (none without one), each
+    /// with whether posted writes wait there too.
+    pub(in crate::sim) fn outbound_waiting(&self, n: usize) -> Vec<(u32, bool)> {
+        match &self.nodes[n] {
+            AnyNode::Root(RootComplex {
+                outbound: Some(o), ..
+            }) => {
+                let posted = !o.posted.is_empty();
+                o.posted
+                    .iter()
+                    .chain(&o.other)
+                    .map(|&(_, _, id)| (id, posted))
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// Moves TLPs from the heads of the shared outbound queue of channel `c`'s transmitting
     /// node (if it has one) into their root ports while the ports have room (a posted write
     /// first; a completion or read request only when no older posted write is still waiting).
