@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -20,10 +21,13 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def interrupt_cli(*args: str, after: float = 3.0, twice: bool = False) -> tuple[subprocess.CompletedProcess, float]:
+def interrupt_cli(
+    *args: str, after: float = 3.0, twice: bool = False, until: Callable[[], bool] | None = None
+) -> tuple[subprocess.CompletedProcess, float]:
     """Starts the CLI as a user would, sends SIGINT (Ctrl-C) to its whole process group, as a
-    terminal does, `after` seconds (and, with `twice`, again 0.15 s later, as an impatient
-    user does), and returns what it did with the seconds it took from start to exit."""
+    terminal does, `after` seconds, or as soon as `until()` holds where given (and, with
+    `twice`, again 0.15 s later, as an impatient user does), and returns what it did with the
+    seconds it took from start to exit."""
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tlpsim.cli", *args],
@@ -35,7 +39,15 @@ def interrupt_cli(*args: str, after: float = 3.0, twice: bool = False) -> tuple[
         # Its own process group, with any workers it starts: Ctrl-C goes to all of them.
         start_new_session=True,
     )
-    time.sleep(after)  # past interpreter start and import, well inside the work
+    if until is None:
+        time.sleep(after)  # past interpreter start and import, well inside the work
+    else:
+        # A condition, not a delay: a faster machine must not finish the work first.
+        deadline = started + 60
+        while not until():
+            assert proc.poll() is None, f"the CLI ended before the moment to interrupt it: {proc.communicate()}"
+            assert time.monotonic() < deadline, "the moment to interrupt never came"
+            time.sleep(0.02)
     os.killpg(proc.pid, signal.SIGINT)
     if twice:
         time.sleep(0.15)

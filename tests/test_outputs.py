@@ -108,7 +108,22 @@ def test_a_trace_streams_to_its_file_and_ctrl_c_leaves_neither_it_nor_a_temporar
     # The trace goes to a temporary file beside the target as the run goes (it was built in
     # memory: 3.5 GB for a 1.25 GB file) and replaces the target only when whole.
     trace = tmp_path / "t.json"
-    proc, _ = interrupt("run", str(scenario), "--set", "simulation.duration=200ms", "--trace", str(trace), after=3.0)
+
+    def streaming() -> bool:
+        # Ctrl-C once the temporary file has grown past 1 MiB: the trace is on its way to disk.
+        return any(p.name != "s.toml" and p.stat().st_size > 1 << 20 for p in tmp_path.iterdir())
+
+    proc, _ = interrupt(
+        "run",
+        str(scenario),
+        "--set",
+        "simulation.duration=10s",
+        "--trace",
+        str(trace),
+        "--trace-limit",
+        "1000000000",
+        until=streaming,
+    )
     assert proc.returncode == 130, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
 
