@@ -418,3 +418,23 @@ def test_cell_is_hashable_and_frozen(bdw):
     assert isinstance(c, Cell) and c in {c}
     with pytest.raises(dataclasses.FrozenInstanceError):
         c.published = 1.0  # type: ignore[misc]
+
+
+def test_wrrd_measures_the_lines_its_own_writes_left_in_the_llc():
+    # LAT_DMA_WRRD writes each line before reading it, and its 2,097,152 samples revisit the
+    # window: the measured state is device-warm whatever the cache state before the test.
+    # With remote memory, a line the DDIO ways already hold needs no ownership from the other
+    # socket, so the write-read latency is the local one (measured 773 ns both, 1 MiB window).
+    s = next(s for s in shipped() if s.name.endswith("s0-s1-s0"))
+    remote = machine_of(s.data, s.lspci)
+    local = dataclasses.replace(remote, memory_socket=remote.device_socket)
+    cells = {(c.test, c.cache, c.window_bytes): c for c in cells_of(s.data) if c.stem.startswith("lat_dma_sweep")}
+    wrrd = cells[("LAT_DMA_WRRD", "Cold", 1 << 20)]
+    assert 'cache = "device-warm"' in scenario_text(wrrd, remote, DEVICE, {})
+    assert 'cache = "cold"' in scenario_text(cells[("LAT_DMA_RD", "Cold", 1 << 20)], remote, DEVICE, {})
+
+    def median(machine):
+        result = tlpsim.run(tlpsim.load_scenario(scenario_text(wrrd, machine, DEVICE, {}, **QUICK)))
+        return result.flows[0]["transfer_latency_ns"]["p50"]
+
+    assert median(remote) == median(local)
