@@ -522,6 +522,32 @@ fn behind_switch(text: &str, keys: &str, up: u32) -> String {
 }
 
 #[test]
+fn a_saturated_bridge_never_forwards_more_than_its_line_rate() {
+    // Two 1 Gb/s ports at full load with a free CPU: each port sends back to back. The
+    // window counts frames wholly on the wire inside it, so the rate is at most the line's
+    // (it read 2000.04 and 2000.14 Mb/s when a frame begun before the window counted).
+    for duration in ["1ms", "2ms", "3ms", "7ms"] {
+        let text = bridge(64, 1.0, "frame_cost = \"0ns\"", "")
+            .replace("duration = \"3ms\"", &format!("duration = \"{duration}\""));
+        let r = simulate(&text);
+        let e = &r.ethernet[0];
+        let window = r.simulated_s;
+        // 64 B frames take 84 B on the wire: 1,488,095 frames/s per port.
+        let per_port = (window * 1e9 / (84.0 * 8.0)).floor();
+        assert!(e.forwarded_mbps <= 2000.0, "{duration}: {e:?}");
+        assert!(
+            e.forwarded_frames as f64 <= 2.0 * per_port,
+            "{duration}: {e:?}"
+        );
+        assert!(
+            e.forwarded_frames as f64 >= 2.0 * (per_port - 2.0),
+            "{duration}: {e:?}"
+        );
+        assert!(e.zero_loss, "{duration}: {e:?}");
+    }
+}
+
+#[test]
 fn a_lightly_loaded_bridge_forwards_every_frame() {
     let r = simulate(&bridge(512, 0.3, "frame_cost = \"1us\"", ""));
     let e = &r.ethernet[0];

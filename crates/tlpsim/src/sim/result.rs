@@ -186,7 +186,8 @@ pub struct EthernetResult {
     pub load: f64,
     /// Frames per second offered, all ports of the workload.
     pub offered_fps: f64,
-    /// Frames forwarded out of the other port in the window.
+    /// Frames forwarded out of the other port wholly inside the window (first bit at or
+    /// after its start, last bit before its end): never more than the line carries.
     pub forwarded_frames: u64,
     /// Frames per second forwarded out of the other port.
     pub forwarded_fps: f64,

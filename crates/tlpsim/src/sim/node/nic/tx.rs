@@ -122,14 +122,19 @@ impl Simulator<'_> {
     /// A frame left port `p` of NIC `n` on the wire: it counts as forwarded (on the port it
     /// came in on); the NIC writes its descriptor back.
     pub(super) fn tx_done(&mut self, n: usize, p: u32) {
+        let now = self.now();
         let Some(nic) = self.nic_mut(n) else {
             return;
         };
         let root = nic.root;
-        nic.ports[p as usize].tx_in_ring -= 1;
+        let port = &mut nic.ports[p as usize];
+        port.tx_in_ring -= 1;
+        let wire = ticks(wire_bits(port.frame) / nic.spec.line_rate).round() as u64;
+        let whole_in_window = now.ticks() >= nic.window_start.ticks() + wire;
         // The frame came in on the other port; count it there (per-direction flow).
         let src = if nic.ports.len() == 2 { p ^ 1 } else { p };
         nic.ports[src as usize].forwarded += 1;
+        nic.ports[src as usize].window_forwarded += u64::from(whole_in_window);
         let wb = NicTlp::TxWriteBack(p);
         self.nic_send(n, TlpKind::MWr, root, DESCRIPTOR_BYTES, wb);
     }
