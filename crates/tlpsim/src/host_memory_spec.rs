@@ -71,6 +71,10 @@ pub struct IommuSpec {
     /// Page walks in progress at once; a miss waits for a free walker. Default 5 (about
     /// 19 M translations/s at a 64 MiB window × 280 ns).
     pub walkers: u32,
+    /// Time a walk holds its walker; None: the whole walk. Shorter, a walker starts the next
+    /// walk while the last one's page-table reads are still on their way: the walkers give
+    /// `walkers / occupancy` walks per second, each still taking `walk_latency`.
+    pub walk_occupancy: Option<SimTime>,
 }
 
 /// The page size of an IOMMU's translations.
@@ -142,6 +146,7 @@ impl Default for IommuSpec {
             page_size: PageSize::Small,
             walk_latency: SimTime::from_ns(280),
             walkers: 5,
+            walk_occupancy: None,
         }
     }
 }
@@ -226,6 +231,13 @@ impl HostMemorySpec {
                     "iommu_walkers",
                     mmu.walkers,
                     format!("1 to {MAX_WALKERS}"),
+                ));
+            }
+            if mmu.walk_occupancy == Some(SimTime::ZERO) {
+                return Err(ConfigError::not_allowed(
+                    "iommu_walk_occupancy",
+                    "0ns",
+                    "a time above 0 (a walk holds its walker for some time)",
                 ));
             }
         }

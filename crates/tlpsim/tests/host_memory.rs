@@ -124,6 +124,14 @@ fn the_iotlb_reach_is_its_entries_times_the_page_size() {
         "{past} vs {walks}"
     );
     assert_eq!(kind, "iommu");
+    // Walkers held for 140 ns of each 280 ns walk translate twice as fast.
+    let overlapped = format!("{two}\niommu_walk_occupancy = \"140ns\"");
+    let (past, _) = read_rate(&overlapped, "64MiB");
+    assert!(
+        past < 2.0 * walks * 1.01 && past > 2.0 * walks * 0.95,
+        "{past} vs {}",
+        2.0 * walks
+    );
 }
 
 #[test]
@@ -160,6 +168,14 @@ fn host_memory_keys_are_checked_at_load_time() {
             "applies only with memory_socket",
         ),
         ("iommu = \"on\"\niommu_walkers = 0", "iommu_walkers 0"),
+        (
+            "iommu_walk_occupancy = \"100ns\"",
+            "iommu_walk_occupancy applies only with iommu = \"on\"",
+        ),
+        (
+            "iommu = \"on\"\niommu_walk_occupancy = \"0ns\"",
+            "iommu_walk_occupancy 0ns",
+        ),
     ] {
         let e = load_str(&scenario(host, w), "<test>")
             .unwrap_err()

@@ -65,6 +65,7 @@ const FREE_TEXT: &[&str] = &[
     "llc_hit_latency",
     "llc_write_latency",
     "iommu_walk_latency",
+    "iommu_walk_occupancy",
     "remote_latency",
     "socket_link_bandwidth",
     "p2p_bandwidth",

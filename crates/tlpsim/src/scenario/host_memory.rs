@@ -112,6 +112,13 @@ fn check_unused(place: &Place, rc: &RootComplexSection) -> Result<(), BuildError
             d.walkers as i64,
             part,
         )?;
+        let occupancy = ns(&rc.iommu_walk_occupancy, "iommu_walk_occupancy")?;
+        if occupancy.is_some() {
+            return Err(BuildError::conflict(
+                place,
+                format!("iommu_walk_occupancy applies only with {part}"),
+            ));
+        }
     }
     if rc.memory_socket != Some(SocketWord::Remote) && rc.socket_link_bandwidth.is_some() {
         return Err(BuildError::conflict(
@@ -211,6 +218,11 @@ pub fn host_memory(
                     d.walk_latency,
                 )?,
                 walkers: count("iommu_walkers", rc.iommu_walkers, 1, MAX_WALKERS, d.walkers)?,
+                walk_occupancy: values::optional_duration(
+                    place,
+                    "iommu_walk_occupancy",
+                    &rc.iommu_walk_occupancy,
+                )?,
             })
         }
     };

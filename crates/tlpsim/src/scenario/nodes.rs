@@ -185,6 +185,10 @@ pub struct RootComplexSection {
     /// Page walks in progress at once (default 5).
     #[schemars(default = "default_walkers")]
     pub iommu_walkers: Option<i64>,
+    /// Time a walk holds its walker, e.g. "260ns" (default: the whole walk): the walkers
+    /// give iommu_walkers / iommu_walk_occupancy walks per second, each still taking
+    /// iommu_walk_latency.
+    pub iommu_walk_occupancy: Option<String>,
     /// "local" or "remote": the socket the memory sits on (default "local").
     #[schemars(default = "SocketWord::default")]
     pub memory_socket: Option<SocketWord>,

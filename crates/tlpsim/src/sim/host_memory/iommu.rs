@@ -1,5 +1,6 @@
 //! The IOMMU: a fully associative IOTLB with least-recently-used replacement, and a pool of
-//! page walkers, each taking a fixed time per walk.
+//! page walkers: a walk takes a fixed time and holds its walker for a fixed time (the whole
+//! walk by default; less where a walker overlaps the page-table reads of walks in turn).
 //!
 //! A miss takes the walker that frees first and enters the IOTLB at once with the walk's end
 //! as its ready time, so a later access to the same page waits for that walk instead of
@@ -35,6 +36,8 @@ pub(super) struct Iommu {
     /// log2 of the page size.
     pub(super) page_shift: u32,
     walk: SimTime,
+    /// How long a walk holds its walker.
+    occupancy: SimTime,
     /// The entries in use are the first `used`.
     entries: Vec<Entry>,
     used: usize,
@@ -69,6 +72,7 @@ impl Iommu {
         Iommu {
             page_shift: spec.page_size.shift(),
             walk: spec.walk_latency,
+            occupancy: spec.walk_occupancy.unwrap_or(spec.walk_latency),
             entries: vec![empty; n],
             used: 0,
             head: NIL,
@@ -171,9 +175,10 @@ impl Iommu {
                 (w, free) = (j, f);
             }
         }
-        let done = now.max(free) + self.walk;
-        self.walkers[w] = done;
-        self.busy += self.walk.ticks();
+        let start = now.max(free);
+        let done = start + self.walk;
+        self.walkers[w] = start + self.occupancy;
+        self.busy += self.occupancy.ticks();
         self.insert(page, done);
         done
     }

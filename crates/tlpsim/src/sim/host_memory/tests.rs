@@ -39,6 +39,7 @@ fn with_iommu(entries: u32, page_size: PageSize, walkers: u32) -> HostMemorySpec
             page_size,
             walk_latency: ns(280),
             walkers,
+            walk_occupancy: None,
         }),
         ..small()
     }
@@ -224,6 +225,26 @@ fn walkers_serialise_misses_at_walkers_per_walk_latency() {
         m.resources(0, "rc", last, &mut out);
         assert_eq!(out.len(), 1);
     }
+}
+
+#[test]
+fn a_walker_held_for_less_than_a_walk_gives_walkers_per_occupancy() {
+    // Five walkers, each walk 280 ns but holding its walker 260 ns: 19.2 M walks/s (five
+    // walkers held for whole walks give 17.9 M/s), each translation still 280 ns after its
+    // walk starts.
+    let mut spec = with_iommu(64, PageSize::Small, 5);
+    spec.iommu.as_mut().unwrap().walk_occupancy = Some(ns(260));
+    let mut m = HostMemory::new(&spec);
+    let first = m.read(ns(0), 0, 64);
+    assert_eq!(first, ns(280 + 160), "a lone miss waits the whole walk");
+    let last = (1..1000u64)
+        .map(|p| m.read(ns(0), p * 4096, 64))
+        .max()
+        .unwrap();
+    // The 1000th walk starts when a walker frees for the 199th time: 199 x 260 ns.
+    assert_eq!(last, ns(199 * 260 + 280 + 160));
+    let rate = 1000.0 / (last - ns(280 + 160) + ns(260)).as_secs_f64();
+    assert!((rate / (5.0 / 260e-9) - 1.0).abs() < 0.01, "{rate}");
 }
 
 #[test]
@@ -429,6 +450,7 @@ fn spec_strategy() -> impl Strategy<Value = HostMemorySpec> {
                 },
                 walk_latency: ns(280),
                 walkers,
+                walk_occupancy: None,
             }),
             remote: remote.map(|bw| RemoteSocketSpec {
                 remote_latency: ns(53),
