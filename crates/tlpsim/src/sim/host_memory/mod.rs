@@ -20,7 +20,8 @@
 //!   without DRAM.
 //! - **IOMMU** ([`iommu`]): a fully associative LRU IOTLB of `iotlb_entries` pages of 4 KiB
 //!   or 2 MiB; a miss waits for the first free of `walkers` walkers and takes `walk_latency`
-//!   (a fixed time). Every page an access touches is translated before the access starts.
+//!   (a fixed time), holding its walker for `walk_occupancy` (the whole walk by default).
+//!   Every page an access touches is translated before the access starts.
 //! - **Remote socket**: every access that reaches the memory (a miss, a write-back, a
 //!   non-allocating write, a line's ownership) adds `remote_latency`, and its data cross a
 //!   link of `socket_link_bandwidth` ([`Throttle`]). LLC hits stay local.
