@@ -98,6 +98,9 @@ pub enum NodeKind {
         /// How it forwards peer-to-peer TLPs from one root port to another; None: it refuses
         /// them.
         p2p: Option<PeerForwarding>,
+        /// Reads its CPUs keep outstanding at once (uncached reads of scratchpads, BARs and
+        /// registers): the tags of its own read requests.
+        read_tags: u32,
     },
     /// A switch.
     Switch {

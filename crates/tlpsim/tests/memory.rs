@@ -191,3 +191,32 @@ fn mistakes_with_a_memory_endpoint_get_one_clear_message() {
         "{e}"
     );
 }
+
+#[test]
+fn a_root_complex_keeps_as_many_reads_outstanding_as_its_tags() {
+    // 64 B reads of a BAR with 700 ns of memory behind it are latency-bound: the rate is the
+    // tags over the round trip, so 8 tags read a quarter of what 32 (the default) read,
+    // and 64 twice as much.
+    let rate = |tags: &str| {
+        let text = fabric(
+            "read_latency = \"700ns\"",
+            &dma("r", "rc", "gpu", "read", "64B", 1024),
+        )
+        .replace("name = \"rc\"\n", &format!("name = \"rc\"\n{tags}"));
+        simulate(&text).flows[0].throughput_gbps
+    };
+    let (eight, default, sixty_four) = (rate("tags = 8\n"), rate(""), rate("tags = 64\n"));
+    assert!(
+        (default / eight / 4.0 - 1.0).abs() < 0.02,
+        "{eight} {default}"
+    );
+    assert!(
+        (sixty_four / default / 2.0 - 1.0).abs() < 0.02,
+        "{default} {sixty_four}"
+    );
+    for bad in ["tags = 0\n", "tags = 1000\n"] {
+        let text = fabric("", "").replace("name = \"rc\"\n", &format!("name = \"rc\"\n{bad}"));
+        let e = refused(&text);
+        assert!(e.contains("tags") && e.contains("1 to 768"), "{e}");
+    }
+}

@@ -34,6 +34,7 @@ defaults! {
     default_iotlb_entries: i64 = 64;
     default_walk_latency: String = "280ns";
     default_walkers: i64 = 5;
+    default_root_tags: i64 = 32;
     default_remote_latency: String = "53ns";
 }
 
@@ -141,6 +142,11 @@ pub struct RootComplexSection {
     /// With a shared outbound queue: TLPs each root port holds beyond it (default 4).
     #[schemars(default = "default_port_queue")]
     pub port_queue: Option<i64>,
+    /// Reads its CPUs keep outstanding at once (uncached reads of a bridge's scratchpad, a
+    /// memory endpoint's BAR or a device's registers), 1 to 768: the tags of its own read
+    /// requests (default 32).
+    #[schemars(default = "default_root_tags")]
+    pub tags: Option<i64>,
     /// How long its CPU waits for the completions of a read (of a bridge's scratchpad)
     /// before it gives up on it, frees its tag and counts a completion timeout: 50us to
     /// 64s, or "off" (default "50ms", the top of the spec's default range).
@@ -420,6 +426,13 @@ pub fn root_complexes(
                 }
                 (OutboundQueueWord::PerPort, None) => None,
             },
+            read_tags: values::count(
+                &place,
+                "tags",
+                rc.tags.unwrap_or_else(default_root_tags),
+                1..=768,
+                "1 to 768 (10-bit tags)",
+            )?,
         };
         let credits = values::credits(&place, &rc.credits, DEFAULT_ROOT_CREDITS)?;
         nodes.add(

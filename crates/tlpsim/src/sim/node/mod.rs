@@ -226,6 +226,7 @@ impl AnyNode {
                 read_bandwidth,
                 host_memory,
                 p2p,
+                read_tags,
             } => AnyNode::Root(RootComplex::new(
                 &sys.pcie,
                 *read_latency,
@@ -238,6 +239,7 @@ impl AnyNode {
                 *read_bandwidth,
                 host_memory.as_deref(),
                 *p2p,
+                *read_tags,
             )),
             NodeKind::Switch {
                 forwarding,

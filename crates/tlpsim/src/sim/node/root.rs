@@ -18,9 +18,6 @@ use crate::sim::host_memory::HostMemory;
 use crate::sim::throttle::Throttle;
 use crate::sim::{Ev, Owner, Simulator, Tlp};
 
-/// Reads a root complex's CPUs may have outstanding at once (uncached MMIO reads).
-const ROOT_READ_TAGS: u32 = 32;
-
 /// The bit of a root complex's cookie that marks the host CPU's own TLPs (its register
 /// accesses, in the CPU's encoding below it); without it the cookie is a
 /// [`FlowTlp`](crate::sim::flow::FlowTlp)'s.
@@ -101,6 +98,7 @@ impl RootComplex {
         read_bandwidth: Option<f64>,
         host_memory: Option<&HostMemorySpec>,
         p2p: Option<PeerForwarding>,
+        read_tags: u32,
     ) -> Self {
         // A refused path never reaches the simulator (the scenario refuses the workload).
         let p2p = p2p.unwrap_or(PeerForwarding {
@@ -116,7 +114,7 @@ impl RootComplex {
                 CompletionRule::Rcb => pcie.rcb.min(pcie.mps),
                 CompletionRule::Mps => pcie.mps,
             },
-            free_tags: ROOT_READ_TAGS,
+            free_tags: read_tags,
             outbound: shared_outbound.map(|depth| Outbound {
                 depth,
                 ..Outbound::default()
