@@ -68,8 +68,6 @@ pub(in crate::sim) struct NicEndpoint {
     reg_free: SimTime,
     /// The middle of the measurement window (backlog samples are kept per half).
     mid: SimTime,
-    /// The start of the measurement window.
-    window_start: SimTime,
 }
 
 /// One Ethernet port of a NIC.
@@ -79,6 +77,8 @@ struct Port {
     flow: u32,
     frame: u32,
     interval_ticks: f64,
+    /// Time one of its frames takes on the wire (preamble and gap included).
+    wire: SimTime,
     first: SimTime,
     /// Frames arrived so far (the next one's index).
     arrivals: u64,
@@ -160,6 +160,9 @@ impl NicEndpoint {
                 port.flow = f as u32;
                 port.frame = b.frame_size;
                 port.interval_ticks = interval;
+                port.wire = SimTime::from_ticks(
+                    ticks(wire_bits(b.frame_size) / spec.line_rate).round() as u64,
+                );
                 // The ports' streams are independent: offset the second by half a frame time.
                 port.first = SimTime::from_ticks((interval * p as f64 / 2.0) as u64);
             }
@@ -179,7 +182,6 @@ impl NicEndpoint {
             int_timer: false,
             reg_free: SimTime::ZERO,
             mid: SimTime::from_ticks((sys.warmup.ticks() + sys.duration.ticks()) / 2),
-            window_start: sys.warmup,
         }
     }
 
@@ -286,8 +288,7 @@ impl Node for NicEndpoint {
         }
     }
 
-    fn measure_from(&mut self, now: SimTime) {
-        self.window_start = now;
+    fn measure_from(&mut self, _now: SimTime) {
         for (w, p) in self.windows.iter_mut().zip(&mut self.ports) {
             *w = Window {
                 dropped: p.dropped,

@@ -2,8 +2,7 @@
 //! frame's data (MRd with its tags), sends the frame on the Ethernet wire and writes its
 //! descriptor back.
 
-use super::{nic_ev, ticks, wire_bits, NicTlp, DESCRIPTOR_BYTES};
-use crate::engine::SimTime;
+use super::{nic_ev, NicTlp, DESCRIPTOR_BYTES};
 use crate::pcie::tlp::{self, TlpKind};
 use crate::sim::node::NodeEv;
 use crate::sim::{Simulator, Tlp};
@@ -38,14 +37,12 @@ impl Simulator<'_> {
             }
             NicTlp::TxData { port: p, slot } => {
                 let slot = slot as usize;
-                let rate = nic.spec.line_rate;
                 let port = &mut nic.ports[p as usize];
                 port.tx_slots[slot] -= t.payload.min(port.tx_slots[slot]);
                 if port.tx_slots[slot] == 0 {
                     port.tx_free.push(slot as u32);
                     let start = now.max(port.wire_free);
-                    let wire = ticks(wire_bits(port.frame) / rate).round() as u64;
-                    let done = start + SimTime::from_ticks(wire);
+                    let done = start + port.wire;
                     port.wire_free = done;
                     nic.free_tags += port.frame.div_ceil(mrrs);
                     self.q.schedule(done, nic_ev(n, NodeEv::TxDone(p)));
@@ -122,15 +119,15 @@ impl Simulator<'_> {
     /// A frame left port `p` of NIC `n` on the wire: it counts as forwarded (on the port it
     /// came in on); the NIC writes its descriptor back.
     pub(super) fn tx_done(&mut self, n: usize, p: u32) {
-        let now = self.now();
+        let (now, window_start) = (self.now(), self.sys.warmup);
         let Some(nic) = self.nic_mut(n) else {
             return;
         };
         let root = nic.root;
         let port = &mut nic.ports[p as usize];
         port.tx_in_ring -= 1;
-        let wire = ticks(wire_bits(port.frame) / nic.spec.line_rate).round() as u64;
-        let whole_in_window = now.ticks() >= nic.window_start.ticks() + wire;
+        // The measurement window starts at the warmup's end.
+        let whole_in_window = now >= window_start + port.wire;
         // The frame came in on the other port; count it there (per-direction flow).
         let src = if nic.ports.len() == 2 { p ^ 1 } else { p };
         nic.ports[src as usize].forwarded += 1;
