@@ -92,6 +92,9 @@ pub enum NodeKind {
         /// Rate its read data path returns completion data at (bytes/s), LLC hits included,
         /// if limited.
         read_bandwidth: Option<f64>,
+        /// Rate its data path passes read completion data and posted write data together
+        /// (bytes/s), LLC hits included, if limited: reads and writes at once share it.
+        data_path_bandwidth: Option<f64>,
         /// Its host memory system (LLC, IOMMU, remote socket); None: `read_latency` and
         /// `memory_bandwidth` alone.
         host_memory: Option<Box<HostMemorySpec>>,

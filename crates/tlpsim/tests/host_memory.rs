@@ -149,6 +149,32 @@ fn the_read_data_path_caps_reads_and_names_itself() {
 }
 
 #[test]
+fn reads_and_writes_at_once_share_the_data_path() {
+    let host = "data_path_bandwidth = \"8GB/s\"";
+    let rate = |direction: &str| {
+        let w =
+            format!("direction = \"{direction}\"\ntransfer_size = \"1KiB\"\noutstanding = 16\n");
+        let r = simulate(&scenario(host, &w));
+        (
+            r.flows[0].throughput_gbps,
+            r.flows[0].bottleneck.kind.to_string(),
+        )
+    };
+    // Alone, reads and writes run at the link's rate, well under 8 GB/s.
+    let (read, _) = rate("read");
+    let (write, _) = rate("write");
+    assert!(read > 50.0 && write > 50.0, "{read} {write}");
+    // Both at once: 8 GB/s of read and write data together, 32 Gb/s each way (the flow
+    // counts both), named as the data path.
+    let (both, kind) = rate("alternate");
+    assert!((both / 64.0 - 1.0).abs() < 0.01, "{both} Gb/s");
+    assert_eq!(kind, "data_path");
+    // Without the key, the same run is faster.
+    let w = "direction = \"alternate\"\ntransfer_size = \"1KiB\"\noutstanding = 16\n";
+    assert!(simulate(&scenario("", w)).flows[0].throughput_gbps > 1.3 * both);
+}
+
+#[test]
 fn host_memory_keys_are_checked_at_load_time() {
     let w = "direction = \"read\"\ntransfer_size = \"64B\"\n";
     for (host, says) in [

@@ -61,6 +61,7 @@ const FREE_TEXT: &[&str] = &[
     "descriptor",
     "status_writeback",
     "read_bandwidth",
+    "data_path_bandwidth",
     "llc_size",
     "llc_hit_latency",
     "llc_write_latency",

@@ -158,6 +158,10 @@ pub struct RootComplexSection {
     /// Rate its read data path returns completion data at, LLC hits included, e.g.
     /// "7GB/s" (unlimited when left out).
     pub read_bandwidth: Option<String>,
+    /// Rate its data path passes read completion data and posted write data together, LLC
+    /// hits included, e.g. "11GB/s": DMA reads and writes at once run slower than either
+    /// alone (unlimited when left out).
+    pub data_path_bandwidth: Option<String>,
     /// Host memory model: the last-level cache's size, e.g. "25MiB" (no LLC when left out).
     pub llc_size: Option<String>,
     /// The LLC's ways per set (default 20).
@@ -402,6 +406,11 @@ pub fn root_complexes(
             read_latency: values::latency(&place, &rc.memory_read_latency)?,
             memory_bandwidth: memory_bandwidth.filter(|_| host_memory.is_none()),
             read_bandwidth: values::optional_rate(&place, "read_bandwidth", &rc.read_bandwidth)?,
+            data_path_bandwidth: values::optional_rate(
+                &place,
+                "data_path_bandwidth",
+                &rc.data_path_bandwidth,
+            )?,
             host_memory,
             p2p: peer_forwarding(&place, rc)?,
             posted_write_rate: values::optional_rate(

@@ -45,8 +45,8 @@ pub const WINDOW_FULL: f64 = 0.5;
 pub struct ResourceResult {
     /// Its name, e.g. "rc memory", "sw shared bus", "cpu core 0".
     pub name: String,
-    /// "memory", "write_sink", "read_path", "socket_link", "iommu", "host_bridge",
-    /// "switch_bus", "media", "command_rate", "cpu", "dma_engines".
+    /// "memory", "write_sink", "read_path", "data_path", "socket_link", "iommu",
+    /// "host_bridge", "switch_bus", "media", "command_rate", "cpu", "dma_engines".
     pub kind: &'static str,
     /// Fraction of the measured window it was busy.
     pub busy: f64,
@@ -55,8 +55,8 @@ pub struct ResourceResult {
 /// What limits a flow.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Bottleneck {
-    /// "link", "memory", "write_sink", "read_path", "socket_link", "iommu", "host_bridge",
-    /// "switch_bus", "media", "command_rate", "cpu", "dma_engines", "credits",
+    /// "link", "memory", "write_sink", "read_path", "data_path", "socket_link", "iommu",
+    /// "host_bridge", "switch_bus", "media", "command_rate", "cpu", "dma_engines", "credits",
     /// "replay_buffer", "requests", "iodepth", "offered_load", or "starved" (it still
     /// completed nothing at the run's end while its TLPs waited: see `sim::progress`).
     pub kind: &'static str,

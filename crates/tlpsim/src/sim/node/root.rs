@@ -51,6 +51,8 @@ pub(in crate::sim) struct RootComplex {
     pub(in crate::sim) cpu: Option<Box<Cpu>>,
     /// Its read data path (completion payload), if limited.
     read_path: Option<Throttle>,
+    /// Its data path shared by completion payload and posted write data, if limited.
+    data_path: Option<Throttle>,
     /// Its host memory system, if it has one (then `read_latency` and `memory` are unused).
     host: Option<Box<HostMemory>>,
     /// When the last posted write into its host memory took effect.
@@ -96,6 +98,7 @@ impl RootComplex {
         shared_outbound: Option<u32>,
         cpu: Option<CpuSpec>,
         read_bandwidth: Option<f64>,
+        data_path_bandwidth: Option<f64>,
         host_memory: Option<&HostMemorySpec>,
         p2p: Option<PeerForwarding>,
         read_tags: u32,
@@ -121,6 +124,7 @@ impl RootComplex {
             }),
             cpu: cpu.map(|spec| Box::new(Cpu::new(spec))),
             read_path: read_bandwidth.map(Throttle::new),
+            data_path: data_path_bandwidth.map(Throttle::new),
             host: host_memory.map(|h| Box::new(HostMemory::new(h))),
             last_written: SimTime::ZERO,
             p2p_path: p2p.bandwidth.map(Throttle::new),
@@ -234,6 +238,10 @@ impl Node for RootComplex {
             let what = format!("{name} read data path");
             out.push(r.resource(n, UsedBy::ReadsFrom, "read_path", what, t));
         }
+        if let Some(d) = &self.data_path {
+            let what = format!("{name} data path (reads and writes)");
+            out.push(d.resource(n, UsedBy::Every, "data_path", what, t));
+        }
         if let Some(h) = &self.host {
             h.resources(n, name, t, out);
         }
@@ -279,6 +287,9 @@ impl Simulator<'_> {
         }
         if let Some(m) = &mut r.memory {
             done = m.pass(done, t.payload);
+        }
+        if let Some(p) = &mut r.data_path {
+            done = p.pass(done, t.payload);
         }
         if r.host.is_some() {
             let addr = host_address(AnyNode::tlp_workload(self, &t), t.addr);
@@ -333,6 +344,11 @@ impl Simulator<'_> {
             }
             if let Some(p) = &mut r.read_path {
                 at = p.pass(at, piece);
+            }
+            // The shared data path is booked as the request arrives (writes book it as they
+            // arrive too, so it serves both in time order); the data leaves no sooner.
+            if let Some(p) = &mut r.data_path {
+                at = at.max(p.pass(now, piece));
             }
             if let Some(b) = r.bridge {
                 at = sim.bridges[b].0.pass(at, piece);
