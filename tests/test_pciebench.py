@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import math
 import shutil
 import tomllib
 from pathlib import Path
@@ -19,6 +20,7 @@ from tlpsim.pciebench import (
     host_keys,
     machine_of,
     not_modelled,
+    pipeline,
     protocol,
     run_cells,
     scenario_text,
@@ -27,14 +29,17 @@ from tlpsim.pciebench import (
     toml_value,
 )
 from tlpsim.pciebench.model import DEFAULT_LLC
-from tlpsim.pciebench.pipeline import protocol_setup
+from tlpsim.pciebench.pipeline import protocol_setup, source_machine
 from tlpsim.pciebench.shipped import shipped
 from tlpsim.pciebench.summary import group_of, group_summaries
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "pcie-bench"
 BDW = "nfp6000-1.2GHz_bdw-Xeon-E5-2630v4-dell-t430-s0-s0-s0"
 HSW = "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
-FIELDS = ["system", "table", "series", "column", "unit", "published", "simulated", "error", "role", "limit"]
+FIELDS = [
+    "system", "table", "series", "column", "unit", "published", "simulated", "error", "role", "limit", "fold", "low",
+    "high",
+]  # fmt: skip
 #: The protocol's device keys, as a scenario takes them (host keys: none, so that the
 #: scenarios load on a core with or without the host memory model).
 DEVICE = protocol.DEVICE
@@ -116,7 +121,8 @@ def test_unknown_card_and_cpu_are_noted(bdw):
     data = dataclasses.replace(bdw, host={**bdw.host, "cpu": "Xeon-Mystery-1"})
     m = machine_of(data, text)
     assert (m.llc_bytes, m.llc_ways) == DEFAULT_LLC and host_keys(m)["llc_size"] == "25MiB"
-    assert any("no Netronome NFP-6000" in n for n in m.notes) and any("LLC size unknown" in n for n in m.notes)
+    assert any("no Netronome NFP-6000" in n for n in m.notes)
+    assert any(a.startswith("LLC 25MiB: assumed") for a in m.assumptions)
     # The protocol's LLC keys need an LLC: every test's scenario loads for such a host.
     setup = protocol_setup(m, protocol.DEVICE, protocol.HOST_PARAMETERS)
     for cell in {c.test: c for c in cells_of(bdw)}.values():
@@ -315,7 +321,10 @@ def small_dir(tmp_path_factory):
 
 def test_fit_cli_json(cli_json, small_dir):
     report = cli_json("fit", str(small_dir))
-    assert report["short"] == "bdw-s0-s0-s0" and report["machine"]["mrrs"] == 4096
+    assert report["short"] == "bdw-s0-s0-s0" and report["machine"]["mrrs"]["value"] == 4096
+    assert report["machine"]["mrrs"]["source"] == "sys-lspci.txt: 03:00.0 DevCtl MaxReadReq"
+    assert all(set(f) == {"value", "source"} and f["source"] for f in report["machine"].values())
+    assert report["fold"] == "in-sample" and report["assumptions"]
     rows = report["rows"]
     assert len(rows) == 120 + 2 * 16 and all(list(r) == FIELDS for r in rows)
     assert {r["system"] for r in rows} == {"pciebench"}
@@ -336,7 +345,9 @@ def test_fit_cli_table_csv_and_output(cli, small_dir, tmp_path):
     proc = cli("fit", str(small_dir))
     assert proc.returncode == 0, proc.stderr
     assert "fitted parameters" in proc.stdout and "llc_hit_latency" in proc.stdout
-    assert "bdw-s0-s0-s0 bandwidth vs size, 64 B-2 KiB:" in proc.stdout
+    assert "bdw-s0-s0-s0 in-sample bandwidth vs size, 64 B-2 KiB:" in proc.stdout
+    assert proc.stdout.startswith("assumed (no file of the directory states these):\n")
+    assert "90 % bands, in-sample cells:" in proc.stdout
     out = tmp_path / "rows.csv"
     proc = cli("fit", str(small_dir), "--format", "csv", "-o", str(out))
     assert proc.returncode == 0 and proc.stdout == "" and f"wrote {out}" in proc.stderr
@@ -379,23 +390,38 @@ def validation():
 
 
 def test_validate_pciebench_rows(validation):
-    rows = validation
-    assert len(rows) == sum(len(cells_of(s.data)) for s in shipped())
-    assert all(list(r) == FIELDS and r["system"] == "pciebench" for r in rows)
-    assert len({(r["table"], r["series"], r["column"]) for r in rows}) == len(rows)
+    # Each cell twice: cross-host (the device fitted on the other host) first, in-sample after.
+    assert [r["fold"] for r in validation][0] == "cross-host"
+    assert {r["fold"] for r in validation} == {"cross-host", "in-sample"}
+    for fold in ("cross-host", "in-sample"):
+        rows = [r for r in validation if r["fold"] == fold]
+        assert len(rows) == sum(len(cells_of(s.data)) for s in shipped())
+        assert len({(r["table"], r["series"], r["column"]) for r in rows}) == len(rows)
+    rows = [r for r in validation if r["fold"] == "in-sample"]
+    assert all(list(r) == FIELDS and r["system"] == "pciebench" for r in validation)
+    # Every predicted row has its band, around its simulated value; calibrate rows have none.
+    for r in validation:
+        if r["role"] == "predict":
+            assert r["low"] <= r["high"] and r["low"] > 0
+        else:
+            assert r["low"] is None and r["high"] is None
     tables = {r["table"].split("/")[0] for r in rows}
     assert len(tables) == 9 and "hsw-iommu-nosp" in tables
     # Calibrate: the device's cells in bdw-s0-s0-s0 and each directory's own host cells.
     calibrate = {(r["table"], r["series"], r["column"]) for r in rows if r["role"] == "calibrate"}
-    bdw_cells = cells_of(next(s for s in shipped() if s.name == BDW).data)
-    possible = {(c.table, c.series, c.column) for p in protocol.DEVICE_PARAMETERS if (c := p.cell.pick(bdw_cells))}
+    possible = set()
+    for directory in protocol.CALIBRATION_DIRECTORIES.values():
+        own = cells_of(next(s for s in shipped() if s.name == directory).data)
+        params = (*protocol.DEVICE_PARAMETERS, *protocol.CALIBRATION_HOST_PARAMETERS)
+        possible |= {(c.table, c.series, c.column) for p in params if (c := p.cell.pick(own))}
     for s in shipped():
         cells = cells_of(s.data)
         possible |= {(c.table, c.series, c.column) for p in protocol.HOST_PARAMETERS if (c := p.cell.pick(cells))}
     assert 9 <= len(calibrate) and calibrate <= possible
     assert [line.split(":")[0] for line in validation.group_lines()][:2] == [
-        "pciebench bandwidth vs size, 64 B-2 KiB", "pciebench bandwidth vs size, under 64 B",
+        "pciebench cross-host bandwidth vs size, 64 B-2 KiB", "pciebench cross-host bandwidth vs size, under 64 B",
     ]  # fmt: skip
+    assert any(line.startswith("pciebench 90 % bands, cross-host cells:") for line in validation.group_lines())
     assert any(t.startswith("pciebench: lat_cmd_details") for t in validation.unmodelled_tables)
 
 
@@ -438,3 +464,96 @@ def test_wrrd_measures_the_lines_its_own_writes_left_in_the_llc():
         return result.flows[0]["transfer_latency_ns"]["p50"]
 
     assert median(remote) == median(local)
+
+
+def test_every_machine_fact_of_the_shipped_directories_names_its_source():
+    # Where a sys-*.txt file states a fact, the directory's name is never its source.
+    stated = {"cpu", "sockets", "llc_bytes", "iommu", "super_pages", "device_socket", "gen", "width", "mps", "mrrs"}
+    for source in shipped():
+        m = source_machine(source)
+        for key, fact in m.facts.items():
+            assert fact.source, (source.name, key)
+            if key in stated:
+                assert not fact.assumed, (source.name, key, fact.source)
+        # The buffer's socket comes from its physical addresses wherever the IOMMU is off.
+        assert m.facts["memory_socket"].assumed == (m.iommu and m.facts["sockets"].value > 1), source.name
+    by_short = {source_machine(s).short: source_machine(s) for s in shipped()}
+    assert by_short["bdw-s0-s1-s0"].facts["memory_socket"].value == 1
+    assert by_short["bdw-s0-s1-s0"].facts["memory_socket"].source.startswith("sys-dma-addrs.txt and sys-dmesg.txt")
+    assert by_short["hsw-iommu"].super_pages is True and by_short["hsw-iommu-nosp"].super_pages is False
+    assert by_short["hsw"].llc_bytes == 15 << 20 and by_short["hsw"].cpu == "E5-2620 v3"
+
+
+def test_facts_come_from_the_files_not_the_name():
+    from tlpsim.pciebench.facts import host_facts
+
+    cpuinfo = "model name\t: Intel(R) Xeon(R) CPU E5-2690 0 @ 2.90GHz\ncache size\t: 20480 KB\nphysical id\t: 0\n"
+    files = {
+        "sys-cpuinfo.txt": cpuinfo,
+        "sys-kernel-cmdline.txt": "BOOT_IMAGE=/vmlinuz ro intel_iommu=on",
+        "sys-dmesg.txt": "[0.2] dmar: IOMMU 0: reg_base_addr fbffc000 ver 1:0 cap d20780106f0466 ecap f0205b\n",
+    }
+    # The name says Haswell with super pages; the files say a Sandy Bridge whose IOMMU has none.
+    name = {"cpu": "hsw-Xeon-E5-2620v3", "iommu": True, "iommu_super_pages": True}
+    facts = host_facts(files, name, "03:00.0", {})
+    assert (facts["cpu"].value, facts["cpu"].source) == ("E5-2690", "sys-cpuinfo.txt: model name")
+    assert (facts["llc_bytes"].value, facts["llc_bytes"].source) == (20 << 20, "sys-cpuinfo.txt: cache size")
+    assert facts["iommu"].value is True and facts["iommu"].source == "sys-kernel-cmdline.txt: intel_iommu=on"
+    assert facts["super_pages"].value is False and "SLLPS" in facts["super_pages"].source
+    assert facts["device_socket"].value == 0 and facts["sockets"].value == 1
+    # Nothing at all: every fact says it was assumed.
+    bare = host_facts({}, {"cpu": "bdw-Xeon-E5-2630v4"}, "03:00.0", {"E5-2630 v4": (25 << 20, 20)})
+    assert bare["cpu"].value == "E5-2630 v4" and all(f.assumed for f in bare.values())
+
+
+def test_a_discrete_parameter_takes_the_word_nearest_its_cell():
+    from tlpsim.pciebench.fit import Parameter, Selector, _choose
+
+    p = Parameter("completion", "host", "completion", None, "", 0, 1, Selector("BW_DMA_RD", "x", 1024), True,
+                  choices=("mps", "rcb"))  # fmt: skip
+    cell = dataclasses.replace(cells_of(next(s for s in shipped() if s.name == BDW).data)[0], published=47.0)
+    value, simulated, status = _choose(p, cell, lambda x: {0.0: 55.0, 1.0: 47.5}[x])
+    assert (p.setting(value), simulated, status) == ("rcb", 47.5, "chosen")
+    assert p.read({"completion": "mps"}) == 0.0
+    with pytest.raises(ValueError, match="not one of mps, rcb"):
+        p.read({"completion": "line"})
+
+
+def test_the_hosts_choose_their_completions_and_share_a_data_path():
+    devices = {cpu: pipeline.shipped_device_fit(d) for cpu, d in protocol.CALIBRATION_DIRECTORIES.items()}
+    # Broadwell coalesces read data up to MPS; Haswell's 1 KiB reads run nearer 64 B completions.
+    assert devices["E5-2630 v4"].host["completion"] == "mps"
+    assert devices["E5-2620 v3"].host["completion"] == "rcb"
+    for d in devices.values():
+        # Reads and writes at once: about 11 GB/s together on both hosts.
+        assert 10.0 <= float(d.host["data_path_bandwidth"].removesuffix("GB/s")) <= 12.0
+
+
+def test_split_conformal_bands():
+    from tlpsim.pciebench import bands
+
+    rows = [
+        {"table": "h/bw_dma_sz_sweep", "series": "BW_DMA_RD HWarm", "column": "1024B", "published": 100.0,
+         "simulated": 100.0 * math.exp(-r / 100), "role": "predict", "fold": "cross-host"}
+        for r in range(-50, 50)
+    ]  # fmt: skip
+    table = bands.band_table(rows)
+    low, high = table["bandwidth vs size, 64 B-2 KiB / BW_DMA_RD"]
+    # 100 residuals -0.50..0.49: order statistics floor(0.05 * 101) = 5 and ceil(0.95 * 101) = 96.
+    assert (low, high) == pytest.approx((-0.46, 0.45))
+    bands.with_bands(rows, table)
+    cov = bands.coverage(rows)
+    assert cov.cells == 100 and cov.covered == 92
+    # In-sample residuals never make a band.
+    assert bands.band_table([{**r, "fold": "in-sample"} for r in rows]) == {}
+
+
+def test_the_shipped_bands_are_those_the_shipped_data_give(validation):
+    from importlib import resources
+
+    from tlpsim.pciebench.bands import SHIPPED_BANDS_FILE
+
+    shipped_text = resources.files("tlpsim.pciebench").joinpath(SHIPPED_BANDS_FILE).read_text(encoding="utf-8")
+    assert shipped_text == pipeline.shipped_bands_text(validation.pciebench), (
+        "python/tlpsim/pciebench/bands.json is stale: run python -m tlpsim.pciebench.pipeline"
+    )

@@ -1,13 +1,27 @@
 //! Embeds the shipped pcie-bench measurements (`data/pcie-bench/*/`: the `bw_*.txt` and
-//! `lat_*.txt` result files and `sys-lspci.txt`) in the extension module, as the core embeds
+//! `lat_*.txt` result files and the `sys-*.txt` host descriptions the machine facts come
+//! from) in the extension module, as the core embeds
 //! `validation/`: an installed wheel validates against them with no data folder beside it.
 //! `tlpsim._core.pcie_bench_files()` hands them to the `tlpsim.pciebench` package.
 
 use std::path::{Path, PathBuf};
 
+/// The host description files the pipeline reads its machine facts from
+/// (`tlpsim.pciebench.facts.SYS_FILES`).
+const SYS_FILES: [&str; 8] = [
+    "sys-lspci.txt",
+    "sys-cpuinfo.txt",
+    "sys-kernel-cmdline.txt",
+    "sys-dmesg.txt",
+    "sys-numactl.txt",
+    "sys-pci-cpulist.txt",
+    "sys-lstopo.txt",
+    "sys-dma-addrs.txt",
+];
+
 /// Whether a file of a pcie-bench directory is one the pipeline reads.
 fn wanted(name: &str) -> bool {
-    name == "sys-lspci.txt"
+    SYS_FILES.contains(&name)
         || ((name.starts_with("bw_") || name.starts_with("lat_")) && name.ends_with(".txt"))
 }
 

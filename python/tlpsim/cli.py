@@ -647,6 +647,16 @@ def _print_fit(report) -> None:
         else "one socket"
     )
     llc = f"LLC {m.llc_bytes >> 20} MiB, {m.llc_ways} ways" if m.llc_bytes else "LLC unknown"
+    assumptions = m.assumptions
+    out.print(
+        "assumed (no file of the directory states these):"
+        if assumptions
+        else "assumed: nothing (every machine fact comes from the directory's sys-*.txt files)",
+        highlight=False,
+        markup=False,
+    )
+    for line in assumptions:
+        out.print(f"  {line}", highlight=False, markup=False)
     out.print(
         f"{report.directory} ({report.short}): {m.device}, Gen{m.gen} x{m.width}, MPS {m.mps}, MRRS {m.mrrs}, "
         f"{m.tags} tags; CPU {m.cpu or 'not named'} ({llc}); IOMMU {iommu}; {sockets}",
@@ -658,7 +668,8 @@ def _print_fit(report) -> None:
         ("cell", " calibrate cell", ""), ("published", "published", ".6g"), ("simulated", "simulated", ".6g"),
         ("error", "error", "+.2%"),
     ], title="fitted parameters (device: on the calibration directory; host: on this one)")  # fmt: skip
-    emit(report.rows, Format.table, _VALIDATE_COLUMNS, title=f"{report.short}: published vs tlpsim")
+    columns = [*_VALIDATE_COLUMNS, ("low", "90 % low", ".6g"), ("high", "90 % high", ".6g")]
+    emit(report.rows, Format.table, columns, title=f"{report.short}: published vs tlpsim ({report.fold})")
     for line in summary_lines(report.rows, report.short):
         out.print(line, highlight=False, markup=False)
     by_reason: dict[str, list[str]] = {}

@@ -9,7 +9,7 @@ same fitted values.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -77,9 +77,15 @@ class Parameter:
     #: The parameter whose value is added to this one's in the key (a DRAM latency fitted
     #: as its excess over the LLC hit); None: the key holds this value alone.
     plus: str | None = None
+    #: A discrete parameter's words (``("mps", "rcb")``): its value is the index of one,
+    #: chosen as the word whose simulated cell comes nearest the measured one. Empty: a
+    #: number, bisected over ``[lo, hi]``.
+    choices: tuple[str, ...] = ()
 
     def setting(self, value: float) -> Any:
-        """``value`` as the scenario writes it: ``"16.25ns"``, ``"7.5GB/s"``, ``5``."""
+        """``value`` as the scenario writes it: ``"16.25ns"``, ``"7.5GB/s"``, ``5``, ``"rcb"``."""
+        if self.choices:
+            return self.choices[int(round(value))]
         if self.integer:
             return int(round(value))
         return f"{round(value, 4):g}{self.unit}"
@@ -89,6 +95,10 @@ class Parameter:
         value = keys.get(self.key)
         if self.side is not None:
             value = value.get(self.side) if isinstance(value, Mapping) else value
+        if value is not None and self.choices:
+            if value not in self.choices:
+                raise ValueError(f"{value!r} is not one of {', '.join(self.choices)}")
+            return float(self.choices.index(value))
         return None if value is None else parse_setting(value, self.unit)
 
     def write(self, keys: dict[str, Any], value: float | None) -> None:
@@ -119,8 +129,8 @@ def parse_setting(value: Any, unit: str) -> float:
 class Fitted:
     """One parameter after :func:`fit`: its value, the cell it was fitted on (None when
     the directory has none: the start value is kept), the cell's simulated value there, and
-    how it ended (``fitted``, ``at lower bound``, ``at upper bound``, ``no calibrate
-    cell``)."""
+    how it ended (``fitted``, ``chosen``, ``at lower bound``, ``at upper bound``, ``no
+    calibrate cell``, ``from the calibration directory``)."""
 
     parameter: Parameter
     value: float | None
@@ -136,8 +146,18 @@ class Fitted:
         return (self.simulated - self.cell.published) / self.cell.published
 
 
+def _choose(p: Parameter, cell: Cell, measure: Callable[[float], float]) -> tuple[float, float, str]:
+    """(value, simulated, status) of a discrete parameter: the word whose simulated cell
+    comes nearest the measured one (the first of equals)."""
+    tried = {float(i): measure(float(i)) for i in range(len(p.choices))}
+    best = min(tried, key=lambda i: (abs(tried[i] - cell.published), i))
+    return best, tried[best], "chosen"
+
+
 def _bisect(p: Parameter, cell: Cell, measure: Callable[[float], float], tolerance: float) -> tuple[float, float, str]:
     """(value, simulated, status) of one parameter's bisection on its cell."""
+    if p.choices:
+        return _choose(p, cell, measure)
     target = cell.published
     tried: dict[float, float] = {}
 
@@ -173,6 +193,7 @@ def fit(
     start: Mapping[str, float | None],
     passes: int = 2,
     tolerance: float = TOLERANCE,
+    kept: Collection[str] = (),
 ) -> dict[str, Fitted]:
     """Fits each parameter on its calibrate cell among ``cells``, one after the other,
     ``passes`` times over, and returns them by name.
@@ -181,12 +202,17 @@ def fit(
     at ``values[name]``; ``start`` holds the values to begin with (None: the key left out).
     A parameter is bisected over ``[lo, hi]`` (integers for an integer one) until its cell
     is simulated within ``tolerance`` of the published value, at most ``MAX_STEPS`` runs;
-    where no value in the range gets there it ends at the nearer bound. A parameter whose
-    cell ``cells`` lack keeps its start value."""
+    where no value in the range gets there it ends at the nearer bound; a discrete one takes
+    the word nearest the measured value. A parameter whose cell ``cells`` lack, or whose
+    name is in ``kept`` (fitted elsewhere: on the calibration directory), keeps its start
+    value."""
     values: dict[str, float | None] = {p.name: start.get(p.name) for p in parameters}
     results: dict[str, Fitted] = {}
     for _ in range(passes):
         for p in parameters:
+            if p.name in kept:
+                results[p.name] = Fitted(p, values[p.name], None, None, "from the calibration directory")
+                continue
             cell = p.cell.pick(cells)
             if cell is None:
                 results[p.name] = Fitted(p, values[p.name], None, None, "no calibrate cell")

@@ -19,6 +19,7 @@ from tlpsim.importers.common import ImportFileError, format_size
 from tlpsim.importers.lspci import import_lspci
 from tlpsim.importers.pciebench import PcieBenchData
 from tlpsim.pciebench.cells import Cell, short_name
+from tlpsim.pciebench.facts import Fact, host_facts
 
 __all__ = [
     "BW_OUTSTANDING",
@@ -67,7 +68,9 @@ WRITE_TLP_PAYLOAD = "write_tlp_payload"
 
 @dataclass(frozen=True)
 class Machine:
-    """What a pcie-bench directory says about its host and the card's link."""
+    """What a pcie-bench directory says about its host and the card's link: each fact from
+    the directory's own files where one states it (:mod:`tlpsim.pciebench.facts`), else from
+    its name or a stated default; :attr:`facts` holds every one with its source."""
 
     directory: str
     #: The directory's short name (``bdw-s0-s0-s0``).
@@ -80,7 +83,7 @@ class Machine:
     tags: int
     #: The function the link was read from: ``03:00.0 Netronome Systems, Inc. Device 6000``.
     device: str
-    #: The CPU as the directory names it (``bdw-Xeon-E5-2630v4``), and its LLC where known.
+    #: The CPU model (``E5-2630 v4``), and its LLC where known.
     cpu: str | None
     llc_bytes: int | None
     llc_ways: int | None
@@ -88,12 +91,24 @@ class Machine:
     #: With the IOMMU on: super pages (2 MiB) or 4 KiB pages only (``nosp``); None when off.
     super_pages: bool | None
     #: Sockets of the card, of its buffer's memory and of the CPU that warmed the caches
-    #: (None where the name gives no topology: one socket assumed).
+    #: (None where nothing gives the topology: one socket assumed).
     device_socket: int | None
     memory_socket: int | None
     warming_socket: int | None
     #: Where the directory leaves something out or names what tlpsim cannot tell apart.
     notes: tuple[str, ...] = field(default=(), compare=False)
+    #: Every fact above by its field name, with its source (``sys-cpuinfo.txt: cache size``
+    #: or ``assumed: <why>``).
+    facts: Mapping[str, Fact] = field(default_factory=dict, compare=False)
+
+    @property
+    def assumptions(self) -> list[str]:
+        """One line per fact no file of the directory states: ``LLC ways 20: assumed: ...``."""
+        return [f"{_LABELS.get(k, k)} {_shown(k, f.value)}: {f.source}" for k, f in self.facts.items() if f.assumed]
+
+    def facts_dict(self) -> dict[str, dict[str, Any]]:
+        """Each fact as ``{"value": ..., "source": ...}`` (sizes as tlpsim writes them)."""
+        return {k: {"value": _json_value(k, f.value), "source": f.source} for k, f in self.facts.items()}
 
     @property
     def remote_memory(self) -> bool:
@@ -123,16 +138,22 @@ class Machine:
         return 32 if self.iommu else 64
 
 
-def _normal(text: str) -> str:
-    return re.sub(r"[^0-9a-z]", "", text.lower())
+#: How the assumptions block names each fact.
+_LABELS = {
+    "llc_bytes": "LLC", "llc_ways": "LLC ways", "iommu": "IOMMU", "super_pages": "IOMMU super pages",
+    "device_socket": "card's socket", "memory_socket": "memory's socket", "warming_socket": "warming CPU's socket",
+    "cpu": "CPU", "sockets": "sockets",
+}  # fmt: skip
 
 
-def _llc(cpu: str | None) -> tuple[int, int] | None:
-    """The LLC of a CPU named like ``bdw-Xeon-E5-2630v4``, from :data:`KNOWN_CPUS`."""
-    if not cpu:
-        return None
-    name = _normal(cpu)
-    return next((llc for model, llc in KNOWN_CPUS.items() if _normal(model) in name), None)
+def _json_value(key: str, value: Any) -> Any:
+    return format_size(value) if key == "llc_bytes" and value is not None else value
+
+
+def _shown(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "unknown" if value is None else str(_json_value(key, value))
 
 
 def _card(lspci_text: str, origin: str) -> tuple[dict[str, Any], list[str]]:
@@ -149,32 +170,42 @@ def _card(lspci_text: str, origin: str) -> tuple[dict[str, Any], list[str]]:
     ]
 
 
-def machine_of(data: PcieBenchData, lspci_text: str, origin: str = "sys-lspci.txt") -> Machine:
-    """The :class:`Machine` of a pcie-bench directory: its results' host (``data.host``)
-    and the text of its ``sys-lspci.txt`` (``origin`` names it in messages). Raises
-    :class:`ImportFileError` when the lspci text has no endpoint with a link."""
+def machine_of(
+    data: PcieBenchData, lspci_text: str, origin: str = "sys-lspci.txt", files: Mapping[str, str] | None = None
+) -> Machine:
+    """The :class:`Machine` of a pcie-bench directory: its results' host (``data.host``, what
+    the name says), the text of its ``sys-lspci.txt`` (``origin`` names it in messages) and
+    its other ``sys-*.txt`` files by name (:func:`tlpsim.pciebench.facts.host_facts`).
+    Raises :class:`ImportFileError` when the lspci text has no endpoint with a link."""
     card, notes = _card(lspci_text, origin)
     h = data.host
     if card["gen"] is None or card["width"] is None:
         raise ImportFileError(f"{origin}: {card['bdf']} reports no link speed and width (LnkSta)")
     mps, mrrs = card["mps"], card["mrrs"]
-    if mps is None or mrrs is None:
-        notes.append(f"{origin}: {card['bdf']} reports no DevCtl; MPS 256 and MRRS 512 assumed")
-        mps, mrrs = mps or 256, mrrs or 512
-    llc = _llc(h.get("cpu"))
-    if llc is None:
-        notes.append(
-            f"CPU {h.get('cpu') or '(not named)'}: LLC size unknown; "
-            f"{format_size(DEFAULT_LLC[0])}, {DEFAULT_LLC[1]} ways assumed"
-        )
-    if h.get("device_socket") is None:
-        notes.append("the directory's name gives no socket topology: card, memory and warming CPU on one socket")
+    lspci = f"sys-lspci.txt: {card['bdf']}"
+    facts: dict[str, Fact] = {
+        "gen": Fact(card["gen"], f"{lspci} LnkSta"),
+        "width": Fact(card["width"], f"{lspci} LnkSta"),
+        "mps": Fact(mps, f"{lspci} DevCtl MaxPayload") if mps else Fact(256, f"assumed: {lspci} reports no DevCtl"),
+        "mrrs": Fact(mrrs, f"{lspci} DevCtl MaxReadReq") if mrrs else Fact(512, f"assumed: {lspci} reports no DevCtl"),
+        "tags": Fact(card["tags"], f"{lspci} DevCtl ExtTag") if card["tags"] else Fact(32, "assumed: 5-bit tags"),
+    }
+    host = host_facts(files or {}, h, card["bdf"], KNOWN_CPUS)
+    facts.update(host)
+    if host["llc_bytes"].value is None:
+        why = f"no cache size in sys-cpuinfo.txt and CPU {host['cpu'].value or 'not named'}"
+        facts["llc_bytes"] = Fact(DEFAULT_LLC[0], f"assumed: {format_size(DEFAULT_LLC[0])}, the default ({why})")
+    sockets = [facts[k].value for k in ("device_socket", "memory_socket", "warming_socket")]
+    if None in sockets:
+        notes.append("no file or name gives the whole socket topology: card, memory and warming CPU on one socket")
     return Machine(
-        directory=data.directory, short=short_name(h), gen=card["gen"], width=card["width"], mps=mps, mrrs=mrrs,
-        tags=card["tags"] or 32, device=f"{card['bdf']} {card['description']}", cpu=h.get("cpu"),
-        llc_bytes=(llc or DEFAULT_LLC)[0], llc_ways=(llc or DEFAULT_LLC)[1], iommu=bool(h.get("iommu")),
-        super_pages=h.get("iommu_super_pages") if h.get("iommu") else None, device_socket=h.get("device_socket"),
-        memory_socket=h.get("memory_socket"), warming_socket=h.get("warming_socket"), notes=tuple(notes),
+        directory=data.directory, short=short_name(h), gen=card["gen"], width=card["width"],
+        mps=facts["mps"].value, mrrs=facts["mrrs"].value, tags=facts["tags"].value,
+        device=f"{card['bdf']} {card['description']}", cpu=facts["cpu"].value, llc_bytes=facts["llc_bytes"].value,
+        llc_ways=facts["llc_ways"].value, iommu=bool(facts["iommu"].value),
+        super_pages=facts["super_pages"].value if facts["iommu"].value else None,
+        device_socket=sockets[0], memory_socket=sockets[1], warming_socket=sockets[2], notes=tuple(notes),
+        facts=facts,
     )  # fmt: skip
 
 
@@ -272,7 +303,7 @@ class ScenarioWriter:
         m = machine
         self.fabric = "\n".join([
             "[pcie]", f"gen = {m.gen}", f"mps = {m.mps}", f"mrrs = {m.mrrs}", f"addressing = {m.addressing}",
-            "", "[[root_complex]]", 'name = "rc"', 'completion = "mps"', *_keys(host),
+            "", "[[root_complex]]", 'name = "rc"', *_keys({"completion": "mps", **host}),
             "", "[[endpoint]]", 'name = "nfp"', 'kind = "dma"', f"tags = {m.tags}", *_keys(endpoint),
             "", "[[link]]", 'between = ["rc", "nfp"]', f"width = {m.width}",
         ])  # fmt: skip

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlpsim.importers.common import ImportFileError, format_size, read_text
+from tlpsim.importers.common import ImportFileError, read_text
 from tlpsim.importers.pciebench import import_pcie_bench
 from tlpsim.pciebench import protocol
 from tlpsim.pciebench.cells import Cell, NotModelled, cells_of, not_modelled
+from tlpsim.pciebench.facts import SYS_FILES
 from tlpsim.pciebench.fit import Fitted, Parameter, fit
 from tlpsim.pciebench.model import CACHE_FALLBACK, Machine, ScenarioWriter, host_keys, machine_of
 from tlpsim.pciebench.runner import Outcome, run_cells
@@ -142,7 +143,8 @@ def protocol_setup(
 
 @dataclass(frozen=True)
 class DeviceFit:
-    """The card's device keys with the fitted values, each fitted parameter, and notes."""
+    """The card's device keys with the fitted values, each fitted parameter (the device's
+    and the calibration-only host ones), and notes."""
 
     device: dict[str, Any]
     fitted: tuple[Fitted, ...]
@@ -150,6 +152,10 @@ class DeviceFit:
     #: The calibration directory's fitted host parameters, as keys: where another directory
     #: has no calibrate cell for one (or the protocol does not fit it there), it takes this.
     host: dict[str, Any] = field(default_factory=dict)
+    #: The directory it was fitted on (None: keys given, not fitted).
+    directory: str | None = None
+    #: The CPU model of that directory's host.
+    host_cpu: str | None = None
 
 
 def load_directory(path: str | os.PathLike[str]) -> Source:
@@ -163,38 +169,42 @@ def load_directory(path: str | os.PathLike[str]) -> Source:
         raise ImportFileError(
             f"{d}: no {LSPCI_FILE} in the directory; tlpsim fit needs the host's lspci -vvv output there"
         )
-    return Source(data, read_text(lspci, "the output of lspci -vvv"), str(d))
+    files = {name: read_text(d / name, name) for name in SYS_FILES if (d / name).is_file()}
+    return Source(data, files[LSPCI_FILE] if LSPCI_FILE in files else read_text(lspci, "lspci -vvv"), str(d), files)
 
 
 def source_machine(source: Source) -> Machine:
     """The :class:`Machine` of a directory read."""
-    return machine_of(source.data, source.lspci, origin=f"{source.origin}/{LSPCI_FILE}")
+    return machine_of(source.data, source.lspci, origin=f"{source.origin}/{LSPCI_FILE}", files=source.files)
 
 
 def fit_device(source: Source | None = None) -> DeviceFit:
     """Fits the protocol's device parameters on the calibration directory (the shipped
-    :data:`protocol.DEVICE_DIRECTORY` when ``source`` is None; that fit is made once per
-    process), together with that directory's host parameters, which interact with them."""
+    :data:`protocol.DEVICE_DIRECTORY` when ``source`` is None; each shipped directory's fit
+    is made once per process), together with that directory's host parameters, which
+    interact with them, and the host parameters fitted only there."""
     if source is None:
-        return _shipped_device_fit()
-    setup = protocol_setup(
-        source_machine(source), protocol.DEVICE, (*protocol.HOST_PARAMETERS, *protocol.DEVICE_PARAMETERS)
-    )
+        return shipped_device_fit(protocol.DEVICE_DIRECTORY)
+    machine = source_machine(source)
+    params = (*protocol.HOST_PARAMETERS, *protocol.CALIBRATION_HOST_PARAMETERS, *protocol.DEVICE_PARAMETERS)
+    setup = protocol_setup(machine, protocol.DEVICE, params)
     fitted = fit(setup.parameters, cells_of(source.data), setup.scenario, setup.start(), passes=protocol.PASSES)
     values = {name: f.value for name, f in fitted.items()}
     device, host = setup.keys(values)
-    mine = tuple(f for f in fitted.values() if f.parameter.where == "device")
-    host_params = {p.key for p in protocol.HOST_PARAMETERS}
+    calibration_only = {p.name for p in protocol.CALIBRATION_HOST_PARAMETERS}
+    mine = tuple(f for f in fitted.values() if f.parameter.where == "device" or f.parameter.name in calibration_only)
+    host_params = {p.key for p in (*protocol.HOST_PARAMETERS, *protocol.CALIBRATION_HOST_PARAMETERS)}
     notes = tuple(text for where, text in setup.notes if where == "device")
-    return DeviceFit(device, mine, notes, {k: v for k, v in host.items() if k in host_params})
+    return DeviceFit(device, mine, notes, {k: v for k, v in host.items() if k in host_params}, source.name, machine.cpu)
 
 
 @functools.cache
-def _shipped_device_fit() -> DeviceFit:
+def shipped_device_fit(directory: str) -> DeviceFit:
+    """The device fitted on shipped directory ``directory`` (once per process)."""
     by_name = {s.name: s for s in shipped()}
-    if protocol.DEVICE_DIRECTORY not in by_name:
-        raise ImportFileError(f"the shipped data has no {protocol.DEVICE_DIRECTORY} to fit the device on")
-    return fit_device(by_name[protocol.DEVICE_DIRECTORY])
+    if directory not in by_name:
+        raise ImportFileError(f"the shipped data has no {directory} to fit the device on")
+    return fit_device(by_name[directory])
 
 
 @dataclass(frozen=True)
@@ -206,6 +216,10 @@ class FitReport:
 
     directory: str
     short: str
+    #: ``in-sample`` (the device was fitted on this host) or ``cross-host``.
+    fold: str
+    #: The directory the device was fitted on (None: device keys given).
+    device_directory: str | None
     machine: Machine
     device: dict[str, Any]
     host: dict[str, Any]
@@ -237,28 +251,21 @@ class FitReport:
     def to_dict(self) -> dict[str, Any]:
         """Everything as plain JSON-ready data (without the cells and outcomes, which the
         rows repeat)."""
+        from tlpsim.pciebench.bands import coverage
         from tlpsim.pciebench.summary import group_summaries
 
-        m = self.machine
+        cov = coverage(self.rows, self.fold)
         return {
             "directory": self.directory,
             "short": self.short,
+            "fold": self.fold,
+            "device_directory": self.device_directory,
             "machine": {
-                "gen": m.gen,
-                "width": m.width,
-                "mps": m.mps,
-                "mrrs": m.mrrs,
-                "tags": m.tags,
-                "device": m.device,
-                "cpu": m.cpu,
-                "llc": None if m.llc_bytes is None else format_size(m.llc_bytes),
-                "llc_ways": m.llc_ways,
-                "iommu": m.iommu,
-                "super_pages": m.super_pages,
-                "device_socket": m.device_socket,
-                "memory_socket": m.memory_socket,
-                "warming_socket": m.warming_socket,
+                "device": {"value": self.machine.device, "source": "sys-lspci.txt"},
+                **self.machine.facts_dict(),
             },  # fmt: skip
+            "assumptions": self.machine.assumptions,
+            "band_coverage": None if cov is None else cov.to_dict(),
             "device": self.device,
             "host": self.host,
             "fitted": self.fitted_rows(),
@@ -273,12 +280,19 @@ def _key(cell: Cell) -> tuple[str, str, int, str]:
     return (cell.directory, cell.file, cell.line, cell.measure)
 
 
-def _row(cell: Cell, outcome: Outcome, role: str) -> dict[str, Any]:
+def _row(cell: Cell, outcome: Outcome, role: str, fold: str) -> dict[str, Any]:
     return {
         "system": SYSTEM, "table": cell.table, "series": cell.series, "column": cell.column, "unit": cell.unit,
         "published": cell.published, "simulated": outcome.value,
         "error": (outcome.value - cell.published) / cell.published, "role": role, "limit": outcome.limit,
+        "fold": fold, "low": None, "high": None,
     }  # fmt: skip
+
+
+def fold_of(machine: Machine, device: DeviceFit) -> str:
+    """``in-sample`` when the device was fitted on this machine's host (the same CPU model),
+    else ``cross-host``."""
+    return "in-sample" if device.host_cpu is not None and machine.cpu == device.host_cpu else "cross-host"
 
 
 def fit_source(
@@ -299,20 +313,26 @@ def fit_source(
         device = fit_device()
     elif not isinstance(device, DeviceFit):
         device = DeviceFit(dict(device), (), ("device keys given, not fitted",))
-    setup = protocol_setup(machine, device.device, protocol.HOST_PARAMETERS, device.host)
-    fitted = fit(setup.parameters, cells, setup.scenario, setup.start(), passes=protocol.PASSES)
+    kept = {p.name for p in protocol.CALIBRATION_HOST_PARAMETERS}
+    setup = protocol_setup(
+        machine, device.device, (*protocol.HOST_PARAMETERS, *protocol.CALIBRATION_HOST_PARAMETERS), device.host
+    )
+    fitted = fit(setup.parameters, cells, setup.scenario, setup.start(), passes=protocol.PASSES, kept=kept)
     values = {name: f.value for name, f in fitted.items()}
     calibrate = {_key(f.cell) for f in fitted.values() if f.cell is not None}
-    if source.name == protocol.DEVICE_DIRECTORY:
+    if source.name == device.directory:
         calibrate |= {_key(f.cell) for f in device.fitted if f.cell is not None}
     outcomes = run_cells(cells, setup.scenario_for(values), workers, progress)
     roles = ["calibrate" if _key(c) in calibrate else "predict" for c in cells]
-    rows = [_row(c, o, role) for c, o, role in zip(cells, outcomes, roles, strict=True)]
+    fold = fold_of(machine, device)
+    rows = [_row(c, o, role, fold) for c, o, role in zip(cells, outcomes, roles, strict=True)]
     dev_keys, host_keys_used = setup.keys(values)
     notes = dict.fromkeys((*machine.notes, *device.notes, *(text for _, text in setup.notes)))
     return FitReport(
-        directory=source.name, short=machine.short, machine=machine, device=dev_keys, host=host_keys_used,
-        fitted=(*device.fitted, *fitted.values()), rows=rows, cells=tuple(cells), outcomes=tuple(outcomes),
+        directory=source.name, short=machine.short, fold=fold, device_directory=device.directory,
+        machine=machine, device=dev_keys, host=host_keys_used,
+        fitted=(*device.fitted, *(f for f in fitted.values() if f.parameter.name not in kept)),
+        rows=rows, cells=tuple(cells), outcomes=tuple(outcomes),
         not_modelled=tuple(not_modelled(source.data)), notes=tuple(notes), cdf=source.data.cdf,
     )  # fmt: skip
 
@@ -323,12 +343,21 @@ def fit_directory(
     progress: Callable[[int, int], None] | None = None,
     workers: int = WORKERS,
 ) -> FitReport:
-    """Imports a pcie-bench directory (results and ``sys-lspci.txt``), fits its host's
-    parameters on the protocol's host calibrate cells with the device set ``device`` (the
-    device fitted on the shipped calibration directory when None), and predicts every
-    other cell. ``progress(done, total)`` is called as cells are simulated. Raises
-    :class:`ImportFileError` (one line) for a directory that cannot be used."""
-    return fit_source(load_directory(path), device, progress, workers)
+    """Imports a pcie-bench directory (results and ``sys-*.txt``), fits its host's parameters
+    on the protocol's host calibrate cells with the device set ``device`` (the device fitted
+    on the shipped calibration directory when None), and predicts every other cell, each
+    predicted row with its 90 % band from the shipped hosts' cross-host residuals
+    (:mod:`tlpsim.pciebench.bands`). ``progress(done, total)`` is called as cells are
+    simulated. Raises :class:`ImportFileError` (one line) for a directory that cannot be used."""
+    from tlpsim.pciebench.bands import load_shipped_bands, with_bands
+
+    report = fit_source(load_directory(path), device, progress, workers)
+    with_bands(report.rows, load_shipped_bands())
+    return report
+
+
+def _host_of(source: Source) -> str | None:
+    return source_machine(source).cpu
 
 
 def validate_reports(
@@ -336,14 +365,25 @@ def validate_reports(
     workers: int = WORKERS,
     sources: Sequence[Source] | None = None,
 ) -> list[FitReport]:
-    """The device fit once, then :func:`fit_source` on each shipped directory (or each of
-    ``sources``). ``progress(done, total)`` counts the cells of all of them."""
+    """Every shipped directory (or each of ``sources``) predicted twice: with the device
+    fitted on another host's calibration directory (``cross-host``, first) and on its own
+    host's (``in-sample``), from :data:`protocol.CALIBRATION_DIRECTORIES`. Each predicted
+    row carries its 90 % band, built from the cross-host residuals of the other hosts only.
+    ``progress(done, total)`` counts the cells of all of them."""
+    from tlpsim.pciebench.bands import band_table, with_bands
+
     sources = shipped() if sources is None else sources
-    total = sum(len(cells_of(s.data)) for s in sources)
-    device = fit_device()
+    devices = {cpu: shipped_device_fit(d) for cpu, d in protocol.CALIBRATION_DIRECTORIES.items()}
+    plan: list[tuple[Source, DeviceFit]] = []
+    for s in sources:
+        host = _host_of(s)
+        others = [d for cpu, d in devices.items() if cpu != host]
+        own = devices.get(host) if host is not None else None
+        plan += [(s, d) for d in others[:1]] + ([(s, own)] if own is not None else [])
+    total = sum(len(cells_of(s.data)) for s, _ in plan)
     reports = []
     offset = 0
-    for s in sources:
+    for s, device in plan:
 
         def step(done: int, _total: int, offset: int = offset) -> None:
             if progress:
@@ -352,10 +392,46 @@ def validate_reports(
         report = fit_source(s, device, step, workers)
         offset += len(report.cells)
         reports.append(report)
+    reports.sort(key=lambda r: r.fold != "cross-host")
+    hosts = {r.directory: r.machine.cpu for r in reports}
+    for host in set(hosts.values()):
+        table = band_table(row for r in reports if r.machine.cpu != host for row in r.rows)
+        for r in reports:
+            if r.machine.cpu == host:
+                with_bands(r.rows, table)
     return reports
 
 
+def shipped_band_table(reports: Sequence[FitReport] | None = None) -> dict[str, list[float]]:
+    """The bands of every shipped host's cross-host residuals together: what
+    ``tlpsim fit`` gives a new host (:data:`tlpsim.pciebench.bands.SHIPPED_BANDS_FILE`)."""
+    from tlpsim.pciebench.bands import band_table
+
+    reports = validate_reports() if reports is None else reports
+    return band_table(row for r in reports for row in r.rows)
+
+
 def validate_rows(progress: Callable[[int, int], None] | None = None, workers: int = WORKERS) -> list[dict[str, Any]]:
-    """The ``pciebench`` validation rows of the nine shipped directories (see
-    :func:`validate_reports`), in the validation format."""
+    """The ``pciebench`` validation rows of the nine shipped directories, cross-host and
+    in-sample (see :func:`validate_reports`), in the validation format."""
     return [r for report in validate_reports(progress, workers) for r in report.rows]
+
+
+def shipped_bands_text(reports: Sequence[FitReport] | None = None) -> str:
+    """The text of :data:`tlpsim.pciebench.bands.SHIPPED_BANDS_FILE` as the shipped data
+    give it now (``python -m tlpsim.pciebench.pipeline`` writes it; a test checks the
+    shipped file against it)."""
+    import json
+
+    bands = {k: [round(v, 6) for v in band] for k, band in shipped_band_table(reports).items()}
+    about = ("90 % split-conformal bands of ln(published / simulated), per test family, from the cross-host "
+             "residuals of every shipped pcie-bench host; made by python -m tlpsim.pciebench.pipeline")  # fmt: skip
+    return json.dumps({"about": about, "bands": bands}, indent=1, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    from tlpsim.pciebench.bands import SHIPPED_BANDS_FILE
+
+    out = Path(__file__).with_name(SHIPPED_BANDS_FILE)
+    out.write_text(shipped_bands_text(), encoding="utf-8")
+    print(f"wrote {out}")

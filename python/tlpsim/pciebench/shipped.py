@@ -4,7 +4,8 @@ extension module at build time, so that an installed wheel has them."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from tlpsim import _core
 from tlpsim.importers.pciebench import PcieBenchData, read_pcie_bench
@@ -17,12 +18,14 @@ LSPCI_FILE = "sys-lspci.txt"
 
 @dataclass(frozen=True)
 class Source:
-    """One pcie-bench directory read: its results and its ``sys-lspci.txt`` text, with
-    ``origin`` naming where they came from in messages."""
+    """One pcie-bench directory read: its results, its ``sys-lspci.txt`` text and the texts
+    of the other ``sys-*.txt`` host descriptions it has (by file name), with ``origin``
+    naming where they came from in messages."""
 
     data: PcieBenchData
     lspci: str
     origin: str
+    files: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -40,5 +43,6 @@ def shipped() -> tuple[Source, ...]:
     out = []
     for name, files in sorted(by_dir.items()):
         origin = f"data/pcie-bench/{name}"
-        out.append(Source(read_pcie_bench(name, files, origin=origin), files.get(LSPCI_FILE, ""), origin))
+        sys_files = {f: text for f, text in files.items() if f.startswith("sys-")}
+        out.append(Source(read_pcie_bench(name, files, origin=origin), files.get(LSPCI_FILE, ""), origin, sys_files))
     return tuple(out)

@@ -68,6 +68,8 @@ class GroupSummary:
     median_abs_error: float | None
     max_abs_error: float | None
     worst: dict[str, Any] | None = field(default=None, compare=False)
+    #: Median |error| of the predicted cells of each test (``BW_DMA_RD``), in test order.
+    by_test: dict[str, float] = field(default_factory=dict, compare=False)
 
     def line(self, system: str = "pciebench") -> str:
         """``pciebench bandwidth vs window: 832 predicted cells, median |error| 2.1 %, ...``."""
@@ -75,8 +77,11 @@ class GroupSummary:
         if not self.predicted:
             return head + f"no predicted cells ({self.calibrated} calibrated)"
         w = self.worst
+        tests = ""
+        if len(self.by_test) > 1:
+            tests = " (" + ", ".join(f"{t.split('_')[-1]} {100 * e:.1f} %" for t, e in self.by_test.items()) + ")"
         return (
-            head + f"{self.predicted} predicted cells, median |error| {100 * self.median_abs_error:.1f} %, "
+            head + f"{self.predicted} predicted cells, median |error| {100 * self.median_abs_error:.1f} %{tests}, "
             f"max |error| {100 * self.max_abs_error:.1f} % ({w['table']} {w['series']} @ {w['column']})"
             + (f", {self.calibrated} calibrated" if self.calibrated else "")
         )
@@ -88,6 +93,7 @@ class GroupSummary:
             "group": self.group, "predicted": self.predicted, "calibrated": self.calibrated,
             "median_abs_error": self.median_abs_error, "max_abs_error": self.max_abs_error,
             "worst": None if w is None else f"{w['table']} {w['series']} @ {w['column']}",
+            "median_abs_error_by_test": dict(self.by_test),
         }  # fmt: skip
 
 
@@ -106,6 +112,10 @@ def group_summaries(rows: Sequence[dict[str, Any]]) -> list[GroupSummary]:
         predicted = [r for r in members if r["role"] == "predict"]
         errors = [abs(r["error"]) for r in predicted]
         worst = max(predicted, key=lambda r: abs(r["error"])) if predicted else None
+        tests: dict[str, list[float]] = {}
+        for r in predicted:
+            tests.setdefault(r["series"].split()[0], []).append(abs(r["error"]))
+        by_test = {t: statistics.median(e) for t, e in tests.items()}
         out.append(
             GroupSummary(
                 name,
@@ -114,6 +124,7 @@ def group_summaries(rows: Sequence[dict[str, Any]]) -> list[GroupSummary]:
                 statistics.median(errors) if errors else None,
                 max(errors) if errors else None,
                 worst,
+                by_test,
             )  # fmt: skip
         )
     return out
@@ -235,10 +246,27 @@ def remote_penalties(rows: Sequence[dict[str, Any]]) -> RemoteSummary | None:
     return RemoteSummary(pairs, signs, sizes) if pairs else None
 
 
+#: The folds in the order their figures are reported: out of sample first.
+FOLDS = ("cross-host", "in-sample")
+
+
 def summary_lines(rows: Sequence[dict[str, Any]], system: str = "pciebench") -> list[str]:
-    """The ``pciebench`` summary: a line per test group (:func:`group_summaries`), then the
-    IOMMU window sweeps (:func:`iommu_knees`) and the remote-socket penalties
-    (:func:`remote_penalties`) where the rows have them."""
-    lines = [g.line(system) for g in group_summaries(rows)]
-    lines += [s.line(system) for s in (iommu_knees(rows), remote_penalties(rows)) if s is not None]
+    """The ``pciebench`` summary, per fold (``cross-host`` first, then ``in-sample``; rows
+    without one as one set): a line per test group (:func:`group_summaries`), the IOMMU
+    window sweeps (:func:`iommu_knees`) and the remote-socket penalties
+    (:func:`remote_penalties`) where the rows have them, then the 90 % bands' coverage of the
+    cross-host cells."""
+    from tlpsim.pciebench.bands import coverage
+
+    folds = [f for f in FOLDS if any(r.get("fold") == f for r in rows)]
+    lines: list[str] = []
+    for fold in folds or [None]:
+        own = [r for r in rows if fold is None or r.get("fold") == fold]
+        label = system if fold is None else f"{system} {fold}"
+        lines += [g.line(label) for g in group_summaries(own)]
+        lines += [s.line(label) for s in (iommu_knees(own), remote_penalties(own)) if s is not None]
+    for fold in folds:
+        cov = coverage(rows, fold)
+        if cov is not None:
+            lines.append(cov.line(system).replace("cross-host cells", f"{fold} cells"))
     return lines
