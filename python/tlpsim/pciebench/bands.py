@@ -106,9 +106,10 @@ def with_bands(rows: Iterable[dict[str, Any]], table: Mapping[str, Sequence[floa
 
 @dataclass(frozen=True)
 class Coverage:
-    """How many predicted cross-host cells' bands hold the published value, and the median
-    half-width of the band relative to the simulated value."""
+    """How many predicted cells of one fold have their published value inside their band, and
+    the median half-width of the band relative to the simulated value."""
 
+    fold: str
     cells: int
     covered: int
     median_half_width: float
@@ -121,13 +122,13 @@ class Coverage:
     def line(self, label: str = "pciebench") -> str:
         """One line of the figures."""
         return (
-            f"{label} {100 * COVERAGE:.0f} % bands, cross-host cells: {self.covered} of {self.cells} covered "
+            f"{label} {100 * COVERAGE:.0f} % bands, {self.fold} cells: {self.covered} of {self.cells} covered "
             f"({100 * self.share:.1f} %), median half-width {100 * self.median_half_width:.1f} % of the value"
         )
 
     def to_dict(self) -> dict[str, Any]:
         """The figures as plain data."""
-        return {"cells": self.cells, "covered": self.covered, "coverage": self.share,
+        return {"fold": self.fold, "cells": self.cells, "covered": self.covered, "coverage": self.share,
                 "median_half_width": self.median_half_width}  # fmt: skip
 
 
@@ -138,7 +139,7 @@ def coverage(rows: Iterable[Mapping[str, Any]], fold: str = "cross-host") -> Cov
         return None
     covered = sum(r["low"] <= r["published"] <= r["high"] for r in banded)
     widths = [(r["high"] - r["low"]) / 2 / r["simulated"] for r in banded if r["simulated"]]
-    return Coverage(len(banded), covered, statistics.median(widths) if widths else 0.0)
+    return Coverage(fold, len(banded), covered, statistics.median(widths) if widths else 0.0)
 
 
 def load_shipped_bands() -> dict[str, list[float]]:

@@ -48,10 +48,6 @@ class Fact:
         """Whether no file stated it."""
         return self.source.startswith("assumed")
 
-    def to_dict(self) -> dict[str, Any]:
-        """``{"value": ..., "source": ...}``."""
-        return {"value": self.value, "source": self.source}
-
 
 def _field(text: str, name: str) -> list[str]:
     """Every value of ``name : value`` lines (``/proc/cpuinfo``)."""
@@ -134,11 +130,11 @@ def _memory_node(files: Mapping[str, str]) -> int | None:
 def _iommu(files: Mapping[str, str], name_iommu: bool, name_sp: bool | None) -> tuple[Fact, Fact]:
     cmdline = files.get("sys-kernel-cmdline.txt")
     dmesg = files.get("sys-dmesg.txt", "")
+    flags = re.search(r"\bintel_iommu=(\S+)", cmdline or "")
+    words = flags.group(1).split(",") if flags else []
     if "Intel-IOMMU: enabled" in dmesg or "DMAR: IOMMU enabled" in dmesg:
         on = Fact(True, "sys-dmesg.txt: Intel-IOMMU: enabled")
     elif cmdline is not None:
-        flags = re.search(r"\bintel_iommu=(\S+)", cmdline)
-        words = flags.group(1).split(",") if flags else []
         on = Fact("on" in words, f"sys-kernel-cmdline.txt: {flags.group(0) if flags else 'no intel_iommu=on'}")
     else:
         on = Fact(name_iommu, "assumed: the directory's name (no sys-kernel-cmdline.txt or sys-dmesg.txt)")
@@ -146,8 +142,7 @@ def _iommu(files: Mapping[str, str], name_iommu: bool, name_sp: bool | None) -> 
         return on, Fact(None, on.source)
     if "disable supported super page" in dmesg:
         return on, Fact(False, "sys-dmesg.txt: Intel-IOMMU: disable supported super page")
-    flags = re.search(r"\bintel_iommu=(\S+)", cmdline or "")
-    if flags and "sp_off" in flags.group(1).split(","):
+    if "sp_off" in words:
         return on, Fact(False, f"sys-kernel-cmdline.txt: {flags.group(0)}")
     caps = [int(c, 16) for c in re.findall(r"IOMMU \d+: reg_base_addr \S+ ver \S+ cap ([0-9a-f]+)", dmesg)]
     if caps:
@@ -178,12 +173,12 @@ def host_facts(files: Mapping[str, str], name_host: Mapping[str, Any], bdf: str,
     else:
         guess = 2 if name_host.get("device_socket") is not None else 1
         sockets = Fact(guess, "assumed: the directory's name")
-    by_name = {k: name_host.get(k) for k in ("device_socket", "memory_socket", "warming_socket")}
+    facts = {"cpu": cpu, "sockets": sockets, "llc_bytes": llc, "llc_ways": ways, "iommu": iommu,
+             "super_pages": super_pages}  # fmt: skip
     if sockets.value == 1:
         one = Fact(0, f"{sockets.source}: one socket")
-        return {"cpu": cpu, "sockets": sockets, "llc_bytes": llc, "llc_ways": ways, "iommu": iommu,
-                "super_pages": super_pages, "device_socket": one, "memory_socket": one,
-                "warming_socket": one}  # fmt: skip
+        return {**facts, "device_socket": one, "memory_socket": one, "warming_socket": one}
+    by_name = {k: name_host.get(k) for k in ("device_socket", "memory_socket", "warming_socket")}
     named = "assumed: the directory's name"
     device = _device_socket(files, bdf, nodes)
     device_fact = (
@@ -203,6 +198,4 @@ def host_facts(files: Mapping[str, str], name_host: Mapping[str, Any], bdf: str,
         )
     )
     warming = Fact(by_name["warming_socket"], f"{named} (no file records which CPU ran the control program)")
-    return {"cpu": cpu, "sockets": sockets, "llc_bytes": llc, "llc_ways": ways, "iommu": iommu,
-            "super_pages": super_pages, "device_socket": device_fact, "memory_socket": memory_fact,
-            "warming_socket": warming}  # fmt: skip
+    return {**facts, "device_socket": device_fact, "memory_socket": memory_fact, "warming_socket": warming}

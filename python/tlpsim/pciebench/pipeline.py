@@ -393,8 +393,7 @@ def validate_reports(
         offset += len(report.cells)
         reports.append(report)
     reports.sort(key=lambda r: r.fold != "cross-host")
-    hosts = {r.directory: r.machine.cpu for r in reports}
-    for host in set(hosts.values()):
+    for host in {r.machine.cpu for r in reports}:
         table = band_table(row for r in reports if r.machine.cpu != host for row in r.rows)
         for r in reports:
             if r.machine.cpu == host:

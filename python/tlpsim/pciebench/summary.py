@@ -268,5 +268,5 @@ def summary_lines(rows: Sequence[dict[str, Any]], system: str = "pciebench") -> 
     for fold in folds:
         cov = coverage(rows, fold)
         if cov is not None:
-            lines.append(cov.line(system).replace("cross-host cells", f"{fold} cells"))
+            lines.append(cov.line(system))
     return lines
