@@ -52,10 +52,12 @@ def pcie_bench_model(test: str, size: int) -> float:
 
 def main() -> None:
     """Prints median and max |error| per test, closed form, pcie-bench's model and the
-    simulator, over all nine
-    directories' predicted size-sweep cells."""
+    simulator, over all nine directories' predicted size-sweep cells of the cross-host fold
+    (the device fitted on the other host)."""
     errors: dict[tuple[str, str], list[float]] = defaultdict(list)
     for report in pipeline.validate_reports():
+        if report.fold != "cross-host":
+            continue
         m = report.machine
         for cell, row in zip(report.cells, report.rows, strict=True):
             if cell.stem != "bw_dma_sz_sweep" or row["role"] != "predict" or cell.transfer_bytes < 64:

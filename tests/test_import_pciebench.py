@@ -184,13 +184,26 @@ def test_cli_formats(cli):
     proc = cli("import", "pcie-bench", directory, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert set(doc) == {"directory", "host", "files", "measurements", "cdf"}
+    assert set(doc) == {"directory", "host", "files", "measurements", "cdf", "machine"}
     assert len(doc["measurements"]) == 2052 and doc["host"]["iommu"] is True
+    # The machine facts come from the sys-*.txt files, each with its source.
+    assert doc["machine"]["llc_bytes"] == {"value": "15MiB", "source": "sys-cpuinfo.txt: cache size"}
+    assert all(set(f) == {"value", "source"} for f in doc["machine"].values())
     proc = cli("import", "pcie-bench", directory, "--format", "csv", "--cdf")
     rows = list(csv.DictReader(io.StringIO(proc.stdout)))
     assert len(rows) == 857 and rows[0]["cumulative_fraction"] == "0.0"
     proc = cli("import", "pcie-bench", directory, "--cdf")
     assert proc.returncode == 0 and "IOMMU on" in proc.stdout and "cumulative" in proc.stdout
+    assert "machine facts" in proc.stdout and "sys-cpuinfo.txt: cache size" in proc.stdout
+
+
+def test_cli_without_lspci_still_imports_and_says_why(cli, tmp_path):
+    (tmp_path / "bw_x.txt").write_text(HEADER + GOOD)
+    proc = cli("import", "pcie-bench", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "machine facts not read: no sys-lspci.txt" in proc.stdout
+    proc = cli("import", "pcie-bench", str(tmp_path), "--format", "json")
+    assert json.loads(proc.stdout)["machine"] is None
 
 
 @pytest.mark.parametrize(

@@ -604,10 +604,7 @@ def validate_cmd(
     force: ForceOpt = False,
 ) -> None:
     """Every modelled number of the seed reports: published vs tlpsim, with the error."""
-    if report is not None and report.is_dir() and (report / "report.md").exists() and not force:
-        raise ConfigError(f"{report} holds a report already: add --force to overwrite it, or name another folder")
-    if report is not None and report.exists() and not report.is_dir():
-        raise ConfigError(f"{report}: cannot write the report there: it is a file, not a folder")
+    _check_report_folder(report, force)
     rows = _validate_with_bar(only)
     shown, cut = _table_rows(rows) if format is Format.table else (rows, [])
     emit(shown, format, _VALIDATE_COLUMNS, title="tlpsim validate")
@@ -628,10 +625,23 @@ def validate_cmd(
     if report is not None:
         files: list[Path] = []
         write_report(rows, report, written=files)
-        err = Console(stderr=True, highlight=False)
-        err.print(f"wrote {len(files)} files in {report}:", markup=False)
-        for path in files:
-            err.print(f"  {path}", markup=False)
+        _say_written(report, files)
+
+
+def _check_report_folder(report: Path | None, force: bool) -> None:
+    """Refuses a --report folder that is a file, or holds a report already without --force."""
+    if report is not None and report.is_dir() and (report / "report.md").exists() and not force:
+        raise ConfigError(f"{report} holds a report already: add --force to overwrite it, or name another folder")
+    if report is not None and report.exists() and not report.is_dir():
+        raise ConfigError(f"{report}: cannot write the report there: it is a file, not a folder")
+
+
+def _say_written(folder: Path, files: list[Path]) -> None:
+    """Lists the files a --report wrote, on stderr."""
+    err = Console(stderr=True, highlight=False)
+    err.print(f"wrote {len(files)} files in {folder}:", markup=False)
+    for path in files:
+        err.print(f"  {path}", markup=False)
 
 
 def _print_fit(report) -> None:
@@ -691,17 +701,22 @@ def fit_cmd(
         Path | None, typer.Option("--output", "-o", help="Write the output here (default: stdout).")
     ] = None,
     force: ForceOpt = False,
+    report: Annotated[
+        Path | None,
+        typer.Option(help="Write DIR/report.md, DIR/report.html and the paper-style chart with the 90 % bands."),
+    ] = None,
 ) -> None:
     """Fit a pcie-bench directory's host on the protocol's calibrate cells and predict every
-    other measurement: the fitted values with their cells, then rows as `tlpsim validate`
-    writes them, then the accuracy per test group."""
+    other measurement: the assumptions, the fitted values with their cells, then rows as
+    `tlpsim validate` writes them (with 90 % bands), then the accuracy per test group."""
     import contextlib
 
     from tlpsim.pciebench import fit_directory
 
     if output is not None:
         check_output(output, "output", inputs=sorted(directory.glob("*")) if directory.is_dir() else [], force=force)
-    report = _with_count_bar(
+    _check_report_folder(report, force)
+    fit = _with_count_bar(
         f"fitting {directory.name}", "simulated cells", lambda step: fit_directory(directory, progress=step)
     )
     with contextlib.ExitStack() as stack:
@@ -709,16 +724,22 @@ def fit_cmd(
             buffer = stack.enter_context(io.StringIO())
             stack.enter_context(contextlib.redirect_stdout(buffer))
         if format is Format.json:
-            emit_json(report.to_dict())
+            emit_json(fit.to_dict())
         elif format is Format.csv:
-            emit(report.rows, format, [])
+            emit(fit.rows, format, [])
         else:
-            _print_fit(report)
+            _print_fit(fit)
         if output is not None:
             text = buffer.getvalue()
     if output is not None:
         write_atomic(output, text, "output")
         Console(stderr=True).print(f"wrote {output}")
+    if report is not None:
+        from tlpsim.pciebench.report import write_fit_report
+
+        files: list[Path] = []
+        write_fit_report(fit, report, written=files)
+        _say_written(report, files)
 
 
 import_app = typer.Typer(
@@ -777,13 +798,21 @@ def import_pcie_bench_cmd(
     format: FormatOpt = Format.table,
 ) -> None:
     """Read a pcie-bench directory's results into one table (bandwidth in Gb/s, latency in
-    ns), with the host its name describes. JSON holds everything; table and CSV the
-    measurements, or the latency distributions with --cdf."""
-    from tlpsim.importers import format_size, import_pcie_bench
+    ns), with the machine facts its sys-*.txt files state (each with its source) and the
+    host its name describes. JSON holds everything; table and CSV the measurements, or the
+    latency distributions with --cdf."""
+    from tlpsim.importers import ImportFileError, format_size, import_pcie_bench
+    from tlpsim.pciebench.pipeline import load_directory, source_machine
 
     data = import_pcie_bench(directory)
+    machine, why = None, "no sys-lspci.txt"
+    if (directory / "sys-lspci.txt").is_file():
+        try:
+            machine = source_machine(load_directory(directory, data))
+        except ImportFileError as e:  # the results still import; only the facts are missing
+            why = str(e)
     if format is Format.json:
-        emit_json(data.to_dict())
+        emit_json({**data.to_dict(), "machine": None if machine is None else machine.facts_dict()})
         return
     rows = data.cdf if cdf else data.measurements
     if format is Format.csv:
@@ -799,10 +828,15 @@ def import_pcie_bench_cmd(
     iommu = "off" if not h["iommu"] else "on" if h["iommu_super_pages"] else "on, no super pages"
     out.print(
         f"{data.directory}: card {h['card']}, CPU {h['cpu']} ({h['cpu_arch_name'] or 'unknown architecture'}), "
-        f"model {h['model']}; {sockets}; IOMMU {iommu}",
+        f"model {h['model']}; {sockets}; IOMMU {iommu} (as its name says)",
         highlight=False,
         markup=False,
     )
+    if machine is None:
+        out.print(f"machine facts not read: {why}", style="dim", highlight=False, markup=False)
+    else:
+        emit(machine.fact_rows(), format, [("fact", " fact", ""), ("value", " value", ""), ("source", " source", "")],
+             title="machine facts (what tlpsim fit uses)")  # fmt: skip
     view = [{**r, "window": None if r.get("window_bytes") is None else format_size(r["window_bytes"])} for r in rows]
     if cdf:
         columns = [

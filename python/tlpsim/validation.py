@@ -327,7 +327,7 @@ def draw_panel(ax, label: str, panel: list[dict]) -> None:
     )
 
 
-def _md_row(cells) -> str:
+def md_row(cells) -> str:
     """One Markdown table row; a ``|`` inside a cell is escaped so it cannot split the cell."""
     return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
@@ -343,14 +343,14 @@ def write_report(report: ValidationReport, directory: Path, written: list[Path] 
     lines += [f"- {s.line()}" for s in report.summaries()]
     lines += [f"- {line}" for line in report.group_lines()]
     lines += ["", "## Per table (predicted cells)", ""]
-    lines += [_md_row(["table", "predicted", "median |error|"]), "|---|---|---|"]
+    lines += [md_row(["table", "predicted", "median |error|"]), "|---|---|---|"]
     tables = dict.fromkeys((r["system"], r["table"]) for r in report)
     for system, table in tables:
         errors = [
             abs(r["error"]) for r in report if (r["system"], r["table"]) == (system, table) and r["role"] == "predict"
         ]
         if errors:
-            lines.append(_md_row([f"{system}.{table}", len(errors), f"{100 * statistics.median(errors):.1f} %"]))
+            lines.append(md_row([f"{system}.{table}", len(errors), f"{100 * statistics.median(errors):.1f} %"]))
     effects = [
         (system, e)
         for system in _systems_in(report)
@@ -360,7 +360,7 @@ def write_report(report: ValidationReport, directory: Path, written: list[Path] 
         lines += ["", "## Switch effects (published with/without difference over 10 %)", ""]
         lines += ["| table | series | column | published | tlpsim | same sign |", "|---|---|---|---|---|---|"]
         for system, e in effects:
-            lines.append(_md_row([
+            lines.append(md_row([
                 f"{system}.{e.table}", e.series, e.column, f"{100 * e.published:+.1f} %",
                 f"{100 * e.simulated:+.1f} %", "yes" if e.agrees else "no",
             ]))  # fmt: skip
@@ -371,14 +371,14 @@ def write_report(report: ValidationReport, directory: Path, written: list[Path] 
         "What limited the simulation is given for throughput cells: "
         "each flow's bottleneck (for an RFC 2544 cell, at full load)."
     )
-    lines += ["", "## Cells", "", note, "", _md_row(fields), "|" + "---|" * len(fields)]
+    lines += ["", "## Cells", "", note, "", md_row(fields), "|" + "---|" * len(fields)]
     for r in report:
         cells = [
             r["system"], r["table"], r["series"], r["column"], r["unit"],
             f"{r['published']:.6g}", f"{r['simulated']:.6g}", f"{100 * r['error']:+.2f} %", r["role"],
             r.get("limit") or "",
         ]  # fmt: skip
-        lines.append(_md_row(cells))
+        lines.append(md_row(cells))
     if report.unmodelled_tables:
         lines += ["", "## Published tables not modelled yet", ""]
         lines += [f"- {t}" for t in report.unmodelled_tables]
@@ -390,7 +390,7 @@ def write_report(report: ValidationReport, directory: Path, written: list[Path] 
     return out
 
 
-def write_html(markdown: str, out: Path, images: Path) -> Path:
+def write_html(markdown: str, out: Path, images: Path, title: str = "tlpsim validation report") -> Path:
     """Writes ``markdown`` as one self-contained HTML page: tables rendered, every chart
     (a PNG in ``images``) embedded, so that the page can be mailed or archived alone."""
     import base64
@@ -415,7 +415,7 @@ def write_html(markdown: str, out: Path, images: Path) -> Path:
     )
     write_atomic(
         out,
-        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>tlpsim validation report</title>'
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f"<style>{style}</style></head><body>\n{body}</body></html>\n",
         "report",
     )

@@ -223,6 +223,9 @@ pub struct DmaEngines {
     /// Device-internal time added to each transfer before it takes an engine (it holds no
     /// engine meanwhile).
     pub latency: SimTime,
+    /// Device-internal time per KiB of a transfer's data, added to `latency` (it holds no
+    /// engine either).
+    pub latency_per_kib: SimTime,
     /// Engine time per KiB of a transfer's data (its engine's data rate), with
     /// `transfer_cost`.
     pub transfer_cost_per_kib: SimTime,

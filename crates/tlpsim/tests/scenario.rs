@@ -57,6 +57,7 @@ const FREE_TEXT: &[&str] = &[
     "transfer_cost",
     "partial_unit_cost",
     "transfer_cost_per_kib",
+    "latency_per_kib",
     "dma_unit",
     "descriptor",
     "status_writeback",

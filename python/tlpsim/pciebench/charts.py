@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tlpsim.importers.common import format_size
 from tlpsim.link import link_bandwidth
@@ -22,20 +22,35 @@ __all__ = ["write_charts"]
 _PERCENTILES = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("p99_9", 0.999), ("max", 1.0))
 
 
-def _points(pairs: list[tuple[Cell, Outcome]], x: str) -> tuple[list[float], list[float], list[float]]:
+#: One cell drawn: the cell, its outcome and its validation row (with the band, ``low`` and ``high``).
+Point = tuple[Cell, Outcome, dict[str, Any]]
+
+
+def _points(pairs: list[Point], x: str) -> tuple[list[float], list[float], list[float]]:
     """(x, published, simulated) of cells sorted by ``x`` (``transfer_bytes`` or ``window_bytes``)."""
     pairs = sorted(pairs, key=lambda p: getattr(p[0], x))
-    return [getattr(c, x) for c, _ in pairs], [c.published for c, _ in pairs], [o.value for _, o in pairs]
+    return [getattr(p[0], x) for p in pairs], [p[0].published for p in pairs], [p[1].value for p in pairs]
 
 
-def _bandwidth_vs_size(ax, report: FitReport, pairs: list[tuple[Cell, Outcome]]) -> None:
+def _band(ax, pairs: list[Point], x: str, color: str) -> None:
+    """Shades the 90 % band of the predicted cells of one series (nothing where none has one)."""
+    banded = sorted((p for p in pairs if p[2].get("low") is not None), key=lambda p: getattr(p[0], x))
+    if banded:
+        ax.fill_between(
+            [getattr(p[0], x) for p in banded], [p[2]["low"] for p in banded], [p[2]["high"] for p in banded],
+            color=color, alpha=0.15, lw=0,
+        )  # fmt: skip
+
+
+def _bandwidth_vs_size(ax, report: FitReport, pairs: list[Point]) -> None:
     cells = [p for p in pairs if p[0].stem == "bw_dma_sz_sweep"]
     for i, test in enumerate(("BW_DMA_RD", "BW_DMA_WR", "BW_DMA_RW")):
         xs, pub, sim = _points([p for p in cells if p[0].test == test], "transfer_bytes")
         if xs:
             ax.plot(xs, pub, "o", ms=3, color=f"C{i}", label=test[7:])
             ax.plot(xs, sim, "-", lw=1, color=f"C{i}")
-    sizes = sorted({c.transfer_bytes for c, _ in cells})
+            _band(ax, [p for p in cells if p[0].test == test], "transfer_bytes", f"C{i}")
+    sizes = sorted({p[0].transfer_bytes for p in cells})
     if sizes:
         m = report.machine
         link = [
@@ -49,31 +64,35 @@ def _bandwidth_vs_size(ax, report: FitReport, pairs: list[tuple[Cell, Outcome]])
     ax.set_title("bandwidth vs transfer size (8 KiB window, warm)")
 
 
-def _latency_vs_size(ax, pairs: list[tuple[Cell, Outcome]]) -> None:
+def _latency_vs_size(ax, pairs: list[Point]) -> None:
     cells = [p for p in pairs if p[0].stem.startswith("lat_dma_sizes")]
     i = 0
     for test in ("LAT_DMA_RD", "LAT_DMA_WRRD"):
         for measure, label in (("latency_median_ns", "median"), ("latency_p99_9_ns", "p99.9")):
-            xs, pub, sim = _points([p for p in cells if (p[0].test, p[0].measure) == (test, measure)], "transfer_bytes")
+            series = [p for p in cells if (p[0].test, p[0].measure) == (test, measure)]
+            xs, pub, sim = _points(series, "transfer_bytes")
             if xs:
                 ax.plot(xs, pub, "o", ms=2.5, color=f"C{i}", label=f"{test[8:]} {label}")
                 ax.plot(xs, sim, "-", lw=1, color=f"C{i}")
+                _band(ax, series, "transfer_bytes", f"C{i}")
             i += 1
     ax.set_xlabel("transfer size (bytes)")
     ax.set_ylabel("latency (ns)")
     ax.set_title("latency vs transfer size (one DMA in flight)")
 
 
-def _bandwidth_vs_window(ax, pairs: list[tuple[Cell, Outcome]]) -> None:
+def _bandwidth_vs_window(ax, pairs: list[Point]) -> None:
     cells = [p for p in pairs if p[0].stem.startswith("bw_dma_win_sweep_") and p[0].cache == "Cold"]
-    series = sorted({(c.test, c.transfer_bytes) for c, _ in cells})
+    series = sorted({(p[0].test, p[0].transfer_bytes) for p in cells})
     for i, (test, size) in enumerate(series):
-        xs, pub, sim = _points([p for p in cells if (p[0].test, p[0].transfer_bytes) == (test, size)], "window_bytes")
+        one = [p for p in cells if (p[0].test, p[0].transfer_bytes) == (test, size)]
+        xs, pub, sim = _points(one, "window_bytes")
         marker = "o" if test.endswith("RD") else "s"
         ax.plot(xs, pub, marker, ms=3, color=f"C{i}", label=f"{test[7:]} {size}B")
         ax.plot(xs, sim, "-", lw=1, color=f"C{i}")
+        _band(ax, one, "window_bytes", f"C{i}")
     ax.set_xscale("log", base=2)
-    windows = sorted({c.window_bytes for c, _ in cells})
+    windows = sorted({p[0].window_bytes for p in cells})
     if windows:
         # Every other power of two: 4 KiB, 16 KiB, 64 KiB ... (the sweep's steps crowd the axis).
         ticks = [w for w in windows if w & (w - 1) == 0 and (w.bit_length() - 1) % 2 == 0]
@@ -84,7 +103,7 @@ def _bandwidth_vs_window(ax, pairs: list[tuple[Cell, Outcome]]) -> None:
     ax.set_title("bandwidth vs window size (Cold)")
 
 
-def _latency_cdf(ax, report: FitReport, pairs: list[tuple[Cell, Outcome]]) -> None:
+def _latency_cdf(ax, report: FitReport, pairs: list[Point]) -> None:
     sections: dict[tuple, list[tuple[float, float]]] = {}
     for p in report.cdf:
         if p.get("test") == "LAT_DMA_RD" and p.get("transfer_bytes") == 64:
@@ -92,7 +111,7 @@ def _latency_cdf(ax, report: FitReport, pairs: list[tuple[Cell, Outcome]]) -> No
             sections.setdefault(key, []).append((p["latency_ns"], p["cumulative_fraction"]))
     details = {
         (c.transfer_bytes, c.window_bytes, c.cache): o
-        for c, o in pairs
+        for c, o, _ in pairs
         if c.stem == "lat_dma_details" and c.test == "LAT_DMA_RD"
     }
     right = 0.0
@@ -114,9 +133,15 @@ def _latency_cdf(ax, report: FitReport, pairs: list[tuple[Cell, Outcome]]) -> No
     ax.set_title("LAT_DMA_RD 64 B distribution (x: tlpsim p50, p95, p99, p99.9, max)")
 
 
+def chart_name(report: FitReport) -> str:
+    """The file name of a fitted directory's chart: ``pciebench.SHORT.FOLD.png``."""
+    return f"pciebench.{report.short}.{report.fold}.png"
+
+
 def write_charts(reports: Sequence[FitReport], directory: Path) -> list[Path]:
-    """One PNG per fitted directory, ``pciebench.SHORT.png`` in ``directory``: four panels,
-    measured as markers and tlpsim as lines, each panel in one unit."""
+    """One PNG per fitted directory and fold, :func:`chart_name` in ``directory``: four
+    panels, measured as markers, tlpsim as lines and its 90 % band shaded, each panel in
+    one unit."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -124,7 +149,7 @@ def write_charts(reports: Sequence[FitReport], directory: Path) -> list[Path]:
 
     paths = []
     for report in reports:
-        pairs = list(zip(report.cells, report.outcomes, strict=True))
+        pairs = list(zip(report.cells, report.outcomes, report.rows, strict=True))
         fig, axes = plt.subplots(2, 2, figsize=(13, 9))
         _bandwidth_vs_size(axes[0][0], report, pairs)
         _latency_vs_size(axes[0][1], pairs)
@@ -134,9 +159,11 @@ def write_charts(reports: Sequence[FitReport], directory: Path) -> list[Path]:
             ax.grid(alpha=0.3)
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=6, loc="best")
-        fig.suptitle(f"pciebench {report.short}: measured (markers) vs tlpsim (lines)")
+        fig.suptitle(
+            f"pciebench {report.short} ({report.fold}): measured (markers) vs tlpsim (lines, 90 % band shaded)"
+        )
         fig.tight_layout()
-        path = directory / f"pciebench.{report.short}.png"
+        path = directory / chart_name(report)
         fig.savefig(path, dpi=100)
         plt.close(fig)
         paths.append(path)

@@ -106,6 +106,12 @@ class Machine:
         """One line per fact no file of the directory states: ``LLC ways 20: assumed: ...``."""
         return [f"{_LABELS.get(k, k)} {_shown(k, f.value)}: {f.source}" for k, f in self.facts.items() if f.assumed]
 
+    def fact_rows(self) -> list[dict[str, str]]:
+        """One row per fact, as a table shows it: ``{"fact": "LLC", "value": "20 MiB", "source": ...}``."""
+        return [
+            {"fact": _LABELS.get(k, k), "value": _shown(k, f.value), "source": f.source} for k, f in self.facts.items()
+        ]
+
     def facts_dict(self) -> dict[str, dict[str, Any]]:
         """Each fact as ``{"value": ..., "source": ...}`` (sizes as tlpsim writes them)."""
         return {k: {"value": _json_value(k, f.value), "source": f.source} for k, f in self.facts.items()}
@@ -142,7 +148,8 @@ class Machine:
 _LABELS = {
     "llc_bytes": "LLC", "llc_ways": "LLC ways", "iommu": "IOMMU", "super_pages": "IOMMU super pages",
     "device_socket": "card's socket", "memory_socket": "memory's socket", "warming_socket": "warming CPU's socket",
-    "cpu": "CPU", "sockets": "sockets",
+    "cpu": "CPU", "sockets": "sockets", "gen": "link generation", "width": "link width", "mps": "MPS (bytes)",
+    "mrrs": "MRRS (bytes)", "tags": "tags",
 }  # fmt: skip
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tlpsim.importers.common import ImportFileError, read_text
-from tlpsim.importers.pciebench import import_pcie_bench
+from tlpsim.importers.pciebench import PcieBenchData, import_pcie_bench
 from tlpsim.pciebench import protocol
 from tlpsim.pciebench.cells import Cell, NotModelled, cells_of, not_modelled
 from tlpsim.pciebench.facts import SYS_FILES
@@ -158,12 +158,12 @@ class DeviceFit:
     host_cpu: str | None = None
 
 
-def load_directory(path: str | os.PathLike[str]) -> Source:
-    """A pcie-bench directory read: its result files and ``sys-lspci.txt``. Raises
-    :class:`ImportFileError` with one line when it is missing, not a pcie-bench directory
-    or has no ``sys-lspci.txt``."""
+def load_directory(path: str | os.PathLike[str], data: PcieBenchData | None = None) -> Source:
+    """A pcie-bench directory read: its result files (``data`` when already imported) and
+    ``sys-lspci.txt``. Raises :class:`ImportFileError` with one line when it is missing, not
+    a pcie-bench directory or has no ``sys-lspci.txt``."""
     d = Path(path)
-    data = import_pcie_bench(d)
+    data = import_pcie_bench(d) if data is None else data
     lspci = d / LSPCI_FILE
     if not lspci.is_file():
         raise ImportFileError(
@@ -423,8 +423,10 @@ def shipped_bands_text(reports: Sequence[FitReport] | None = None) -> str:
     import json
 
     bands = {k: [round(v, 6) for v in band] for k, band in shipped_band_table(reports).items()}
-    about = ("90 % split-conformal bands of ln(published / simulated), per test family, from the cross-host "
-             "residuals of every shipped pcie-bench host; made by python -m tlpsim.pciebench.pipeline")  # fmt: skip
+    about = (
+        "90 % symmetric split-conformal bands of ln(published / simulated), per test group, from the "
+        "cross-host residuals of every shipped pcie-bench host; made by python -m tlpsim.pciebench.pipeline"
+    )
     return json.dumps({"about": about, "bands": bands}, indent=1, sort_keys=True) + "\n"
 
 

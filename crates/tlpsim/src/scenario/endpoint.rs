@@ -182,6 +182,10 @@ pub struct DmaEndpointSection {
     /// engine meanwhile; a read's latency counts it), for one side or each (default "0ns").
     #[serde(default = "default_zero_sides")]
     pub latency: DurationSides,
+    /// Device-internal time per KiB of a transfer's data, added to its `latency` (pipelined:
+    /// it holds no engine), for one side or each, e.g. `{ write = "200ns" }` (default "0ns").
+    #[serde(default = "default_zero_sides")]
+    pub latency_per_kib: DurationSides,
     /// Engine time per KiB of a transfer's data (the engine's data rate), spent with
     /// `transfer_cost`, for one side or each, e.g. `{ read = "137ns" }` (default "0ns").
     #[serde(default = "default_zero_sides")]
@@ -462,6 +466,7 @@ fn device(place: &Place, s: &DmaEndpointSection) -> Result<DmaDevice, BuildError
     let (read_request, write_request) = cost("request_cost", &s.request_cost)?;
     let (read_transfer, write_transfer) = cost("transfer_cost", &s.transfer_cost)?;
     let (read_latency, write_latency) = cost("latency", &s.latency)?;
+    let (read_latency_kib, write_latency_kib) = cost("latency_per_kib", &s.latency_per_kib)?;
     let (read_per_kib, write_per_kib) = cost("transfer_cost_per_kib", &s.transfer_cost_per_kib)?;
     let (read_partial, write_partial) = cost("partial_unit_cost", &s.partial_unit_cost)?;
     let unit = values::bytes(place, "dma_unit", &s.dma_unit)?;
@@ -492,6 +497,7 @@ fn device(place: &Place, s: &DmaEndpointSection) -> Result<DmaDevice, BuildError
             request_cost: read_request,
             transfer_cost: read_transfer,
             latency: read_latency,
+            latency_per_kib: read_latency_kib,
             transfer_cost_per_kib: read_per_kib,
             partial_unit_cost: read_partial,
             reads_per_engine: None,
@@ -501,6 +507,7 @@ fn device(place: &Place, s: &DmaEndpointSection) -> Result<DmaDevice, BuildError
             request_cost: write_request,
             transfer_cost: write_transfer,
             latency: write_latency,
+            latency_per_kib: write_latency_kib,
             transfer_cost_per_kib: write_per_kib,
             partial_unit_cost: write_partial,
             reads_per_engine: None,

@@ -327,12 +327,16 @@ impl Simulator<'_> {
         let side = if tr.phase.reads() { READ } else { WRITE };
         let s = self.side(n, side);
         let latency = if tr.phase.data() {
-            s.spec.latency
+            s.spec.latency + per_kib(s.spec.latency_per_kib, tr.size)
         } else {
             SimTime::ZERO
         };
         if latency > SimTime::ZERO {
-            s.delayed.push_back((now + latency, t));
+            // Ready in time order: a size-dependent latency can make a later transfer ready
+            // first (the search from the back is one step when the latencies are equal).
+            let at = now + latency;
+            let i = s.delayed.partition_point(|&(ready, _)| ready <= at);
+            s.delayed.insert(i, (at, t));
             self.wake_engines(n, side, now + latency);
         } else {
             s.waiting.push_back(t);
@@ -420,8 +424,7 @@ impl Simulator<'_> {
                 // The data's time and the partial words' time overlap (the partial words
                 // are read, merged and written back while the data streams): the longer
                 // counts.
-                let per_kib = spec.transfer_cost_per_kib.ticks() as u128 * tr.size as u128;
-                let data = SimTime::from_ticks((per_kib / 1024) as u64);
+                let data = per_kib(spec.transfer_cost_per_kib, tr.size);
                 let merge = SimTime::from_ticks(partial * spec.partial_unit_cost.ticks());
                 spec.transfer_cost + data.max(merge)
             } else {
@@ -642,4 +645,9 @@ impl Simulator<'_> {
         let n = self.flows[f as usize].source as usize;
         self.run_engines(n, READ);
     }
+}
+
+/// `cost_per_kib` for `size` bytes, rounded down to a tick.
+fn per_kib(cost_per_kib: SimTime, size: u64) -> SimTime {
+    SimTime::from_ticks((cost_per_kib.ticks() as u128 * size as u128 / 1024) as u64)
 }

@@ -9,8 +9,9 @@
 //!   allocates the least recently used of the `ddio_ways` ways of its set (write allocation),
 //!   whose dirty victim is written back to DRAM (booked on the memory controller and the
 //!   socket link, off the writer's path). A write allocating a line it covers only in part
-//!   first reads the rest from DRAM; one covering it whole needs only ownership (the remote
-//!   latency when the memory is remote). Without write allocation a missing write goes to
+//!   first reads the rest from DRAM (or, where the other socket's cache holds the line, from
+//!   there); one covering it whole needs only ownership (the remote latency when the memory
+//!   is remote). Without write allocation a missing write goes to
 //!   DRAM. [`HostMemory::warm`] is the host CPU touching a buffer (any way, clean lines);
 //!   [`HostMemory::device_warm`] a device writing it (the DDIO ways);
 //!   [`HostMemory::flush`] empties the cache.
@@ -153,6 +154,13 @@ fn covered(line: u64, addr: u64, len: u32) -> u64 {
     end.min(addr + len as u64) - start.max(addr)
 }
 
+/// Whether `line` lies in one of the byte ranges `[start, end)` of `held`.
+#[inline]
+fn held_in(held: &[(u64, u64)], line: u64) -> bool {
+    let a = line * LINE_BYTES;
+    held.iter().any(|&(s, e)| a >= s && a < e)
+}
+
 impl HostMemory {
     /// A host memory as `spec` (checked) describes it: an empty LLC and IOTLB, idle links.
     pub(in crate::sim) fn new(spec: &HostMemorySpec) -> Self {
@@ -233,6 +241,10 @@ impl HostMemory {
                     }
                     let at = if covered(line, addr, len) == LINE_BYTES {
                         self.memory.own(t)
+                    } else if held_in(&self.remote_cached, line) {
+                        // The rest of the line comes from the other socket's cache (a snoop
+                        // there and back), not from DRAM.
+                        t + self.remote_cache_latency
                     } else {
                         self.memory.read(t, LINE_BYTES)
                     };
@@ -289,8 +301,7 @@ impl HostMemory {
     /// Whether the other socket's cache holds `line`.
     #[inline]
     fn held_remotely(&self, line: u64) -> bool {
-        let a = line * LINE_BYTES;
-        self.remote_cached.iter().any(|&(s, e)| a >= s && a < e)
+        held_in(&self.remote_cached, line)
     }
 
     /// The IOMMU translated every page of `[addr, addr + len)` before the run (a long run's

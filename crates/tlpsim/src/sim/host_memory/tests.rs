@@ -497,6 +497,19 @@ fn the_other_sockets_cache_and_the_ddio_ways_warm_what_they_should() {
     m.warm_remote(0, MIB);
     assert_eq!(m.read(ns(0), MIB - 64, 64), ns(206), "hit + snoop");
     assert_eq!(m.read(ns(0), 0, 64), ns(160), "not held there: DRAM");
+    // A partial write allocating a line held there takes the rest of it by the snoop, not
+    // from DRAM; one not held there reads DRAM.
+    assert_eq!(
+        m.write(ns(0), MIB - 128, 4),
+        ns(106),
+        "partial, held remotely: snoop"
+    );
+    assert_eq!(m.write(ns(0), 0, 4), ns(160), "partial, not held: DRAM");
+    assert_eq!(
+        m.write(ns(0), MIB - 256, 64),
+        ns(0),
+        "whole line: ownership only"
+    );
     // A device-warmed buffer sits in the 4 DDIO ways of 16: 16 KiB of the 64 KiB LLC.
     let mut d = HostMemory::new(&small());
     d.device_warm(0, 64 * KIB);
