@@ -132,6 +132,13 @@ fn no_more_than_2047_tlps_are_ever_unacknowledged() {
     }
     // The spec's window: NEXT_TRANSMIT_SEQ - ACKD_SEQ (mod 4096) below 2048 to send.
     assert!((2040..=2047).contains(&most), "{most} unacknowledged");
+    // The verdict names the window, not the (4 GiB-wide) replay buffer.
+    let b = &r.flows[0].bottleneck;
+    assert_eq!(
+        (b.kind, b.resource.as_str()),
+        ("sequence_window", "rc -> ep sequence number window")
+    );
+    assert!(b.detail.contains("2047 TLPs unacknowledged"), "{b:?}");
     // The window, not the wire, sets the rate: 2,047 TLPs of 256 B per round trip.
     let bound = 2047.0 * 256.0 * 8.0 / 100e-6 / 1e9;
     let gbps = r.flows[0].throughput_gbps;

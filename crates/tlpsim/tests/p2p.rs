@@ -216,6 +216,37 @@ fn a_redirected_copy_refused_by_the_root_complex_is_refused_at_load_time() {
     load_str(&under_switch("p2p = \"refuse\"", "", 16, w), "<test>").unwrap();
 }
 
+/// `under_switch` with ACS redirect only on the port of the read's target `b`.
+fn redirect_at_target(rc: &str, direction: &str) -> String {
+    under_switch(rc, "", 16, &format!("direction = \"{direction}\"\n")).replace(
+        "between = [\"sw\", \"b\"]\nwidth = 8\n",
+        "between = [\"sw\", \"b\"]\nwidth = 8\nacs_redirect = true\n",
+    )
+}
+
+#[test]
+fn completions_redirected_through_a_refusing_root_complex_are_refused() {
+    // ACS at the target's port: the read requests cross the switch, the completions go up
+    // through the root complex. A refusing root complex refuses the read at load time.
+    let e = load_str(&redirect_at_target("p2p = \"refuse\"", "read"), "<test>").unwrap_err();
+    let msg = e.to_string();
+    assert!(!msg.contains('\n'), "one line: {msg}");
+    assert!(
+        msg.contains("completions of peer-to-peer reads") && msg.contains("root complex \"rc\""),
+        "{msg}"
+    );
+    // Writes send nothing back: they stay under the switch and load.
+    load_str(&redirect_at_target("p2p = \"refuse\"", "write"), "<test>").unwrap();
+    // A forwarding root complex carries the completions at its p2p_bandwidth.
+    let r = simulate(&redirect_at_target("p2p_bandwidth = \"1GB/s\"", "read"));
+    assert!(
+        close(r.flows[0].throughput_gbps, 8.0, 0.03),
+        "{}",
+        r.flows[0].throughput_gbps
+    );
+    assert_eq!(r.flows[0].bottleneck.kind, "p2p");
+}
+
 #[test]
 fn p2p_runs_are_deterministic() {
     let text = under_switch("", "acs_redirect = true", 8, "direction = \"read\"\n");

@@ -128,3 +128,28 @@ fn a_completion_timeout_outside_the_spec_ranges_is_refused_in_one_line() {
         }
     }
 }
+
+#[test]
+fn reads_that_time_out_are_named_in_the_verdict() {
+    // A memory answering in 60 us behind a 50 us completion timeout: every read times out,
+    // nothing arrives, and the verdict names the timeout, not the requests in flight.
+    let text = "[simulation]\nduration = \"500us\"\nwarmup = \"10us\"\n\
+        [pcie]\ngen = 3\nwidth = 4\nmps = 256\nmrrs = 512\n\
+        [[root_complex]]\nname = \"rc\"\ncompletion_timeout = \"50us\"\n\
+        [[endpoint]]\nname = \"mem\"\nkind = \"memory\"\nbar_size = \"1MiB\"\nread_latency = \"60us\"\n\
+        [[link]]\nbetween = [\"rc\", \"mem\"]\n\
+        [[workload]]\nname = \"r\"\nkind = \"dma\"\nendpoint = \"rc\"\ntarget = \"mem\"\n\
+        direction = \"read\"\ntransfer_size = \"4KiB\"\noutstanding = 4\n";
+    let r = simulate(text);
+    let f = &r.flows[0];
+    assert!(f.completion_timeouts > 100 && f.bytes == 0, "{f:?}");
+    assert_eq!(
+        (f.bottleneck.kind, f.bottleneck.resource.as_str()),
+        ("completion_timeout", "rc completion timeout")
+    );
+    assert!(
+        f.bottleneck.detail.contains("50.0 us"),
+        "{:?}",
+        f.bottleneck
+    );
+}

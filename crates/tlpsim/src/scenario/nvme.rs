@@ -328,6 +328,7 @@ fn gpu_target(
             format!("at most the {bar_size} B BAR of {name:?}"),
         ));
     }
-    super::workload::check_path(place, fabric, source, t)?;
+    // The drive reads the BAR for writes: those completions come back on their own path.
+    super::workload::check_path(place, fabric, source, t, true)?;
     Ok(t)
 }

@@ -865,16 +865,26 @@ fn check_pair(
     if let Some(p) = problem {
         return Err(BuildError::conflict(place, p));
     }
-    check_path(place, fabric, source, target)
+    // Reads bring completions back from the target, on their own path.
+    check_path(
+        place,
+        fabric,
+        source,
+        target,
+        direction != DmaDirection::Write,
+    )
 }
 
 /// Refuses a path from `source` to `target` across two domains, or one that crosses a root
-/// complex with `p2p = "refuse"` (one not at either end: peer-to-peer).
+/// complex with `p2p = "refuse"` (one not at either end: peer-to-peer); with `returns`, the
+/// path of the TLPs the target sends back (completions) too, which ACS redirect at the
+/// target's port can send up through a root complex that the requests never cross.
 pub(super) fn check_path(
     place: &Place,
     fabric: &Fabric,
     source: NodeId,
     target: NodeId,
+    returns: bool,
 ) -> Result<(), BuildError> {
     let target_name = &fabric.node(target).name;
     if fabric.topology.root_above(source) != fabric.topology.root_above(target) {
@@ -887,24 +897,47 @@ pub(super) fn check_path(
         ));
     }
     // A root complex on the way (not an end) forwards peer-to-peer, or refuses it.
-    let refusing = fabric
+    let refuses = |n: &NodeId| {
+        matches!(
+            fabric.node(*n).kind,
+            NodeKind::RootComplex { p2p: None, .. }
+        )
+    };
+    let there = fabric
         .topology
         .path_between(source, target)
         .into_iter()
-        .find(|&n| matches!(fabric.node(n).kind, NodeKind::RootComplex { p2p: None, .. }));
-    if let Some(rc) = refusing {
-        return Err(BuildError::conflict(
-            place,
-            format!(
-                "peer-to-peer from {:?} to {target_name:?} crosses root complex {:?}, which has \
-                 p2p = \"refuse\"; set p2p = \"forward\" there, or put both under one switch \
-                 without acs_redirect",
-                fabric.node(source).name,
-                fabric.node(rc).name
-            ),
-        ));
-    }
-    Ok(())
+        .find(refuses);
+    let back = returns
+        .then(|| {
+            fabric
+                .topology
+                .path_between(target, source)
+                .into_iter()
+                .find(refuses)
+        })
+        .flatten();
+    let source_name = &fabric.node(source).name;
+    let what = match (there, back) {
+        (Some(rc), _) => format!(
+            "peer-to-peer from {source_name:?} to {target_name:?} crosses root complex {:?}",
+            fabric.node(rc).name
+        ),
+        (None, Some(rc)) => format!(
+            "the completions of peer-to-peer reads from {source_name:?} to {target_name:?} \
+             come back through root complex {:?} (ACS redirect at {target_name:?}'s port sends \
+             them up)",
+            fabric.node(rc).name
+        ),
+        (None, None) => return Ok(()),
+    };
+    Err(BuildError::conflict(
+        place,
+        format!(
+            "{what}, which has p2p = \"refuse\"; set p2p = \"forward\" there, or put both \
+             under one switch without acs_redirect"
+        ),
+    ))
 }
 
 /// The largest write TLP payload `text` allows: a multiple of 4 B up to MPS.

@@ -9,13 +9,17 @@
 //!    measured window: the flow cannot go faster than it does (a node's resource before a
 //!    link exactly as busy);
 //! 2. else a transmitter on the path that waits for credits of a type (or replay buffer
-//!    room) at least [`STALLED`] of the window: the receiver's advertised credits do not
-//!    cover the credit round trip, and more of them would raise the flow;
+//!    room, or a free sequence number when 2,047 TLPs are unacknowledged) at least
+//!    [`STALLED`] of the window: the receiver's advertised credits do not cover the credit
+//!    round trip, and more of them would raise the flow;
 //! 3. else a saturated link direction that carries only the flow's read requests (its
 //!    data comes back the other way): the requests wait there behind other traffic;
 //! 4. else the requester's read slots or tags, if all are in use at least [`WINDOW_FULL`] of
 //!    the window: throughput is outstanding bytes over latency;
 //! 5. else the workload's own offered rate.
+//!
+//! Where 4 or 5 is the verdict of a flow whose reads timed out, the completion timeout is
+//! (`progress`): its timeouts are the latency that limits it.
 //!
 //! Back-pressure makes a saturated resource's upstream neighbours wait for credits too, so
 //! a saturated resource on the data's way outranks any stall, and a stall on the requests'
@@ -28,7 +32,9 @@ use serde::Serialize;
 
 use super::{Flow, Simulator, NONE};
 use crate::engine::SimTime;
-use crate::fabric::{CreditType, FioSpec, WorkloadSpec, CREDIT_TYPES};
+use crate::fabric::{CreditType, FioSpec, NodeKind, WorkloadSpec, CREDIT_TYPES};
+use crate::pcie::dll::transmit::MAX_UNACKED;
+use crate::pcie::flow_control::FcClass;
 use crate::sim::result::LinkResult;
 
 /// Busy fraction at or above which a resource counts as saturated.
@@ -452,6 +458,7 @@ impl Simulator<'_> {
         } else {
             (spec.down, spec.up)
         };
+        let rx_kind = &self.sys.nodes[rx].kind;
         let (tx, rx) = (&self.sys.nodes[tx].name, &self.sys.nodes[rx].name);
         let ch = &self.chans[c];
         let (now, then) = (ch.counters, self.snapshot[c]);
@@ -475,6 +482,26 @@ impl Simulator<'_> {
                 .advertised(ty)
                 .map_or("infinite".to_string(), |a| a.to_string());
             let credit = ty.name();
+            // A root complex frees posted credits as its memory takes the data: where that
+            // memory is limited, it (not the round trip) holds them, and the reads queued
+            // behind the waiting writes wait too (a read does not pass a posted write).
+            let sink = match rx_kind {
+                NodeKind::RootComplex {
+                    memory_bandwidth,
+                    posted_write_rate,
+                    ..
+                } if ty.class() == FcClass::Posted => memory_bandwidth.or(*posted_write_rate),
+                _ => None,
+            };
+            let why = match sink {
+                Some(rate) => format!(
+                    "{rx} frees them as its memory ({:.3} GB/s) takes the data, so posted \
+                     writes queue at {tx}, and read requests behind them wait too (a read \
+                     does not pass a posted write)",
+                    rate / 1e9
+                ),
+                None => "the receive buffer does not cover the credit round trip".to_string(),
+            };
             out.push(Candidate {
                 limit: Limit::Stall,
                 kind: "credits",
@@ -482,23 +509,42 @@ impl Simulator<'_> {
                 busy,
                 detail: format!(
                     "{tx} waits for {credit} credits toward {rx} {:.0} % of the time ({rx} \
-                     advertises {adv}): the receive buffer does not cover the credit round trip",
+                     advertises {adv}): {why}",
                     busy * 100.0
                 ),
             });
         }
         let replay = ((now.replay_stall_ticks - then.replay_stall_ticks) as f64 / window).min(1.0);
-        out.push(Candidate {
-            limit: Limit::Stall,
-            kind: "replay_buffer",
-            resource: format!("{tx} -> {rx} replay buffer"),
-            busy: replay,
-            detail: format!(
-                "{tx} waits for replay buffer room toward {rx} {:.0} % of the time ({} B): \
-                 it does not cover the Ack round trip",
-                replay * 100.0,
-                ch.tx_dll.capacity
-            ),
+        // A replay buffer that holds the whole sequence number window of the largest TLPs
+        // never fills first: the window (2,047 TLPs unacknowledged) is what waits.
+        let largest = self.sys.pcie.mps as u64 + 32;
+        let window_bound = ch.tx_dll.capacity as u64 >= MAX_UNACKED as u64 * largest;
+        out.push(if window_bound {
+            Candidate {
+                limit: Limit::Stall,
+                kind: "sequence_window",
+                resource: format!("{tx} -> {rx} sequence number window"),
+                busy: replay,
+                detail: format!(
+                    "{tx} waits with {MAX_UNACKED} TLPs unacknowledged toward {rx} {:.0} % of \
+                     the time: the 12-bit sequence number window does not cover the Ack \
+                     round trip",
+                    replay * 100.0
+                ),
+            }
+        } else {
+            Candidate {
+                limit: Limit::Stall,
+                kind: "replay_buffer",
+                resource: format!("{tx} -> {rx} replay buffer"),
+                busy: replay,
+                detail: format!(
+                    "{tx} waits for replay buffer room toward {rx} {:.0} % of the time ({} B): \
+                     it does not cover the Ack round trip",
+                    replay * 100.0,
+                    ch.tx_dll.capacity
+                ),
+            }
         });
         out
     }

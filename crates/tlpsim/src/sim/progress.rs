@@ -326,6 +326,7 @@ impl Simulator<'_> {
     ) -> (u64, Option<Starved>, Bottleneck) {
         let us = |t: SimTime| t.as_ns_f64() / 1000.0;
         let timeouts = self.progress.timeouts.get(f).copied().unwrap_or(0);
+        let verdict = self.timeout_verdict(f, timeouts, verdict);
         let Some(e) = self.progress.longest.get(f).cloned().flatten() else {
             return (timeouts, None, verdict);
         };
@@ -352,6 +353,33 @@ impl Simulator<'_> {
             ),
         };
         (timeouts, Some(starved), verdict)
+    }
+}
+
+impl Simulator<'_> {
+    /// Flow `f`'s verdict with `timeouts` completion timeouts: where the verdict says its
+    /// requests in flight limit it (their latency), the timeouts are that latency, and the
+    /// verdict names them.
+    fn timeout_verdict(&self, f: usize, timeouts: u64, verdict: Bottleneck) -> Bottleneck {
+        if timeouts == 0 || !matches!(verdict.kind, "requests" | "offered_load" | "iodepth") {
+            return verdict;
+        }
+        let source = &self.sys.nodes[self.flows[f].source as usize];
+        let limit = source.completion_timeout.map_or(String::new(), |t| {
+            format!(" of {:.1} us", t.as_ns_f64() / 1000.0)
+        });
+        Bottleneck {
+            kind: "completion_timeout",
+            resource: format!("{} completion timeout", source.name),
+            busy: verdict.busy,
+            detail: format!(
+                "{timeouts} of its reads timed out ({}'s completion timeout{limit}): their \
+                 completions came later than the requester waits for them or not at all, \
+                 and each held its tag until then; raise completion_timeout or make the \
+                 completer answer sooner",
+                source.name
+            ),
+        }
     }
 }
 
