@@ -303,7 +303,7 @@ def run_cmd(
             ("payload_gbps", "payload Gb/s", ".3f"), ("tlps", "TLPs", ","), ("dllps", "DLLPs", ","),
             ("replays", "replays", ","), *retrains, ("credit_stall_fraction", "credit stall", "%"),
             ("queue_mean_tlps", "queued TLPs mean", ".1f"), ("queue_max_tlps", "max", ","),
-        ], title="links")  # fmt: skip
+        ], title="links", keys=2)  # fmt: skip
         # Resources that did no work (65,536 idle host bridges took 14 s to draw) are
         # counted, not listed; JSON and CSV list every one.
         working = [r for r in result.resources if r["busy"] > 0]
@@ -441,7 +441,7 @@ def sweep_cmd(
     ]  # fmt: skip
     if any(r["forwarded_mbps"] is not None for r in result.rows):
         columns += [("forwarded_mbps", "forwarded Mb/s", ".1f"), ("frames_dropped", "dropped", "")]
-    emit(result.rows, format, columns, title=f"{scenario.name}: sweep")
+    emit(result.rows, format, columns, title=f"{scenario.name}: sweep", keys=len(result.keys) + 1)
     for point in result.failed:
         where = ", ".join(f"{k}={point[k]}" for k in result.keys)
         print(f"tlpsim: sweep point {where} failed: {point['error']}", file=sys.stderr)
@@ -498,7 +498,7 @@ def _print_comparison(cmp) -> None:
         ("name", " link", ""), ("direction", " dir", ""), ("in", " in", ""), ("a_utilization", "A utilization", "%"),
         ("b_utilization", "B utilization", "%"), ("delta_utilization", "change", "pt"),
         ("a_payload_gbps", "A payload Gb/s", ".3f"), ("b_payload_gbps", "B payload Gb/s", ".3f"),
-    ], title="links: utilization per direction")  # fmt: skip
+    ], title="links: utilization per direction", keys=2)  # fmt: skip
     if len(busy) < len(cmp.links):
         out.print(
             f"{len(cmp.links) - len(busy)} link directions idle in both runs (under {IDLE_UTILIZATION:.1%}) "
@@ -555,6 +555,10 @@ _VALIDATE_COLUMNS = [
     ("error", "error", "+.2%"), ("role", " role", ""),
 ]  # fmt: skip
 
+#: The leading columns of `_VALIDATE_COLUMNS` that identify a row (with its unit: a number
+#: means nothing without it); a narrow terminal keeps them.
+_VALIDATE_KEYS = 5
+
 
 def _validate_with_bar(only: str | None):
     """Runs the validation with a progress bar; Ctrl-C stops it as the next cell finishes."""
@@ -607,7 +611,7 @@ def validate_cmd(
     _check_report_folder(report, force)
     rows = _validate_with_bar(only)
     shown, cut = _table_rows(rows) if format is Format.table else (rows, [])
-    emit(shown, format, _VALIDATE_COLUMNS, title="tlpsim validate")
+    emit(shown, format, _VALIDATE_COLUMNS, title="tlpsim validate", keys=_VALIDATE_KEYS)
     if format is Format.table:
         out = console()
         for line in cut:
@@ -679,7 +683,10 @@ def _print_fit(report) -> None:
         ("error", "error", "+.2%"),
     ], title="fitted parameters (device: on the calibration directory; host: on this one)")  # fmt: skip
     columns = [*_VALIDATE_COLUMNS, ("low", "90 % low", ".6g"), ("high", "90 % high", ".6g")]
-    emit(report.rows, Format.table, columns, title=f"{report.short}: published vs tlpsim ({report.fold})")
+    emit(
+        report.rows, Format.table, columns, title=f"{report.short}: published vs tlpsim ({report.fold})",
+        keys=_VALIDATE_KEYS,
+    )  # fmt: skip
     for line in summary_lines(report.rows, report.short):
         out.print(line, highlight=False, markup=False)
     by_reason: dict[str, list[str]] = {}
