@@ -16,7 +16,7 @@ from rich.console import Console
 
 from tlpsim import ConfigError, _core, link_bandwidth, message_bandwidth, validate
 from tlpsim.files import check_output, write_atomic
-from tlpsim.output import Format, console, emit, emit_json
+from tlpsim.output import Format, Unit, console, emit, emit_json, in_unit, unit_spec
 from tlpsim.simulate import TRACE_LIMIT, RunResult, Scenario, SimulationError, load_scenario, schema
 from tlpsim.simulate import run as run_scenario
 from tlpsim.validation import write_report
@@ -31,6 +31,13 @@ app = typer.Typer(
 )
 
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
+
+#: ``--unit``: the throughput unit of `run`, `sweep` and `compare` tables (JSON and CSV keep
+#: their fields, each in the unit its name says).
+UnitOpt = Annotated[
+    Unit,
+    typer.Option("--unit", help="Throughput unit of the tables: Gb/s, GB/s (10^9 bytes/s) or MB/s (10^6 bytes/s)."),
+]
 
 
 def _print_version(value: bool) -> None:
@@ -248,6 +255,14 @@ def run_cmd(
         ),
     ] = None,
     force: ForceOpt = False,
+    unit: Annotated[
+        Unit | None,
+        typer.Option(
+            "--unit",
+            help="Throughput unit of the tables: Gb/s, GB/s (10^9 bytes/s) or MB/s (10^6 bytes/s) "
+            "(default: flows in Gb/s and GB/s, links in Gb/s).",
+        ),
+    ] = None,
 ) -> None:
     """Simulate a scenario at the TLP level: throughput and latency per flow, per link direction."""
     if trace is not None:
@@ -267,9 +282,13 @@ def run_cmd(
             if any(f.get("completion_timeouts") for f in result.flows)
             else []
         )
-        emit(result.flow_rows(), format, [
-            ("name", " flow", ""), ("target", " target", ""), ("bytes", "bytes", ","),
-            ("throughput_gbps", "Gb/s", ".3f"), ("throughput_gbytes_per_s", "GB/s", ".3f"),
+        rates = (
+            [("throughput_gbps", "Gb/s", ".3f"), ("throughput_gbytes_per_s", "GB/s", ".3f")]
+            if unit is None
+            else [("throughput_gbps", unit.value, unit_spec(unit))]
+        )
+        emit(in_unit(result.flow_rows(), ["throughput_gbps"], unit or Unit.gbps), format, [
+            ("name", " flow", ""), ("target", " target", ""), ("bytes", "bytes", ","), *rates,
             ("latency_ns_mean", "first byte mean ns", ".1f"),
             ("latency_ns_p50", "p50 ns", ".0f"), ("latency_ns_p99", "p99 ns", ".0f"),
             ("latency_ns_max", "max ns", ".0f"), ("transfer_latency_ns_p50", "transfer p50 ns", ".0f"),
@@ -298,11 +317,13 @@ def run_cmd(
             )
         # Retrains (REPLAY_NUM rollovers) only get a column when a link retrained.
         retrains = [("retrains", "retrains", ",")] if any(lk.get("retrains") for lk in result.links) else []
-        emit(result.links, format, [
+        link_unit = unit or Unit.gbps
+        emit(in_unit(result.links, ["payload_gbps"], link_unit), format, [
             ("name", " link", ""), ("direction", " dir", ""), ("utilization", "utilization", "%"),
-            ("payload_gbps", "payload Gb/s", ".3f"), ("tlps", "TLPs", ","), ("dllps", "DLLPs", ","),
-            ("replays", "replays", ","), *retrains, ("credit_stall_fraction", "credit stall", "%"),
-            ("queue_mean_tlps", "queued TLPs mean", ".1f"), ("queue_max_tlps", "max", ","),
+            ("payload_gbps", f"payload {link_unit.value}", unit_spec(link_unit)), ("tlps", "TLPs", ","),
+            ("dllps", "DLLPs", ","), ("replays", "replays", ","), *retrains,
+            ("credit_stall_fraction", "credit stall", "%"), ("queue_mean_tlps", "queued TLPs mean", ".1f"),
+            ("queue_max_tlps", "max", ","),
         ], title="links", keys=2)  # fmt: skip
         # Resources that did no work (65,536 idle host bridges took 14 s to draw) are
         # counted, not listed; JSON and CSV list every one.
@@ -411,6 +432,7 @@ def sweep_cmd(
     ] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")] = False,
     format: FormatOpt = Format.table,
+    unit: UnitOpt = Unit.gbps,
 ) -> None:
     """Run one scenario at every combination of some of its values: throughput, latency and
     bottleneck per point and workload."""
@@ -435,13 +457,15 @@ def sweep_cmd(
     if result.reused:
         print(f"tlpsim: {result.reused} points were already in {output}", file=sys.stderr)
     columns = [(k, f" {k}", "") for k in result.keys] + [
-        ("flow", " flow", ""), ("throughput_gbps", "Gb/s", ".3f"), ("latency_ns_mean", "first byte mean ns", ".1f"),
+        ("flow", " flow", ""), ("throughput_gbps", unit.value, unit_spec(unit)),
+        ("latency_ns_mean", "first byte mean ns", ".1f"),
         ("latency_ns_p99", "p99 ns", ".0f"), ("transfer_latency_ns_p99", "transfer p99 ns", ".0f"),
         ("bottleneck", " bottleneck", ""), ("bottleneck_busy", "busy", "%"),
     ]  # fmt: skip
     if any(r["forwarded_mbps"] is not None for r in result.rows):
         columns += [("forwarded_mbps", "forwarded Mb/s", ".1f"), ("frames_dropped", "dropped", "")]
-    emit(result.rows, format, columns, title=f"{scenario.name}: sweep", keys=len(result.keys) + 1)
+    rows = in_unit(result.rows, ["throughput_gbps"], unit) if format is Format.table else result.rows
+    emit(rows, format, columns, title=f"{scenario.name}: sweep", keys=len(result.keys) + 1)
     for point in result.failed:
         where = ", ".join(f"{k}={point[k]}" for k in result.keys)
         print(f"tlpsim: sweep point {where} failed: {point['error']}", file=sys.stderr)
@@ -460,6 +484,7 @@ def compare_cmd(
     a: Annotated[Path, typer.Argument(help="Scenario A (the baseline).")],
     b: Annotated[Path, typer.Argument(help="Scenario B (the change).")],
     format: FormatOpt = Format.table,
+    unit: UnitOpt = Unit.gbps,
 ) -> None:
     """Run two scenarios and set them side by side: throughput per flow with the change,
     utilisation per link direction, and what limits each flow in both."""
@@ -473,7 +498,7 @@ def compare_cmd(
     elif format is Format.csv:
         emit([{"kind": "flow", **f} for f in cmp.flows] + [{"kind": "link", **link} for link in cmp.links], format, [])
     else:
-        _print_comparison(cmp)
+        _print_comparison(cmp, unit)
     if not (cmp.a_audit_passed and cmp.b_audit_passed):
         Console(stderr=True).print("tlpsim: audit FAILED in A or B (see tlpsim run)")
         raise typer.Exit(1)
@@ -483,21 +508,22 @@ def compare_cmd(
 IDLE_UTILIZATION = 0.001
 
 
-def _print_comparison(cmp) -> None:
+def _print_comparison(cmp, unit: Unit = Unit.gbps) -> None:
     """A comparison as two tables, flows and links (those idle in both runs left out, with a
-    line saying how many), with A and B named above them."""
+    line saying how many), with A and B named above them; rates in ``unit``."""
     out = console()
     out.print(f"A = {cmp.a}, B = {cmp.b}", highlight=False, markup=False)
-    emit(cmp.flows, Format.table, [
-        ("name", " flow", ""), ("in", " in", ""), ("a_gbps", "A Gb/s", ".3f"), ("b_gbps", "B Gb/s", ".3f"),
-        ("delta_gbps", "delta Gb/s", "+.3f"), ("change", "change", "+.2%"), ("a_bottleneck", " A limited by", ""),
-        ("b_bottleneck", " B limited by", ""),
+    u, spec = unit.value, unit_spec(unit)
+    emit(in_unit(cmp.flows, ["a_gbps", "b_gbps", "delta_gbps"], unit), Format.table, [
+        ("name", " flow", ""), ("in", " in", ""), ("a_gbps", f"A {u}", spec), ("b_gbps", f"B {u}", spec),
+        ("delta_gbps", f"delta {u}", unit_spec(unit, signed=True)), ("change", "change", "+.2%"),
+        ("a_bottleneck", " A limited by", ""), ("b_bottleneck", " B limited by", ""),
     ], title="flows: throughput")  # fmt: skip
     busy = [r for r in cmp.links if max(r["a_utilization"] or 0, r["b_utilization"] or 0) >= IDLE_UTILIZATION]
-    emit(busy, Format.table, [
+    emit(in_unit(busy, ["a_payload_gbps", "b_payload_gbps"], unit), Format.table, [
         ("name", " link", ""), ("direction", " dir", ""), ("in", " in", ""), ("a_utilization", "A utilization", "%"),
         ("b_utilization", "B utilization", "%"), ("delta_utilization", "change", "pt"),
-        ("a_payload_gbps", "A payload Gb/s", ".3f"), ("b_payload_gbps", "B payload Gb/s", ".3f"),
+        ("a_payload_gbps", f"A payload {u}", spec), ("b_payload_gbps", f"B payload {u}", spec),
     ], title="links: utilization per direction", keys=2)  # fmt: skip
     if len(busy) < len(cmp.links):
         out.print(

@@ -21,6 +21,30 @@ class Format(str, enum.Enum):
     csv = "csv"
 
 
+class Unit(str, enum.Enum):
+    """Throughput units the tables take (``--unit``): Gb/s, GB/s (10^9 bytes/s), MB/s (10^6 bytes/s)."""
+
+    gbps = "Gb/s"
+    gbytes = "GB/s"
+    mbytes = "MB/s"
+
+
+#: Per unit: its amount in one Gb/s, and the format spec of its table cells.
+_UNIT_OF_GBPS = {Unit.gbps: (1.0, ".3f"), Unit.gbytes: (0.125, ".3f"), Unit.mbytes: (125.0, ",.1f")}
+
+
+def unit_spec(unit: Unit, signed: bool = False) -> str:
+    """The format spec a rate in ``unit`` shows with (``signed``: with its sign, for a change)."""
+    spec = _UNIT_OF_GBPS[unit][1]
+    return "+" + spec if signed else spec
+
+
+def in_unit(rows: Sequence[dict], fields: Sequence[str], unit: Unit) -> list[dict]:
+    """Copies of ``rows`` with each of ``fields``, a rate in Gb/s, in ``unit`` (None stays None)."""
+    factor = _UNIT_OF_GBPS[unit][0]
+    return [{**r, **{f: r[f] * factor for f in fields if r.get(f) is not None}} for r in rows]
+
+
 #: A table column: (field, heading, format spec). Format ``%`` shows a fraction as percent,
 #: ``pt`` a difference of two fractions as signed percentage points.
 Column = tuple[str, str, str]
