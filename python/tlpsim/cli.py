@@ -19,7 +19,7 @@ from tlpsim.files import check_output, write_atomic
 from tlpsim.output import Format, Unit, console, emit, emit_json, in_unit, unit_spec
 from tlpsim.simulate import TRACE_LIMIT, RunResult, Scenario, SimulationError, load_scenario, schema
 from tlpsim.simulate import run as run_scenario
-from tlpsim.validation import write_report
+from tlpsim.validation import display_unit, write_report
 
 T = TypeVar("T")
 
@@ -637,6 +637,8 @@ def validate_cmd(
     _check_report_folder(report, force)
     rows = _validate_with_bar(only)
     shown, cut = _table_rows(rows) if format is Format.table else (rows, [])
+    if format is Format.table:  # one spelling per rate; JSON and CSV keep the published one
+        shown = [{**r, "unit": display_unit(r["unit"])} for r in shown]
     emit(shown, format, _VALIDATE_COLUMNS, title="tlpsim validate", keys=_VALIDATE_KEYS)
     if format is Format.table:
         out = console()
