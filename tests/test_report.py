@@ -144,3 +144,52 @@ def test_each_column_draws_only_its_series_centred_on_its_tick():
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
         "writes (published)", "writes (tlpsim)", "both (published)", "both (tlpsim)"
     ]  # fmt: skip
+
+
+# --- issue 35, item 15: one spelling per rate in the report -----------------------------------
+
+#: Each spelling the reference files use for a rate, and the one the report shows.
+SPELLINGS = [
+    ("MBps", "MB/s"), ("GBps", "GB/s"), ("GBPS", "GiB/s"), ("Gbit/s", "Gb/s"), ("Mbit/s", "Mb/s"),
+    ("Gbit/s, TCP stream, 10 s per point", "Gb/s, TCP stream, 10 s per point"),
+    ("GE: Mbit/s per frame size; SAS: MB/s", "GE: Mb/s per frame size; SAS: MB/s"),
+    ("fractional reduction of the 6.10 Gb/s maximum", "fractional reduction of the 6.10 Gb/s maximum"),
+    ("Gb/s", "Gb/s"), ("ns", "ns"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("published", "shown"), SPELLINGS)
+def test_a_rate_has_one_spelling_on_the_charts(published, shown):
+    from tlpsim.validation import axis_label, display_unit
+
+    assert display_unit(published) == shown
+    assert axis_label(published) == axis_label(shown)
+    if shown in ("MB/s", "GB/s", "GiB/s", "Gb/s", "Mb/s"):
+        assert axis_label(published) == f"throughput ({shown})"
+
+
+def test_one_rate_spelled_two_ways_shares_one_panel():
+    from tlpsim.validation import chart_panels
+
+    rows = [
+        {"series": "a", "column": "x", "unit": "Gbit/s", "published": 1.0, "simulated": 1.0},
+        {"series": "b", "column": "x", "unit": "Gb/s", "published": 2.0, "simulated": 2.0},
+    ]
+    assert list(chart_panels(rows)) == ["throughput (Gb/s)"]
+
+
+def test_the_report_spells_units_once_and_the_rows_keep_the_published_ones(tmp_path):
+    from tlpsim.validation import ValidationReport, write_report
+
+    rows = [
+        {"system": "modern", "table": f"t{i}", "series": "s", "column": "c", "unit": unit, "published": 1.0,
+         "simulated": 1.1, "error": 0.1, "role": "predict", "limit": None}
+        for i, (unit, _) in enumerate(SPELLINGS[:5])
+    ]  # fmt: skip
+    report = ValidationReport(rows, [])
+    write_report(report, tmp_path)
+    cells = (tmp_path / "report.md").read_text().split("## Cells", 1)[1]
+    for published, shown in SPELLINGS[:5]:
+        assert f"| {shown} |" in cells
+        assert f"| {published} |" not in cells or published == shown
+    assert [r["unit"] for r in report] == [u for u, _ in SPELLINGS[:5]]

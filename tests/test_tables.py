@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tlpsim.output import COLUMN_FRAME, cell_text, fit_columns
+from tlpsim.validation import display_unit
 
 ROOT = Path(__file__).resolve().parent.parent
 GALLERY = ROOT / "scenarios" / "gen5-8gpu-server.toml"
@@ -138,14 +139,90 @@ def test_a_wide_terminal_shows_every_column():
     st.lists(st.tuples(st.booleans(), st.text(alphabet="abc de", min_size=1, max_size=20)), min_size=1, max_size=12),
     st.lists(st.integers(min_value=0, max_value=10**12), min_size=1, max_size=5),
     st.integers(min_value=20, max_value=200),
+    st.integers(min_value=1, max_value=3),
 )
-def test_fitted_columns_fit_and_never_cut_a_number(spec, values, width):
+def test_fitted_columns_fit_and_never_cut_a_number(spec, values, width, keys):
     columns = [("f", (" " if text else "") + heading, "") for text, heading in spec]
     cells = [[f"{v:,}" for _ in columns] for v in values]
-    keep, widths = fit_columns(columns, cells, width)
-    assert 0 in keep
+    keep, widths = fit_columns(columns, cells, width, keys)
+    assert set(range(min(keys, len(columns)))) <= set(keep)
     for i in keep:
         if not columns[i][1].startswith(" "):
             assert widths[i] >= max(len(row[i]) for row in cells)
-    if len(keep) > 1:
+    if len(keep) > keys:
         assert 1 + sum(widths[i] + COLUMN_FRAME for i in keep) <= width
+
+
+def table_blocks(shown: str) -> list[tuple[list[str], list[list[str]]]]:
+    """Every table in ``shown`` as (headings, lines): the headings with their wrapped lines
+    joined, and each line of the body split into its cells (see ``rows_of``)."""
+    blocks, lines = [], shown.splitlines()
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("┏"):
+            i += 1
+            continue
+        head, body = [], []
+        i += 1
+        while not lines[i].startswith("┡"):
+            head.append([c.strip() for c in lines[i].strip("┃").split("┃")])
+            i += 1
+        i += 1
+        while not lines[i].startswith("└"):
+            body.append([c.strip() for c in lines[i].strip("│").split("│")])
+            i += 1
+        headings = [" ".join(filter(None, (h[j] for h in head))) for j in range(len(head[0]))]
+        blocks.append((headings, body))
+    return blocks
+
+
+def rows_of(headings: list[str], body: list[list[str]], anchor: str) -> list[dict[str, str]]:
+    """The table's rows, each a heading -> text dict; a line with text under ``anchor`` (a
+    numeric column, on a row's first line only) starts a row, the lines below continue it."""
+    at = headings.index(anchor)
+    rows: list[list[list[str]]] = []
+    for line in body:
+        if line[at] or not rows:
+            rows.append([[] for _ in headings])
+        for j, text in enumerate(line):
+            if text:
+                rows[-1][j].append(text)
+    return [{h: " ".join(cell[j]) for j, h in enumerate(headings)} for cell in rows]
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_a_narrow_links_table_keeps_each_link_direction(columns):
+    shown = terminal_cli(columns, "run", str(GALLERY))
+    assert "dir" not in left_out(shown)
+    links = [(h, b) for h, b in table_blocks(shown) if h[0] == "link"]
+    assert links, shown
+    headings, body = links[0]
+    rows = rows_of(headings, body, "utilization")
+    expected = {(r["name"], r["direction"]) for r in cli_json("run", str(GALLERY))["links"]}
+    assert {(r["link"], r["dir"]) for r in rows} == expected
+
+
+VALIDATE_KEYS = ("system", "table", "series", "column", "unit")
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_a_narrow_validate_table_keeps_what_identifies_each_row(columns):
+    shown = terminal_cli(columns, "validate", "--only", "ntb")
+    assert not set(VALIDATE_KEYS) & left_out(shown)
+    assert max(len(line) for line in shown.splitlines()) <= columns
+    headings, body = table_blocks(shown)[0]
+    rows = rows_of(headings, body, "published")
+    published = cli_json("validate", "--only", "ntb")
+    assert len(rows) == len(published)
+    # Every identifying field of every row is in the table, whole (joined into one column
+    # or each in its own), wrapping aside.
+    keys = [h for h in headings if h not in ("published", "simulated", "error", "role")]
+    assert " ".join(keys).replace(" / ", " ").split() == list(VALIDATE_KEYS)
+
+    def bare(text: str) -> str:  # wrapping drops spaces; the joined column adds " / "
+        return "".join(text.split()).replace("/", "")
+
+    for row, expected in zip(rows, published, strict=True):
+        # The table spells each rate one way (validation.display_unit); JSON keeps the published one.
+        expected = {**expected, "unit": display_unit(expected["unit"])}
+        assert bare("".join(row[h] for h in keys)) == bare("".join(str(expected[k]) for k in VALIDATE_KEYS))

@@ -16,10 +16,10 @@ from rich.console import Console
 
 from tlpsim import ConfigError, _core, link_bandwidth, message_bandwidth, validate
 from tlpsim.files import check_output, write_atomic
-from tlpsim.output import Format, console, emit, emit_json
+from tlpsim.output import Format, Unit, console, emit, emit_json, in_unit, unit_spec
 from tlpsim.simulate import TRACE_LIMIT, RunResult, Scenario, SimulationError, load_scenario, schema
 from tlpsim.simulate import run as run_scenario
-from tlpsim.validation import write_report
+from tlpsim.validation import display_unit, write_report
 
 T = TypeVar("T")
 
@@ -31,6 +31,13 @@ app = typer.Typer(
 )
 
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
+
+#: ``--unit``: the throughput unit of `run`, `sweep` and `compare` tables (JSON and CSV keep
+#: their fields, each in the unit its name says).
+UnitOpt = Annotated[
+    Unit,
+    typer.Option("--unit", help="Throughput unit of the tables: Gb/s, GB/s (10^9 bytes/s) or MB/s (10^6 bytes/s)."),
+]
 
 
 def _print_version(value: bool) -> None:
@@ -208,6 +215,36 @@ def _fio_rows(fio: list[dict]) -> list[dict]:
     return rows
 
 
+#: GPU copies whose engines post writes (``flows[].memcpy``): nothing answers a posted write,
+#: so they have no first-byte latency. The core's ``latency_ns`` for them, each TLP's first
+#: byte out to its taking effect, is the TLP's own wire time where the target adds nothing
+#: (4.4 ns for 256 B on Gen5 x16): the tables show "-", JSON and CSV keep the figure.
+POSTED_COPIES = ("d2h", "p2p-write")
+
+#: The first-byte latency fields the `run` and `sweep` tables show.
+_FIRST_BYTE = ("latency_ns_mean", "latency_ns_p50", "latency_ns_p99", "latency_ns_max")
+
+
+def _no_first_byte(rows: list[dict], copies: list[str | None]) -> list[dict]:
+    """Table rows with the first-byte latency blank (shown "-") where ``copies`` (each row's
+    ``memcpy``) names a copy of posted writes."""
+    return [
+        {**r, **dict.fromkeys((f for f in _FIRST_BYTE if f in r), None)} if c in POSTED_COPIES else r
+        for r, c in zip(rows, copies, strict=True)
+    ]
+
+
+def _say_no_first_byte(flows: list[dict]) -> None:
+    """One line per GPU copy of posted writes saying why its first-byte latency is "-"."""
+    for f in flows:
+        if f.get("memcpy") in POSTED_COPIES:
+            console().print(
+                f"{f['name']}: no first-byte latency (-): a {f['memcpy']} copy posts writes, which nothing answers; "
+                "JSON's latency_ns is each write's time to take effect at the target",
+                highlight=False, markup=False,
+            )  # fmt: skip
+
+
 def _say_trace_written(trace: Path, limit: int) -> None:
     """Says the trace was written and, when the limit cut it, how many packets it dropped
     (the file's ``dropped`` field says the same)."""
@@ -248,6 +285,14 @@ def run_cmd(
         ),
     ] = None,
     force: ForceOpt = False,
+    unit: Annotated[
+        Unit | None,
+        typer.Option(
+            "--unit",
+            help="Throughput unit of the tables: Gb/s, GB/s (10^9 bytes/s) or MB/s (10^6 bytes/s) "
+            "(default: flows in Gb/s and GB/s, links in Gb/s).",
+        ),
+    ] = None,
 ) -> None:
     """Simulate a scenario at the TLP level: throughput and latency per flow, per link direction."""
     if trace is not None:
@@ -267,9 +312,14 @@ def run_cmd(
             if any(f.get("completion_timeouts") for f in result.flows)
             else []
         )
-        emit(result.flow_rows(), format, [
-            ("name", " flow", ""), ("target", " target", ""), ("bytes", "bytes", ","),
-            ("throughput_gbps", "Gb/s", ".3f"), ("throughput_gbytes_per_s", "GB/s", ".3f"),
+        rates = (
+            [("throughput_gbps", "Gb/s", ".3f"), ("throughput_gbytes_per_s", "GB/s", ".3f")]
+            if unit is None
+            else [("throughput_gbps", unit.value, unit_spec(unit))]
+        )
+        flow_rows = _no_first_byte(result.flow_rows(), [f.get("memcpy") for f in result.flows])
+        emit(in_unit(flow_rows, ["throughput_gbps"], unit or Unit.gbps), format, [
+            ("name", " flow", ""), ("target", " target", ""), ("bytes", "bytes", ","), *rates,
             ("latency_ns_mean", "first byte mean ns", ".1f"),
             ("latency_ns_p50", "p50 ns", ".0f"), ("latency_ns_p99", "p99 ns", ".0f"),
             ("latency_ns_max", "max ns", ".0f"), ("transfer_latency_ns_p50", "transfer p50 ns", ".0f"),
@@ -282,6 +332,7 @@ def run_cmd(
                 ("gb_per_s", "GB/s", ".3f"), ("mean_us", "lat mean us", ".1f"), ("p50_us", "p50 us", ".1f"),
                 ("p99_us", "p99 us", ".1f"), ("p99_9_us", "p99.9 us", ".1f"), ("max_us", "max us", ".1f"),
             ], title="fio (latency per I/O: submission doorbell to MSI-X)")  # fmt: skip
+        _say_no_first_byte(result.flows)
         copies = [f for f in result.flows if f.get("memcpy")]
         if copies:
             emit(copies, format, [
@@ -298,12 +349,14 @@ def run_cmd(
             )
         # Retrains (REPLAY_NUM rollovers) only get a column when a link retrained.
         retrains = [("retrains", "retrains", ",")] if any(lk.get("retrains") for lk in result.links) else []
-        emit(result.links, format, [
+        link_unit = unit or Unit.gbps
+        emit(in_unit(result.links, ["payload_gbps"], link_unit), format, [
             ("name", " link", ""), ("direction", " dir", ""), ("utilization", "utilization", "%"),
-            ("payload_gbps", "payload Gb/s", ".3f"), ("tlps", "TLPs", ","), ("dllps", "DLLPs", ","),
-            ("replays", "replays", ","), *retrains, ("credit_stall_fraction", "credit stall", "%"),
-            ("queue_mean_tlps", "queued TLPs mean", ".1f"), ("queue_max_tlps", "max", ","),
-        ], title="links")  # fmt: skip
+            ("payload_gbps", f"payload {link_unit.value}", unit_spec(link_unit)), ("tlps", "TLPs", ","),
+            ("dllps", "DLLPs", ","), ("replays", "replays", ","), *retrains,
+            ("credit_stall_fraction", "credit stall", "%"), ("queue_mean_tlps", "queued TLPs mean", ".1f"),
+            ("queue_max_tlps", "max", ","),
+        ], title="links", keys=2)  # fmt: skip
         # Resources that did no work (65,536 idle host bridges took 14 s to draw) are
         # counted, not listed; JSON and CSV list every one.
         working = [r for r in result.resources if r["busy"] > 0]
@@ -411,6 +464,7 @@ def sweep_cmd(
     ] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")] = False,
     format: FormatOpt = Format.table,
+    unit: UnitOpt = Unit.gbps,
 ) -> None:
     """Run one scenario at every combination of some of its values: throughput, latency and
     bottleneck per point and workload."""
@@ -435,13 +489,18 @@ def sweep_cmd(
     if result.reused:
         print(f"tlpsim: {result.reused} points were already in {output}", file=sys.stderr)
     columns = [(k, f" {k}", "") for k in result.keys] + [
-        ("flow", " flow", ""), ("throughput_gbps", "Gb/s", ".3f"), ("latency_ns_mean", "first byte mean ns", ".1f"),
+        ("flow", " flow", ""), ("throughput_gbps", unit.value, unit_spec(unit)),
+        ("latency_ns_mean", "first byte mean ns", ".1f"),
         ("latency_ns_p99", "p99 ns", ".0f"), ("transfer_latency_ns_p99", "transfer p99 ns", ".0f"),
         ("bottleneck", " bottleneck", ""), ("bottleneck_busy", "busy", "%"),
     ]  # fmt: skip
     if any(r["forwarded_mbps"] is not None for r in result.rows):
         columns += [("forwarded_mbps", "forwarded Mb/s", ".1f"), ("frames_dropped", "dropped", "")]
-    emit(result.rows, format, columns, title=f"{scenario.name}: sweep")
+    rows = result.rows
+    if format is Format.table:
+        copies = [f.get("memcpy") for run in result.runs for f in run["flows"]]
+        rows = in_unit(_no_first_byte(rows, copies), ["throughput_gbps"], unit)
+    emit(rows, format, columns, title=f"{scenario.name}: sweep", keys=len(result.keys) + 1)
     for point in result.failed:
         where = ", ".join(f"{k}={point[k]}" for k in result.keys)
         print(f"tlpsim: sweep point {where} failed: {point['error']}", file=sys.stderr)
@@ -460,6 +519,7 @@ def compare_cmd(
     a: Annotated[Path, typer.Argument(help="Scenario A (the baseline).")],
     b: Annotated[Path, typer.Argument(help="Scenario B (the change).")],
     format: FormatOpt = Format.table,
+    unit: UnitOpt = Unit.gbps,
 ) -> None:
     """Run two scenarios and set them side by side: throughput per flow with the change,
     utilisation per link direction, and what limits each flow in both."""
@@ -473,7 +533,7 @@ def compare_cmd(
     elif format is Format.csv:
         emit([{"kind": "flow", **f} for f in cmp.flows] + [{"kind": "link", **link} for link in cmp.links], format, [])
     else:
-        _print_comparison(cmp)
+        _print_comparison(cmp, unit)
     if not (cmp.a_audit_passed and cmp.b_audit_passed):
         Console(stderr=True).print("tlpsim: audit FAILED in A or B (see tlpsim run)")
         raise typer.Exit(1)
@@ -483,22 +543,23 @@ def compare_cmd(
 IDLE_UTILIZATION = 0.001
 
 
-def _print_comparison(cmp) -> None:
+def _print_comparison(cmp, unit: Unit = Unit.gbps) -> None:
     """A comparison as two tables, flows and links (those idle in both runs left out, with a
-    line saying how many), with A and B named above them."""
+    line saying how many), with A and B named above them; rates in ``unit``."""
     out = console()
     out.print(f"A = {cmp.a}, B = {cmp.b}", highlight=False, markup=False)
-    emit(cmp.flows, Format.table, [
-        ("name", " flow", ""), ("in", " in", ""), ("a_gbps", "A Gb/s", ".3f"), ("b_gbps", "B Gb/s", ".3f"),
-        ("delta_gbps", "delta Gb/s", "+.3f"), ("change", "change", "+.2%"), ("a_bottleneck", " A limited by", ""),
-        ("b_bottleneck", " B limited by", ""),
+    u, spec = unit.value, unit_spec(unit)
+    emit(in_unit(cmp.flows, ["a_gbps", "b_gbps", "delta_gbps"], unit), Format.table, [
+        ("name", " flow", ""), ("in", " in", ""), ("a_gbps", f"A {u}", spec), ("b_gbps", f"B {u}", spec),
+        ("delta_gbps", f"delta {u}", unit_spec(unit, signed=True)), ("change", "change", "+.2%"),
+        ("a_bottleneck", " A limited by", ""), ("b_bottleneck", " B limited by", ""),
     ], title="flows: throughput")  # fmt: skip
     busy = [r for r in cmp.links if max(r["a_utilization"] or 0, r["b_utilization"] or 0) >= IDLE_UTILIZATION]
-    emit(busy, Format.table, [
+    emit(in_unit(busy, ["a_payload_gbps", "b_payload_gbps"], unit), Format.table, [
         ("name", " link", ""), ("direction", " dir", ""), ("in", " in", ""), ("a_utilization", "A utilization", "%"),
         ("b_utilization", "B utilization", "%"), ("delta_utilization", "change", "pt"),
-        ("a_payload_gbps", "A payload Gb/s", ".3f"), ("b_payload_gbps", "B payload Gb/s", ".3f"),
-    ], title="links: utilization per direction")  # fmt: skip
+        ("a_payload_gbps", f"A payload {u}", spec), ("b_payload_gbps", f"B payload {u}", spec),
+    ], title="links: utilization per direction", keys=2)  # fmt: skip
     if len(busy) < len(cmp.links):
         out.print(
             f"{len(cmp.links) - len(busy)} link directions idle in both runs (under {IDLE_UTILIZATION:.1%}) "
@@ -555,6 +616,10 @@ _VALIDATE_COLUMNS = [
     ("error", "error", "+.2%"), ("role", " role", ""),
 ]  # fmt: skip
 
+#: The leading columns of `_VALIDATE_COLUMNS` that identify a row (with its unit: a number
+#: means nothing without it); a narrow terminal keeps them.
+_VALIDATE_KEYS = 5
+
 
 def _validate_with_bar(only: str | None):
     """Runs the validation with a progress bar; Ctrl-C stops it as the next cell finishes."""
@@ -607,7 +672,9 @@ def validate_cmd(
     _check_report_folder(report, force)
     rows = _validate_with_bar(only)
     shown, cut = _table_rows(rows) if format is Format.table else (rows, [])
-    emit(shown, format, _VALIDATE_COLUMNS, title="tlpsim validate")
+    if format is Format.table:  # one spelling per rate; JSON and CSV keep the published one
+        shown = [{**r, "unit": display_unit(r["unit"])} for r in shown]
+    emit(shown, format, _VALIDATE_COLUMNS, title="tlpsim validate", keys=_VALIDATE_KEYS)
     if format is Format.table:
         out = console()
         for line in cut:
@@ -679,7 +746,10 @@ def _print_fit(report) -> None:
         ("error", "error", "+.2%"),
     ], title="fitted parameters (device: on the calibration directory; host: on this one)")  # fmt: skip
     columns = [*_VALIDATE_COLUMNS, ("low", "90 % low", ".6g"), ("high", "90 % high", ".6g")]
-    emit(report.rows, Format.table, columns, title=f"{report.short}: published vs tlpsim ({report.fold})")
+    emit(
+        report.rows, Format.table, columns, title=f"{report.short}: published vs tlpsim ({report.fold})",
+        keys=_VALIDATE_KEYS,
+    )  # fmt: skip
     for line in summary_lines(report.rows, report.short):
         out.print(line, highlight=False, markup=False)
     by_reason: dict[str, list[str]] = {}

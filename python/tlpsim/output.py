@@ -21,6 +21,30 @@ class Format(str, enum.Enum):
     csv = "csv"
 
 
+class Unit(str, enum.Enum):
+    """Throughput units the tables take (``--unit``): Gb/s, GB/s (10^9 bytes/s), MB/s (10^6 bytes/s)."""
+
+    gbps = "Gb/s"
+    gbytes = "GB/s"
+    mbytes = "MB/s"
+
+
+#: Per unit: its amount in one Gb/s, and the format spec of its table cells.
+_UNIT_OF_GBPS = {Unit.gbps: (1.0, ".3f"), Unit.gbytes: (0.125, ".3f"), Unit.mbytes: (125.0, ",.1f")}
+
+
+def unit_spec(unit: Unit, signed: bool = False) -> str:
+    """The format spec a rate in ``unit`` shows with (``signed``: with its sign, for a change)."""
+    spec = _UNIT_OF_GBPS[unit][1]
+    return "+" + spec if signed else spec
+
+
+def in_unit(rows: Sequence[dict], fields: Sequence[str], unit: Unit) -> list[dict]:
+    """Copies of ``rows`` with each of ``fields``, a rate in Gb/s, in ``unit`` (None stays None)."""
+    factor = _UNIT_OF_GBPS[unit][0]
+    return [{**r, **{f: r[f] * factor for f in fields if r.get(f) is not None}} for r in rows]
+
+
 #: A table column: (field, heading, format spec). Format ``%`` shows a fraction as percent,
 #: ``pt`` a difference of two fractions as signed percentage points.
 Column = tuple[str, str, str]
@@ -53,12 +77,13 @@ def emit_json(data) -> None:
     sys.stdout.write("\n")
 
 
-def emit(rows: Sequence[dict], fmt: Format, columns: Sequence[Column], title: str | None = None) -> None:
+def emit(rows: Sequence[dict], fmt: Format, columns: Sequence[Column], title: str | None = None, keys: int = 1) -> None:
     """Prints ``rows``; ``columns`` chooses and formats the table view's columns.
 
     JSON and CSV carry every field of every row, names and values unchanged (CSV: the
     columns of all rows in order of first appearance, blank where a row lacks one). Table
-    headings that start with a space are left-aligned text columns.
+    headings that start with a space are left-aligned text columns. The first ``keys``
+    columns identify a row (a link and its direction): a narrow terminal never drops them.
     """
     if fmt is Format.json:
         emit_json(list(rows))
@@ -76,23 +101,37 @@ def emit(rows: Sequence[dict], fmt: Format, columns: Sequence[Column], title: st
     else:
         out = console()
         cells = [[cell_text(row[f], spec) for f, _, spec in columns] for row in rows]
-        _print_table(out, title, columns, cells)
+        _print_table(out, title, columns, cells, keys)
 
 
-def _print_table(out: Console, title: str | None, columns: Sequence[Column], cells: list[list[str]]) -> None:
-    """Prints ``cells`` under ``columns`` in ``out.width`` characters (see ``fit_columns``).
+#: What separates the values of the columns that identify a row when they share one column.
+KEY_JOIN = " / "
+
+
+def _print_table(
+    out: Console, title: str | None, columns: Sequence[Column], cells: list[list[str]], keys: int = 1
+) -> None:
+    """Prints ``cells`` under ``columns`` in ``out.width`` characters (see ``fit_columns``);
+    the first ``keys`` columns identify a row and are never left out.
 
     When columns would be left out but the table turned on its side (one line per column,
-    one column per row) fits whole, that is printed instead; otherwise a dim line names the
-    columns left out.
+    one column per row) fits whole, that is printed instead. Else, when the identifying
+    columns joined into one (``system / table / ...``, at least ``KEY_MIN_WIDTH`` wide) leave
+    room for more of the others, that is printed. A dim line names the columns left out.
     """
-    keep, widths = fit_columns(columns, cells, out.width)
+    keep, widths = fit_columns(columns, cells, out.width, keys)
     if len(keep) < len(columns) and cells:
         side = [("", " " + columns[0][1].strip(), "")] + [("", row[0], "") for row in cells]
         side_cells = [[columns[i][1].strip()] + [row[i] for row in cells] for i in range(1, len(columns))]
         side_keep, side_widths = fit_columns(side, side_cells, out.width)
         if len(side_keep) == len(side):
             columns, cells, keep, widths = side, side_cells, side_keep, side_widths
+        elif keys > 1:
+            joined = [("", " " + KEY_JOIN.join(c[1].strip() for c in columns[:keys]), ""), *columns[keys:]]
+            joined_cells = [[KEY_JOIN.join(row[:keys]), *row[keys:]] for row in cells]
+            joined_keep, joined_widths = fit_columns(joined, joined_cells, out.width, 1, KEY_MIN_WIDTH)
+            if len(joined_keep) - 1 > len(keep) - keys:
+                columns, cells, keep, widths = joined, joined_cells, joined_keep, joined_widths
     table = Table(title=title, header_style="bold")
     for i in keep:
         heading = columns[i][1]
@@ -113,31 +152,46 @@ def _print_table(out: Console, title: str | None, columns: Sequence[Column], cel
 #: The narrowest a text column is squeezed to before columns are dropped (it wraps to fit).
 TEXT_MIN_WIDTH = 8
 
+#: The narrowest the identifying columns joined into one are squeezed to (they wrap to fit).
+KEY_MIN_WIDTH = 20
+
 #: Characters a table spends per column besides its content (padding each side, one rule).
 COLUMN_FRAME = 3
 
 
-def fit_columns(columns: Sequence[Column], cells: Sequence[Sequence[str]], width: int) -> tuple[list[int], list[int]]:
+def fit_columns(
+    columns: Sequence[Column],
+    cells: Sequence[Sequence[str]],
+    width: int,
+    keys: int = 1,
+    key_width: int = TEXT_MIN_WIDTH,
+) -> tuple[list[int], list[int]]:
     """The columns that fit ``width`` characters and each one's content width.
 
     A number is never cut or wrapped: a numeric column is as wide as its widest value. Text
-    columns wrap, down to ``TEXT_MIN_WIDTH``; headings wrap at spaces. When even that is too
-    wide, columns are dropped: text columns from the right, then numbers from the right; the
-    first column, which names the row, stays.
+    columns wrap, down to ``TEXT_MIN_WIDTH`` (the first ``keys`` down to ``key_width``);
+    headings wrap at spaces. When even that is too wide, columns are dropped: text columns
+    from the right, then numbers from the right; the first ``keys`` columns, which identify
+    the row, stay.
     """
     n = len(columns)
+    keys = max(1, min(keys, n))
     text = [columns[i][1].startswith(" ") for i in range(n)]
     widest = [max([len(row[i]) for row in cells] + [1]) for i in range(n)]
     heading_word = [max(len(w) for w in (columns[i][1].split() or [""])) for i in range(n)]
     natural = [max(widest[i], len(columns[i][1].strip()) if text[i] else widest[i]) for i in range(n)]
-    least = [min(natural[i], TEXT_MIN_WIDTH) if text[i] else max(widest[i], min(heading_word[i], 6)) for i in range(n)]
+    least = [
+        min(natural[i], key_width if i < keys else TEXT_MIN_WIDTH) if text[i]
+        else max(widest[i], min(heading_word[i], 6))
+        for i in range(n)
+    ]  # fmt: skip
     keep = list(range(n))
     # Text columns go first, from the right, then numbers from the right.
-    order = [i for i in reversed(range(1, n)) if text[i]] + [i for i in reversed(range(1, n)) if not text[i]]
+    order = [i for i in reversed(range(keys, n)) if text[i]] + [i for i in reversed(range(keys, n)) if not text[i]]
     while order and 1 + sum(least[i] + COLUMN_FRAME for i in keep) > width:
         keep.remove(order.pop(0))
     widths = list(least)
-    # The first column stays even when it alone is too wide: never less than nothing to spare.
+    # The identifying columns stay even when they alone are too wide: never less than nothing to spare.
     spare = max(width - 1 - sum(widths[i] + COLUMN_FRAME for i in keep), 0)
     # Spare room goes first to numeric headings (a whole word per line), then evenly to text.
     for i in keep:

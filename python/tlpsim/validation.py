@@ -240,18 +240,36 @@ TICK_WIDTH = 16
 BAR_GROUP = 0.8
 
 
+#: One spelling per rate, as the report and its charts show it, for each way the published
+#: tables write it (the reference files keep theirs). MCDMA's "GBPS" is GiB/s (its bytes in
+#: 5 s say so; validation/modern/sources.md), and its cell is simulated in GiB/s.
+UNIT_SPELLING = {
+    "Gbit/s": "Gb/s", "Gbps": "Gb/s", "Mbit/s": "Mb/s", "Mbps": "Mb/s", "GBps": "GB/s", "MBps": "MB/s",
+    "GBPS": "GiB/s",
+}  # fmt: skip
+
+_SPELLED = re.compile(r"(?<![\w/])(" + "|".join(map(re.escape, UNIT_SPELLING)) + r")(?![\w/])")
+
+
+def display_unit(unit: str) -> str:
+    """``unit`` as the report shows it: each rate in its one spelling (``Gbit/s, TCP`` ->
+    ``Gb/s, TCP``, ``MBps`` -> ``MB/s``), the rest as published."""
+    return _SPELLED.sub(lambda m: UNIT_SPELLING[m[1]], unit)
+
+
 #: The quantity a unit measures, by how the unit starts (the longest match wins): a chart's
 #: axis reads "quantity (unit)". A unit not here names its quantity itself ("fraction of drops").
 QUANTITY_OF_UNIT = {
-    "Gb/s": "throughput", "Gbit/s": "throughput", "GB/s": "throughput", "GBps": "throughput",
-    "GBPS": "throughput", "MB/s": "throughput", "MBps": "throughput", "Mbit/s": "throughput",
-    "kframe/s": "frame rate", "million TLP/s": "TLP rate", "ns": "latency", "us": "latency",
-    "%": "share", "fraction": "share", "bytes": "size",
+    "Gb/s": "throughput", "GB/s": "throughput", "GiB/s": "throughput", "MB/s": "throughput",
+    "Mb/s": "throughput", "kframe/s": "frame rate", "million TLP/s": "TLP rate", "ns": "latency",
+    "us": "latency", "%": "share", "fraction": "share", "bytes": "size",
 }  # fmt: skip
 
 
 def axis_label(unit: str) -> str:
-    """A chart axis label naming the quantity and its unit, wrapped to 45 characters a line."""
+    """A chart axis label naming the quantity and its unit (in its one spelling, see
+    :func:`display_unit`), wrapped to 45 characters a line."""
+    unit = display_unit(unit)
     known = [u for u in QUANTITY_OF_UNIT if unit == u or unit.startswith((u + " ", u + ","))]
     label = f"{QUANTITY_OF_UNIT[max(known, key=len)]} ({unit})" if known else unit
     return textwrap.fill(label, 45)
@@ -374,7 +392,7 @@ def write_report(report: ValidationReport, directory: Path, written: list[Path] 
     lines += ["", "## Cells", "", note, "", md_row(fields), "|" + "---|" * len(fields)]
     for r in report:
         cells = [
-            r["system"], r["table"], r["series"], r["column"], r["unit"],
+            r["system"], r["table"], r["series"], r["column"], display_unit(r["unit"]),
             f"{r['published']:.6g}", f"{r['simulated']:.6g}", f"{100 * r['error']:+.2f} %", r["role"],
             r.get("limit") or "",
         ]  # fmt: skip
