@@ -418,6 +418,9 @@ def sweep_cmd(
     from tlpsim.sweep import sweep as run_sweep
 
     values = parse_set(set_)
+    if output is not None:
+        # The input first: --force (or --resume) must never turn the scenario into points.
+        check_output(output, "sweep points", inputs=[scenario], force=True)
     _check_sweep_output(output, resume, force)
     client = _dask_client(scheduler) if scheduler else None
     try:
@@ -628,12 +631,20 @@ def validate_cmd(
         _say_written(report, files)
 
 
-def _check_report_folder(report: Path | None, force: bool) -> None:
-    """Refuses a --report folder that is a file, or holds a report already without --force."""
+def _check_report_folder(report: Path | None, force: bool, inputs: list[Path] | None = None) -> None:
+    """Refuses a --report folder that is a file, or holds a report already without --force,
+    and one whose report files would overwrite one of ``inputs`` (whatever --force says)."""
+    if report is not None and report.is_dir():
+        for name in REPORT_FILES:
+            check_output(report / name, "report", inputs=inputs or [], force=True)
     if report is not None and report.is_dir() and (report / "report.md").exists() and not force:
         raise ConfigError(f"{report} holds a report already: add --force to overwrite it, or name another folder")
     if report is not None and report.exists() and not report.is_dir():
         raise ConfigError(f"{report}: cannot write the report there: it is a file, not a folder")
+
+
+#: The files a --report folder gets besides its charts.
+REPORT_FILES = ("report.md", "report.html")
 
 
 def _say_written(folder: Path, files: list[Path]) -> None:
@@ -713,9 +724,10 @@ def fit_cmd(
 
     from tlpsim.pciebench import fit_directory
 
+    inputs = sorted(directory.glob("*")) if directory.is_dir() else []
     if output is not None:
-        check_output(output, "output", inputs=sorted(directory.glob("*")) if directory.is_dir() else [], force=force)
-    _check_report_folder(report, force)
+        check_output(output, "output", inputs=inputs, force=force)
+    _check_report_folder(report, force, inputs)
     fit = _with_count_bar(
         f"fitting {directory.name}", "simulated cells", lambda step: fit_directory(directory, progress=step)
     )

@@ -13,18 +13,25 @@ from pathlib import Path
 
 from tlpsim._core import ConfigError
 
-__all__ = ["atomic_output", "check_output", "write_atomic"]
+__all__ = ["atomic_output", "check_output", "refuse_input", "write_atomic"]
 
 
-def check_output(path: Path, what: str, inputs: Iterable[Path] = (), force: bool = False) -> None:
-    """Refuses, in one line, an output ``path`` that is one of ``inputs`` (whatever
-    ``force`` says), that exists without ``force``, or whose folder is missing."""
+def refuse_input(path: str | os.PathLike[str], what: str, inputs: Iterable[str | os.PathLike[str]]) -> None:
+    """Refuses, in one line, an output ``path`` that is one of ``inputs``: the same file by
+    name, through a symlink or as a hard link (same device and inode)."""
+    path = Path(path)
     for source in inputs:
         try:
             if path.exists() and Path(source).exists() and os.path.samefile(path, source):
                 raise ConfigError(f"{path}: the {what} would overwrite the input {source}; choose another file")
         except OSError:
             continue
+
+
+def check_output(path: Path, what: str, inputs: Iterable[Path] = (), force: bool = False) -> None:
+    """Refuses, in one line, an output ``path`` that is one of ``inputs`` (whatever
+    ``force`` says), that exists without ``force``, or whose folder is missing."""
+    refuse_input(path, what, inputs)
     if path.is_dir():
         raise ConfigError(f"{path}: cannot write the {what}: it is a folder")
     if not path.parent.is_dir():

@@ -13,6 +13,7 @@ from typing import Any
 
 from tlpsim import _core
 from tlpsim._core import ConfigError, SimulationError
+from tlpsim.files import refuse_input
 from tlpsim.pool import run_jobs
 from tlpsim.simulate import Scenario, scenario_text, value_text
 from tlpsim.sweep_file import PointFile, header
@@ -134,6 +135,8 @@ def sweep(
     if not isinstance(retries, int) or retries < 0:
         raise ConfigError(f"retries {retries!r} is not allowed; allowed: a whole number, 0 or more")
     text, origin = scenario_text(scenario)
+    if output is not None and not isinstance(scenario, Scenario) and origin != "<text>":
+        refuse_input(output, "sweep points", [origin])
     keys = list(values)
     for k in keys:
         if isinstance(values[k], (str, bytes)) or not isinstance(values[k], Sequence) or not values[k]:
