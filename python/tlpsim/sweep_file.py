@@ -14,8 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from tlpsim._core import ConfigError
+from tlpsim.files import read_capped
 
 __all__ = ["PointFile", "header"]
+
+#: The largest points file resumed (a point of an 8-GPU server is about 20 KB: 50,000 of
+#: them); a bigger one, or a device such as /dev/zero, is refused in one line.
+MAX_SWEEP_FILE_BYTES = 1 << 30
 
 #: The header's format marker and version.
 FORMAT_KEY = "tlpsim_sweep"
@@ -41,7 +46,7 @@ def _read(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]], bool
     """The header (None for an empty file or one cut inside its header), the point records,
     and whether a partial last line was dropped. A bad line before the last is refused."""
     not_ours = ConfigError(f"{path} is not a tlpsim sweep file: give another output file, or overwrite it (--force)")
-    lines = path.read_bytes().split(b"\n")
+    lines = read_capped(path, "a sweep points file", MAX_SWEEP_FILE_BYTES).split(b"\n")
     last = lines.pop()  # text after the last newline: a line cut by a hard kill
     if not lines:
         if last and not last.startswith(f'{{"{FORMAT_KEY}":'.encode()):
