@@ -731,6 +731,8 @@ def fit_cmd(
     fit = _with_count_bar(
         f"fitting {directory.name}", "simulated cells", lambda step: fit_directory(directory, progress=step)
     )
+    if format is not Format.table:
+        _say_notes(fit.notes)
     with contextlib.ExitStack() as stack:
         if output is not None:
             buffer = stack.enter_context(io.StringIO())
@@ -752,6 +754,12 @@ def fit_cmd(
         files: list[Path] = []
         write_fit_report(fit, report, written=files)
         _say_written(report, files)
+
+
+def _say_notes(notes: list[str] | tuple[str, ...]) -> None:
+    """Each note (a line of input left out, and why) as ``tlpsim: note: ...`` on stderr."""
+    for note in notes:
+        print(f"tlpsim: note: {note}", file=sys.stderr)
 
 
 import_app = typer.Typer(
@@ -817,6 +825,7 @@ def import_pcie_bench_cmd(
     from tlpsim.pciebench.pipeline import load_directory, source_machine
 
     data = import_pcie_bench(directory)
+    _say_notes(data.notes)
     machine, why = None, "no sys-lspci.txt"
     if (directory / "sys-lspci.txt").is_file():
         try:

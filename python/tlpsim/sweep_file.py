@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tlpsim._core import ConfigError
+from tlpsim._records import finite
 from tlpsim.files import read_capped
 
 __all__ = ["PointFile", "header"]
@@ -38,8 +39,9 @@ def header(origin: str, text: str, keys: Sequence[str]) -> dict[str, Any]:
 
 
 def _line(record: dict[str, Any]) -> str:
-    """One record as one line of JSON (values JSON lacks, as their text)."""
-    return json.dumps(record, separators=(",", ":"), default=str) + "\n"
+    """One record as one line of JSON (values JSON lacks, as their text; NaN and infinities
+    as null)."""
+    return json.dumps(finite(record), separators=(",", ":"), default=str, allow_nan=False) + "\n"
 
 
 def _read(path: Path) -> tuple[dict[str, Any] | None, list[tuple[int, dict[str, Any]]], bool]:
