@@ -2,9 +2,12 @@
 small synthetic texts."""
 
 import tomllib
+import unicodedata
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tlpsim
 from tlpsim.importers.lspci import parse_lspci, parse_lspci_tree
@@ -259,3 +262,31 @@ def test_cli_bad_input_one_line_exit_2(cli, args, words):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+ESC_NAME = Path(__file__).resolve().parent / "data" / "lspci_esc_name.txt"
+
+
+def test_an_escape_in_a_device_name_imports_escaped(cli):
+    # ESC in a name went into a TOML comment, which the loader refused with an empty reason.
+    proc = cli("import", "lspci", str(ESC_NAME))
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout + proc.stderr and "\x07" not in proc.stdout
+    assert r"# 01:00.0 Ethernet controller: Evil\u{1b}[2J\u{1b}]0;pwned\u{7} Corp Widget" in proc.stdout
+    tlpsim.load_scenario(proc.stdout)
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.text(alphabet=st.characters(codec="utf-8"), max_size=12))
+def test_any_device_name_imports_or_fails_with_a_reason(name):
+    text = ESC_NAME.read_text().replace("Evil\x1b[2J\x1b]0;pwned\x07 Corp Widget", name)
+    try:
+        result = tlpsim.import_lspci(text)
+    except tlpsim.ConfigError as e:
+        message = str(e)
+        assert "\n" not in message and message.rstrip().rsplit(":", 1)[-1].strip(), message
+        return
+    tlpsim.load_scenario(result.scenario)
+    comments = [line for line in result.scenario.splitlines() if "Ethernet controller" in line]
+    controls = [c for line in comments for c in line if unicodedata.category(c) in ("Cc", "Zl", "Zp")]
+    assert comments and not controls

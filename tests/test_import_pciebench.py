@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tlpsim
-from tlpsim.importers import format_size, parse_host_name, parse_size
+from tlpsim.importers import format_size, parse_host_name, parse_size, read_pcie_bench
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "pcie-bench"
 HOSTS = sorted(p.name for p in DATA.iterdir() if p.is_dir())
@@ -184,7 +184,8 @@ def test_cli_formats(cli):
     proc = cli("import", "pcie-bench", directory, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert set(doc) == {"directory", "host", "files", "measurements", "cdf", "machine"}
+    assert set(doc) == {"directory", "host", "files", "notes", "measurements", "cdf", "machine"}
+    assert doc["notes"] == []
     assert len(doc["measurements"]) == 2052 and doc["host"]["iommu"] is True
     # The machine facts come from the sys-*.txt files, each with its source.
     assert doc["machine"]["llc_bytes"] == {"value": "15MiB", "source": "sys-cpuinfo.txt: cache size"}
@@ -235,3 +236,49 @@ def test_pcie_bench_sizes_are_binary(k, unit):
 def test_half_sizes_as_pcie_bench_writes_them(k, unit):
     # pcie-bench writes a window of one and a half MiB "1.5MB".
     assert parse_size(f"{k}.5{unit[0]}") == (2 * k + 1) << (unit[1] - 1)
+
+
+def strict_json(text: str):
+    """``text`` parsed as JSON that has no NaN or Infinity (which Python's reader accepts)."""
+
+    def refuse(constant: str):
+        raise AssertionError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+NAN_MIN = Path(__file__).resolve().parent / "data" / "pciebench_nan_min" / HSW
+
+
+def test_a_nan_measurement_is_left_out_with_a_note_and_the_json_stays_json(cli):
+    # pcie-bench's "nan" in BW (GB/s) was printed as "bw_gbps": NaN, which no strict reader takes.
+    proc = cli("import", "pcie-bench", str(NAN_MIN), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    data = strict_json(proc.stdout)
+    assert data["measurements"] == []
+    assert data["notes"] == [f"{NAN_MIN}/bw_dma_sz_sweep.txt:2: column BW (GB/s) is nan, not a measurement; "
+                             "the line is left out"]  # fmt: skip
+    assert proc.stderr == f"tlpsim: note: {data['notes'][0]}\n"
+
+
+def test_a_non_finite_value_anywhere_leaves_its_line_out():
+    head = "Test PAT Cache HO DO WinSZ SZ Time(cyc) Time Bytes Trans BW (GB/s) Trans/s\n"
+    line = "BW_DMA_RD Rand HWarm 0 0 8KB {sz} 160968016 134.14ms 512MB 8388608 {bw} {ts}\n"
+    values = [(64, "32.0", "6e7"), (128, "inf", "6e7"), (256, "40.0", "-inf"), (512, "41.0", "NaN")]
+    text = head + "".join(line.format(sz=sz, bw=bw, ts=ts) for sz, bw, ts in values)
+    cdf = "cycles ns cdf\ntest=LAT_DMA_RD trans_sz=64 win_sz=8192 cache=cold\n10 8.3 0.5\n11 nan 0.6\n12 10 1.0\n"
+    data = read_pcie_bench(HSW, {"bw_dma_sz_sweep.txt": text, "lat_dma_details_cdf.txt": cdf})
+    assert [r["transfer_bytes"] for r in data.measurements] == [64]
+    assert [r["latency_cycles"] for r in data.cdf] == [10, 12]
+    assert [n.split(": ")[0] for n in data.notes] == [
+        f"{HSW}/bw_dma_sz_sweep.txt:3", f"{HSW}/bw_dma_sz_sweep.txt:4", f"{HSW}/bw_dma_sz_sweep.txt:5",
+        f"{HSW}/lat_dma_details_cdf.txt:4",
+    ]  # fmt: skip
+    assert "column Trans/s is -inf" in data.notes[1]
+
+
+def test_json_output_never_holds_nan_or_infinity(capsys):
+    from tlpsim.output import emit_json
+
+    emit_json({"a": float("nan"), "b": [float("inf"), 1.5, {"c": -float("inf")}], "d": (float("nan"),)})
+    assert strict_json(capsys.readouterr().out) == {"a": None, "b": [None, 1.5, {"c": None}], "d": [None]}

@@ -3,6 +3,8 @@ megabytes. Always one short line on stderr, never a hang or a flood."""
 
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = (ROOT / "scenarios" / "t5220-two-switches.toml").read_text()
 
@@ -53,3 +55,60 @@ def test_ctrl_c_while_a_big_scenario_loads_stops_with_one_line(interrupt, tmp_pa
     proc, took = interrupt("run", str(path), after=1.0)
     assert (proc.returncode, proc.stderr, proc.stdout) == (130, "tlpsim: interrupted\n", "")
     assert took < 10, took
+
+
+def test_every_input_of_the_cli_is_capped_like_a_scenario(cli, tmp_path):
+    # /dev/urandom was read whole: 7.6 GB in 53 s, then a MemoryError traceback.
+    lspci = next((ROOT / "data" / "pcie-bench").glob("*/sys-lspci.txt"))
+    for argv in (
+        ["import", "lspci", "/dev/zero"],
+        ["import", "lspci", "/dev/urandom"],
+        ["import", "lspci", str(lspci), "--tree", "/dev/zero"],
+    ):
+        proc = cli(*argv)
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert "over 64 MiB" in proc.stderr and "/dev/" in proc.stderr, proc.stderr
+
+
+def just_over_the_cap(path: Path) -> Path:
+    """``path`` made a sparse file one byte over :data:`tlpsim.files.MAX_INPUT_BYTES`."""
+    from tlpsim.files import MAX_INPUT_BYTES
+
+    with path.open("wb") as f:
+        f.truncate(MAX_INPUT_BYTES + 1)
+    return path
+
+
+def test_a_file_just_over_the_cap_is_refused_and_one_at_it_is_read(tmp_path):
+    import tlpsim
+    from tlpsim.files import MAX_INPUT_BYTES
+    from tlpsim.importers import ImportFileError
+
+    big = just_over_the_cap(tmp_path / "lspci.txt")
+    with pytest.raises(ImportFileError, match=r"lspci.txt: the file is over 64 MiB, too big for"):
+        tlpsim.import_lspci(big)
+    bench = tmp_path / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
+    bench.mkdir()
+    just_over_the_cap(bench / "bw_dma_sz_sweep.txt")
+    with pytest.raises(ImportFileError, match=r"bw_dma_sz_sweep.txt: the file is over 64 MiB"):
+        tlpsim.import_pcie_bench(bench)
+    # At the cap is still read (and refused for what it holds, not for its size).
+    with big.open("r+b") as f:
+        f.truncate(MAX_INPUT_BYTES)
+    with pytest.raises(ImportFileError) as e:
+        tlpsim.import_lspci(big)
+    assert "over 64 MiB" not in str(e.value)
+
+
+def test_a_sweep_points_file_over_its_cap_is_refused_in_one_line(tmp_path, monkeypatch):
+    import tlpsim
+    from tlpsim import ConfigError, sweep_file
+
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(EXAMPLE)
+    points = tmp_path / "p.jsonl"
+    tlpsim.sweep(scenario, {"pcie.mps": [128]}, jobs=1, output=points)
+    monkeypatch.setattr(sweep_file, "MAX_SWEEP_FILE_BYTES", points.stat().st_size - 1)
+    with pytest.raises(ConfigError, match=r"p.jsonl: the file is over .* too big for a sweep points file"):
+        tlpsim.sweep(scenario, {"pcie.mps": [128]}, jobs=1, output=points, resume=True)

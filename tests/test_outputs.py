@@ -5,6 +5,7 @@ import errno
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,65 @@ def test_a_streamed_trace_is_whole_json_with_every_packet_of_a_short_run(scenari
     # No warmup in the count: the trace holds the whole run, the links the measured part.
     assert data["dropped"] == 0 and len(slices) >= sent > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml", "t.json"]
+
+
+#: Every command that writes a file, as (argv, the input its output is made to be): each
+#: builder gets the temporary folder, the scenario, and the output path to use.
+def _writers(tmp_path: Path, scenario: Path) -> dict[str, tuple[Callable[[Path], list[str]], Path]]:
+    lspci = tmp_path / "lspci.txt"
+    shutil.copy(LSPCI[0], lspci)
+    tree = tmp_path / "tree.txt"
+    tree.write_text("-[0000:00]---00.0  Intel Corporation Device 0000\n")
+    bench = tmp_path / "bench"
+    shutil.copytree(LSPCI[0].parent, bench)
+    sweep = ["sweep", str(scenario), "--set", "pcie.mps=128,256", "--jobs", "1"]
+    return {
+        "run --trace": (lambda out: ["run", str(scenario), "--trace", str(out), "--force"], scenario),
+        "sweep -o --force": (lambda out: [*sweep, "-o", str(out), "--force"], scenario),
+        "sweep -o --resume": (lambda out: [*sweep, "-o", str(out), "--resume"], scenario),
+        "import lspci -o": (lambda out: ["import", "lspci", str(lspci), "-o", str(out), "--force"], lspci),
+        "import lspci --tree -o": (
+            lambda out: ["import", "lspci", str(lspci), "--tree", str(tree), "-o", str(out), "--force"],
+            tree,
+        ),
+        "fit -o": (lambda out: ["fit", str(bench), "-o", str(out), "--force"], bench / "sys-lspci.txt"),
+        "fit --report": (
+            lambda out: ["fit", str(bench), "--report", str(out.parent), "--force"],
+            bench / "bw_dma_sz_sweep.txt",
+        ),
+    }
+
+
+WRITERS = ["run --trace", "sweep -o --force", "sweep -o --resume", "import lspci -o", "import lspci --tree -o",
+           "fit -o", "fit --report"]  # fmt: skip
+
+
+@pytest.mark.skipif(not LSPCI, reason="no pcie-bench sample in data/pcie-bench")
+@pytest.mark.parametrize("how", ["same path", "symlink", "hard link"])
+@pytest.mark.parametrize("command", WRITERS)
+def test_no_writing_command_overwrites_an_input_even_with_force(cli, scenario, tmp_path, command, how):
+    argv, victim = _writers(tmp_path, scenario)[command]
+    folder = tmp_path / "out"
+    folder.mkdir()
+    # fit --report writes report.md in the folder it is given: that file is the one made an input.
+    out = folder / ("report.md" if command == "fit --report" else "out.txt")
+    if how == "same path":
+        if command == "fit --report":
+            pytest.skip("a report folder is never a file; its report.md is linked instead")
+        out = victim
+    elif how == "symlink":
+        out.symlink_to(victim)
+    else:
+        os.link(victim, out)
+    before = victim.read_bytes()
+    proc = cli(*argv(out))
+    assert proc.returncode == 2, proc.stderr
+    assert "would overwrite the input" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert victim.read_bytes() == before
+
+
+def test_the_sweep_function_never_writes_its_points_over_the_scenario(scenario):
+    before = scenario.read_bytes()
+    with pytest.raises(ConfigError, match="would overwrite the input"):
+        tlpsim.sweep(scenario, {"pcie.mps": [128, 256]}, jobs=1, output=scenario, overwrite=True)
+    assert scenario.read_bytes() == before

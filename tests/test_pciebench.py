@@ -602,3 +602,34 @@ def test_the_shipped_bands_are_those_the_shipped_data_give(validation):
     assert shipped_text == pipeline.shipped_bands_text(validation.pciebench), (
         "python/tlpsim/pciebench/bands.json is stale: run python -m tlpsim.pciebench.pipeline"
     )
+
+
+def test_an_infinite_calibrate_cell_is_left_out_with_a_note_not_fitted(cli, tmp_path):
+    # An "inf" in the cell llc_hit_latency is fitted on was "fitted" with error NaN, exit 0.
+    d = tmp_path / HSW
+    shutil.copytree(DATA / HSW, d)
+    sweep = d / "bw_dma_sz_sweep.txt"
+    lines = sweep.read_text().splitlines(keepends=True)
+    assert lines[4].split()[6] == "64" and lines[4].split()[11] == "32.019"
+    lines[4] = lines[4].replace("32.019", "inf")
+    sweep.write_text("".join(lines))
+    proc = cli("fit", str(d), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    note = f"{sweep}:5: column BW (GB/s) is inf, not a measurement; the line is left out"
+    assert note in report["notes"] and f"tlpsim: note: {note}" in proc.stderr
+    fitted = {f["parameter"]: f for f in report["fitted"]}
+    assert fitted["llc_hit_latency"]["status"] == "no calibrate cell"
+    assert all(f["error"] is None or abs(f["error"]) < 1 for f in report["fitted"])
+    assert not any(r["series"] == "BW_DMA_RD HWarm" and r["column"] == "64B" for r in report["rows"])
+
+
+def test_no_cell_is_made_of_a_non_finite_measurement(bdw):
+    from dataclasses import replace
+
+    rows = [dict(r) for r in bdw.measurements]
+    first = next(i for i, r in enumerate(rows) if r["test"] == "BW_DMA_RD" and r["file"] == "bw_dma_sz_sweep.txt")
+    rows[first]["bw_gbps"] = float("inf")
+    cells = cells_of(replace(bdw, measurements=rows))
+    assert len(cells) == len(cells_of(bdw)) - 1
+    assert all(math.isfinite(c.published) for c in cells)

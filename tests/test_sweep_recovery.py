@@ -12,6 +12,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tlpsim
 from tlpsim.pool import run_jobs
@@ -250,3 +252,59 @@ def test_killing_a_dask_worker_reruns_its_point(tmp_path, slow, dask_cluster):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert tags_of(records(out)) == TAGS and all("run" in r for r in records(out))
+
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def test_resuming_a_points_file_with_a_run_that_is_not_one_says_which_line(cli, tmp_path):
+    # `"run": {}` gave a KeyError traceback; "garbage", [] and {"flows": 5} other ones.
+    head, record = (DATA / "bad_sweep_points.jsonl").read_text().splitlines()
+    for run in ("{}", '"garbage"', "[]", '{"flows": 5}', '{"flows": [{"name": "x"}], "audit": {"passed": true}}'):
+        points = tmp_path / "t.jsonl"
+        points.write_text(f"{head}\n{record.replace('{}', run)}\n")
+        proc = cli(
+            "sweep", str(DATA / "bad_sweep_scenario.toml"), "--set", "workload.reads.outstanding=2,3",
+            "-o", str(points), "--resume",
+        )  # fmt: skip
+        assert proc.returncode == 2, (run, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"{points} line 2: the run of point" in proc.stderr, proc.stderr
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+_KEY = "workload.reads.outstanding"
+#: A line of a points file: any JSON value, a record of any point, or a record of this
+#: sweep's point with any run (some of them whole runs with one field changed).
+_LINE = st.one_of(
+    _JSON,
+    st.builds(lambda p, r: {"point": p, "run": r}, st.dictionaries(st.sampled_from([_KEY, "x"]), _JSON), _JSON),
+    st.builds(lambda v, r: {"point": {_KEY: v}, "run": r}, st.sampled_from(["2", 2, "3"]), _JSON),
+    st.builds(lambda v, e: {"point": {_KEY: v}, "error": e}, st.sampled_from(["2", "3"]), _JSON),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(_LINE, max_size=4), whole=st.sampled_from([None, "flows", "audit", "bottleneck", "name"]))
+def test_resuming_any_json_lines_never_gives_a_traceback(tmp_path, lines, whole):
+    scenario = DATA / "bad_sweep_scenario.toml"
+    points = tmp_path / "t.jsonl"
+    head = (DATA / "bad_sweep_points.jsonl").read_text().splitlines()[0]
+    if whole is not None:
+        # A real run with one field broken, where the check has to look inside.
+        run = tlpsim.run(tlpsim.load_scenario(scenario)).to_dict()
+        broken = run["flows"][0] if whole in ("bottleneck", "name") else run
+        broken[whole] = lines[0] if lines else None
+        lines = [{"point": {_KEY: "2"}, "run": run}, *lines]
+    points.write_text(head + "\n" + "".join(json.dumps(v) + "\n" for v in lines))
+    try:
+        result = tlpsim.sweep(scenario, {_KEY: [2, 3]}, jobs=1, output=points, resume=True, keep_failed=True)
+    except tlpsim.ConfigError as e:
+        assert "\n" not in str(e) and str(points) in str(e), str(e)
+        return
+    assert len(result.rows) >= len(result.points)
+    json.dumps(result.rows)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -34,3 +35,15 @@ class CoreRecord:
         out = dataclasses.asdict(self)
         out.update(out.pop("extra"))
         return out
+
+
+def finite(data):
+    """``data`` with every NaN or infinite float (at any depth of dicts, lists and tuples)
+    as None: JSON has no NaN, and ``NaN`` in a file breaks every strict JSON reader."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite(v) for v in data]
+    return data

@@ -472,6 +472,9 @@ def sweep_cmd(
     from tlpsim.sweep import sweep as run_sweep
 
     values = parse_set(set_)
+    if output is not None:
+        # The input first: --force (or --resume) must never turn the scenario into points.
+        check_output(output, "sweep points", inputs=[scenario], force=True)
     _check_sweep_output(output, resume, force)
     client = _dask_client(scheduler) if scheduler else None
     try:
@@ -695,12 +698,20 @@ def validate_cmd(
         _say_written(report, files)
 
 
-def _check_report_folder(report: Path | None, force: bool) -> None:
-    """Refuses a --report folder that is a file, or holds a report already without --force."""
+def _check_report_folder(report: Path | None, force: bool, inputs: list[Path] | None = None) -> None:
+    """Refuses a --report folder that is a file, or holds a report already without --force,
+    and one whose report files would overwrite one of ``inputs`` (whatever --force says)."""
+    if report is not None and report.is_dir():
+        for name in REPORT_FILES:
+            check_output(report / name, "report", inputs=inputs or [], force=True)
     if report is not None and report.is_dir() and (report / "report.md").exists() and not force:
         raise ConfigError(f"{report} holds a report already: add --force to overwrite it, or name another folder")
     if report is not None and report.exists() and not report.is_dir():
         raise ConfigError(f"{report}: cannot write the report there: it is a file, not a folder")
+
+
+#: The files a --report folder gets besides its charts.
+REPORT_FILES = ("report.md", "report.html")
 
 
 def _say_written(folder: Path, files: list[Path]) -> None:
@@ -783,12 +794,15 @@ def fit_cmd(
 
     from tlpsim.pciebench import fit_directory
 
+    inputs = sorted(directory.glob("*")) if directory.is_dir() else []
     if output is not None:
-        check_output(output, "output", inputs=sorted(directory.glob("*")) if directory.is_dir() else [], force=force)
-    _check_report_folder(report, force)
+        check_output(output, "output", inputs=inputs, force=force)
+    _check_report_folder(report, force, inputs)
     fit = _with_count_bar(
         f"fitting {directory.name}", "simulated cells", lambda step: fit_directory(directory, progress=step)
     )
+    if format is not Format.table:
+        _say_notes(fit.notes)
     with contextlib.ExitStack() as stack:
         if output is not None:
             buffer = stack.enter_context(io.StringIO())
@@ -810,6 +824,12 @@ def fit_cmd(
         files: list[Path] = []
         write_fit_report(fit, report, written=files)
         _say_written(report, files)
+
+
+def _say_notes(notes: list[str] | tuple[str, ...]) -> None:
+    """Each note (a line of input left out, and why) as ``tlpsim: note: ...`` on stderr."""
+    for note in notes:
+        print(f"tlpsim: note: {note}", file=sys.stderr)
 
 
 import_app = typer.Typer(
@@ -875,6 +895,7 @@ def import_pcie_bench_cmd(
     from tlpsim.pciebench.pipeline import load_directory, source_machine
 
     data = import_pcie_bench(directory)
+    _say_notes(data.notes)
     machine, why = None, "no sys-lspci.txt"
     if (directory / "sys-lspci.txt").is_file():
         try:

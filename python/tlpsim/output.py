@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
+from tlpsim._records import finite
+
 
 class Format(str, enum.Enum):
     """Output formats every command takes."""
@@ -72,8 +74,9 @@ def console() -> Console:
 
 
 def emit_json(data) -> None:
-    """Prints any JSON-ready value, indented."""
-    json.dump(data, sys.stdout, indent=2)
+    """Prints any JSON-ready value, indented; a NaN or infinite float is printed as null
+    (``allow_nan=False`` guards that none gets through)."""
+    json.dump(finite(data), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
 
 

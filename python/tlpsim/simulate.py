@@ -12,7 +12,7 @@ from typing import Any, Literal
 from tlpsim import _core
 from tlpsim._core import ConfigError, Scenario, ScenarioError, SimulationError
 from tlpsim._records import CoreRecord
-from tlpsim.files import atomic_output
+from tlpsim.files import MAX_INPUT_BYTES, atomic_output, read_capped
 
 __all__ = ["Scenario", "ScenarioError", "SimulationError", "RunResult", "load_scenario", "run", "schema"]
 
@@ -25,7 +25,7 @@ def _looks_like_path(text: str) -> bool:
 
 
 #: The largest scenario file read; a bigger one (or /dev/zero) is refused in one line.
-MAX_SCENARIO_BYTES = 64 << 20
+MAX_SCENARIO_BYTES = MAX_INPUT_BYTES
 
 
 def scenario_text(source: Scenario | str | os.PathLike[str]) -> tuple[str, str]:
@@ -38,15 +38,9 @@ def scenario_text(source: Scenario | str | os.PathLike[str]) -> tuple[str, str]:
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
         path = Path(source)
         try:
-            with path.open("rb") as f:
-                data = f.read(MAX_SCENARIO_BYTES + 1)
-            if len(data) > MAX_SCENARIO_BYTES:
-                raise ScenarioError(
-                    _core.one_line(
-                        f"{path}: the file is over {MAX_SCENARIO_BYTES >> 20} MiB, too big for a scenario "
-                        "(a 10,000-endpoint system is 2 MiB): is it the right file?"
-                    )
-                )
+            data = read_capped(
+                path, "a scenario (a 10,000-endpoint system is 2 MiB)", MAX_SCENARIO_BYTES, ScenarioError
+            )
             return data.decode("utf-8"), str(path)
         except OSError as e:
             raise ScenarioError(_core.one_line(f"{path}: cannot read the file: {e.strerror or e}")) from None

@@ -13,6 +13,7 @@ from typing import Any
 
 from tlpsim import _core
 from tlpsim._core import ConfigError, SimulationError
+from tlpsim.files import refuse_input
 from tlpsim.pool import run_jobs
 from tlpsim.simulate import Scenario, scenario_text, value_text
 from tlpsim.sweep_file import PointFile, header
@@ -98,6 +99,37 @@ class SweepResult:
         return pd.DataFrame(self.rows)
 
 
+def _json_kind(value: Any) -> str:
+    """What JSON calls ``value``'s type, with an article: ``a string``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    kinds = ((dict, "an object"), (list, "a list"), (str, "a string"), ((int, float), "a number"))
+    return next((name for t, name in kinds if isinstance(value, t)), type(value).__name__)
+
+
+def run_problem(point: dict[str, Any], run: Any) -> str | None:
+    """What keeps ``run``, read back from a points file, from being a point's run (one
+    phrase, such as ``has no flows``), or None when :attr:`SweepResult.rows` can use it."""
+    if not isinstance(run, dict):
+        return f"is {_json_kind(run)}, not a run result"
+    for needed, kind in (("flows", list), ("audit", dict)):
+        if needed not in run:
+            return f"has no {needed}: it is not a run result"
+        if not isinstance(run[needed], kind):
+            return f"has {_json_kind(run[needed])} for {needed}: it is not what tlpsim run writes"
+    if "passed" not in run["audit"]:
+        return "lacks the field 'passed' of audit that tlpsim run writes"
+    try:
+        _ = SweepResult(list(point), [point], [run]).rows
+    except KeyError as e:
+        return f"lacks the field {e.args[0]!r} that tlpsim run writes"
+    except (TypeError, AttributeError, ValueError, IndexError):
+        return "has a field of the wrong type: it is not what tlpsim run writes"
+    return None
+
+
 def sweep(
     scenario: Scenario | str | os.PathLike[str],
     values: Mapping[str, Sequence[Any]],
@@ -134,6 +166,8 @@ def sweep(
     if not isinstance(retries, int) or retries < 0:
         raise ConfigError(f"retries {retries!r} is not allowed; allowed: a whole number, 0 or more")
     text, origin = scenario_text(scenario)
+    if output is not None and not isinstance(scenario, Scenario) and origin != "<text>":
+        refuse_input(output, "sweep points", [origin])
     keys = list(values)
     for k in keys:
         if isinstance(values[k], (str, bytes)) or not isinstance(values[k], Sequence) or not values[k]:
@@ -194,7 +228,7 @@ def _open_output(
     if resume and overwrite:
         raise ConfigError("resume and overwrite are exclusive: resume keeps the output file's points")
     if resume:
-        return PointFile.resume(path, head, lambda point: _point_key(head["keys"], point))
+        return PointFile.resume(path, head, lambda point: _point_key(head["keys"], point), run_problem)
     if path.exists() and not overwrite:
         raise ConfigError(
             f"{path} exists: resume (--resume) to run only the points it lacks, or overwrite it (--force)"

@@ -14,8 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from tlpsim._core import ConfigError
+from tlpsim._records import finite
+from tlpsim.files import read_capped
 
 __all__ = ["PointFile", "header"]
+
+#: The largest points file resumed (a point of an 8-GPU server is about 20 KB: 50,000 of
+#: them); a bigger one, or a device such as /dev/zero, is refused in one line.
+MAX_SWEEP_FILE_BYTES = 1 << 30
 
 #: The header's format marker and version.
 FORMAT_KEY = "tlpsim_sweep"
@@ -33,34 +39,47 @@ def header(origin: str, text: str, keys: Sequence[str]) -> dict[str, Any]:
 
 
 def _line(record: dict[str, Any]) -> str:
-    """One record as one line of JSON (values JSON lacks, as their text)."""
-    return json.dumps(record, separators=(",", ":"), default=str) + "\n"
+    """One record as one line of JSON (values JSON lacks, as their text; NaN and infinities
+    as null)."""
+    return json.dumps(finite(record), separators=(",", ":"), default=str, allow_nan=False) + "\n"
 
 
-def _read(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]], bool]:
-    """The header (None for an empty file or one cut inside its header), the point records,
-    and whether a partial last line was dropped. A bad line before the last is refused."""
+def _read(path: Path) -> tuple[dict[str, Any] | None, list[tuple[int, dict[str, Any]]], bool]:
+    """The header (None for an empty file or one cut inside its header), the point records
+    with their line numbers, and whether a partial last line was dropped. A bad line before
+    the last is refused."""
     not_ours = ConfigError(f"{path} is not a tlpsim sweep file: give another output file, or overwrite it (--force)")
-    lines = path.read_bytes().split(b"\n")
+    lines = read_capped(path, "a sweep points file", MAX_SWEEP_FILE_BYTES).split(b"\n")
     last = lines.pop()  # text after the last newline: a line cut by a hard kill
     if not lines:
         if last and not last.startswith(f'{{"{FORMAT_KEY}":'.encode()):
             raise not_ours
         return None, [], bool(last)
-    parsed: list[dict[str, Any]] = []
+    parsed: list[tuple[int, dict[str, Any]]] = []
     for n, raw in enumerate(lines, 1):
         try:
             value = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             value = None
-        if n == 1 and (not isinstance(value, dict) or value.get(FORMAT_KEY) != FORMAT_VERSION):
+        if n == 1 and not _is_header(value):
             raise not_ours
         if not isinstance(value, dict) or (n > 1 and not isinstance(value.get("point"), dict)):
             raise ConfigError(
                 f"{path} line {n} is not a sweep record: give another output file, or overwrite it (--force)"
             )
-        parsed.append(value)
-    return parsed[0], parsed[1:], bool(last)
+        parsed.append((n, value))
+    return parsed[0][1], parsed[1:], bool(last)
+
+
+def _is_header(value: Any) -> bool:
+    """Whether a first line's value is a sweep file's header: the format marker and the
+    swept keys as a list of names."""
+    return (
+        isinstance(value, dict)
+        and value.get(FORMAT_KEY) == FORMAT_VERSION
+        and isinstance(value.get("keys"), list)
+        and all(isinstance(k, str) for k in value["keys"])
+    )
 
 
 def _check_header(path: Path, found: dict[str, Any], wanted: dict[str, Any]) -> None:
@@ -93,12 +112,18 @@ class PointFile:
 
     @classmethod
     def resume(
-        cls, path: str | os.PathLike[str], head: dict[str, Any], key: Callable[[dict[str, Any]], Hashable]
+        cls,
+        path: str | os.PathLike[str],
+        head: dict[str, Any],
+        key: Callable[[dict[str, Any]], Hashable],
+        check: Callable[[dict[str, Any], Any], str | None] = lambda point, run: None,
     ) -> tuple[PointFile, dict[Hashable, dict[str, Any]]]:
         """Opens ``path`` to go on with the sweep ``head`` describes (a missing or empty file
         starts afresh) and returns it with the runs it already holds, by ``key(point)``.
         Failed points, repeats of a point and a partial last line are dropped (the file is
-        rewritten without them, atomically), so those points run again."""
+        rewritten without them, atomically), so those points run again. ``check(point, run)``
+        says what is wrong with a run read back (None: nothing); such a record is refused in
+        one line naming the file and line."""
         path = Path(path)
         if not path.exists():
             return cls.create(path, head), {}
@@ -108,10 +133,16 @@ class PointFile:
         _check_header(path, found, head)
         runs: dict[Hashable, dict[str, Any]] = {}
         kept = [found]
-        for r in records:
+        for n, r in records:
             if set(r["point"]) != set(head["keys"]):
                 raise ConfigError(
-                    f"{path}: a record's point {r['point']} lacks some of the keys {', '.join(head['keys'])}: "
+                    f"{path} line {n}: the point {_short(r['point'])} lacks some of the keys "
+                    f"{', '.join(head['keys'])}: give another output file, or overwrite it (--force)"
+                )
+            problem = check(r["point"], r["run"]) if "run" in r else None
+            if problem is not None:
+                raise ConfigError(
+                    f"{path} line {n}: the run of point {_short(r['point'])} {problem}: "
                     "give another output file, or overwrite it (--force)"
                 )
             k = key(r["point"])
@@ -132,6 +163,12 @@ class PointFile:
     def close(self) -> None:
         """Closes the file."""
         self._handle.close()
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    """A record's value as JSON for a message, cut to ``limit`` characters."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _replace(path: Path, records: list[dict[str, Any]]) -> None:

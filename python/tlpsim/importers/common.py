@@ -8,6 +8,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from tlpsim._core import ConfigError
+from tlpsim.files import read_capped
 
 __all__ = ["ImportFileError", "format_size", "parse_size", "read_text"]
 
@@ -20,12 +21,13 @@ class ImportFileError(ConfigError):
 
 def read_text(path: str | os.PathLike[str], what: str) -> str:
     """The text of ``path``, or :class:`ImportFileError` naming it and ``what`` it should
-    hold when it is missing, a folder, unreadable or not text."""
+    hold when it is missing, a folder, unreadable, not text or over
+    :data:`tlpsim.files.MAX_INPUT_BYTES` (``/dev/zero`` included)."""
     p = Path(path)
     if p.is_dir():
         raise ImportFileError(f"{p}: is a folder; give the file with {what}")
     try:
-        data = p.read_bytes()
+        data = read_capped(p, what, error=ImportFileError)
     except FileNotFoundError:
         raise ImportFileError(f"{p}: no such file; give the file with {what}") from None
     except OSError as e:

@@ -202,8 +202,27 @@ def _parse_block(path: str, lines: list[tuple[int, str]], f: PciFunction) -> Non
             _read_express(f, path, fields)
 
 
+#: Characters a device name may not carry into a scenario comment or a message: control
+#: characters (TOML refuses them in a comment; ESC drives the terminal), line and paragraph
+#: separators, and the bidirectional overrides that reorder text on screen.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def escaped(text: str) -> str:
+    """``text`` with each control character written as the scenario loader's messages write
+    it (ESC as ``\\u{1b}``), so that a device name is safe in a TOML comment and on a terminal."""
+    return _UNPRINTABLE.sub(lambda m: f"\\u{{{ord(m.group()):x}}}", text)
+
+
+def _lines(text: str) -> list[str]:
+    """``text``'s lines, split at newlines only (``str.splitlines`` also splits at the
+    control characters \\x1c-\\x1e and \\x85 and at U+2028, which a device name may hold)."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
 def _split_title(rest: str) -> tuple[str, str]:
-    device_class, _, description = rest.partition(": ")
+    """(class, description) of a device header's text, control characters escaped."""
+    device_class, _, description = escaped(rest).partition(": ")
     description = re.sub(r"\s*\(prog-if .*$", "", description)  # last, and may hold "(X)"
     description = re.sub(r"\s*\(rev [0-9a-fA-F]+\)", "", description).strip()
     return device_class.strip(), description
@@ -223,7 +242,7 @@ def parse_lspci(text: str, origin: str = "<text>") -> list[PciFunction]:
             _parse_block(origin, block, current)
             functions.append(current)
 
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(_lines(text), start=1):
         if line and not line[0].isspace():
             m = _HEADER.fullmatch(line.rstrip())
             if m is None:
@@ -286,7 +305,7 @@ def parse_lspci_tree(text: str, origin: str = "<text>") -> dict[tuple[int, int, 
     # column where a bus's devices start -> (domain, that bus, its bridge or None)
     at_column: dict[int, tuple[int, int, tuple | None]] = {}
     found = False
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(_lines(text), start=1):
         pos = 0
         while pos < len(line):
             root = _TREE_ROOT.match(line, pos)

@@ -11,6 +11,7 @@ opened by ``test=... trans_sz=... win_sz=... cache=...``) go to a second table.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -156,8 +157,9 @@ def _value(path: Path, lineno: int, header: str, parse: Callable[[str], Any], te
         raise ImportFileError(f"{path}:{lineno}: column {header}: {why}") from None
 
 
-def _read_results(path: Path, lines: list[str], first: int) -> list[dict[str, Any]]:
-    """The rows of a result file whose header is ``lines[first]``."""
+def _read_results(path: Path, lines: list[str], first: int, notes: list[str]) -> list[dict[str, Any]]:
+    """The rows of a result file whose header is ``lines[first]``; a line with a value that
+    is not finite is left out, with a note in ``notes``."""
     names = _header_fields(lines[first])
     cols = _columns(names, COLUMNS)
     rows = []
@@ -174,11 +176,23 @@ def _read_results(path: Path, lines: list[str], first: int) -> list[dict[str, An
         row: dict[str, Any] = {"file": path.name, "line": i + 1}
         for name, (col, parse), text in zip(names, cols, values, strict=True):
             row[col] = _value(path, i + 1, name, parse, text)
-        rows.append(row)
+        if _finite(path, i + 1, names, [row[col] for col, _ in cols], notes):
+            rows.append(row)
     return rows
 
 
-def _read_cdf(path: Path, lines: list[str], first: int) -> list[dict[str, Any]]:
+def _finite(path: Path, lineno: int, names: list[str], values: list[Any], notes: list[str]) -> bool:
+    """Whether a line's ``values`` (under header ``names``) are all finite; if not, a note
+    naming the file, the line and the column goes to ``notes`` and the line is left out
+    (pcie-bench writes ``nan`` or ``inf`` for a run that measured nothing)."""
+    bad = [(n, v) for n, v in zip(names, values, strict=True) if isinstance(v, float) and not math.isfinite(v)]
+    if bad:
+        what = ", ".join(f"column {n} is {v}" for n, v in bad)
+        notes.append(f"{path}:{lineno}: {what}, not a measurement; the line is left out")
+    return not bad
+
+
+def _read_cdf(path: Path, lines: list[str], first: int, notes: list[str]) -> list[dict[str, Any]]:
     """The points of a latency-distribution file whose header is ``lines[first]``."""
     names = _header_fields(lines[first])
     cols = _columns(names, CDF_COLUMNS)
@@ -214,22 +228,23 @@ def _read_cdf(path: Path, lines: list[str], first: int) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"file": path.name, "line": i + 1, **section}
         for name, (col, parse), text in zip(names, cols, values, strict=True):
             row[col] = _value(path, i + 1, name, parse, text)
-        rows.append(row)
+        if _finite(path, i + 1, names, [row[col] for col, _ in cols], notes):
+            rows.append(row)
     return rows
 
 
-def _read_file(path: Path, text: str) -> tuple[Literal["results", "cdf"], list[dict[str, Any]]]:
+def _read_file(path: Path, text: str, notes: list[str]) -> tuple[Literal["results", "cdf"], list[dict[str, Any]]]:
     """One result file (``text``, read from ``path``): which table its header says it belongs
-    to, and its rows."""
+    to, and its rows (a note in ``notes`` for each line left out)."""
     lines = text.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None:
         raise ImportFileError(f"{path}: the file is empty; expected a header line naming the columns")
     names = _header_fields(lines[first])
     if "Test" in names:
-        return "results", _read_results(path, lines, first)
+        return "results", _read_results(path, lines, first, notes)
     if "cdf" in names:
-        return "cdf", _read_cdf(path, lines, first)
+        return "cdf", _read_cdf(path, lines, first, notes)
     raise ImportFileError(
         f"{path}:{first + 1}: the first line names no column pcie-bench writes; expected a header "
         "such as 'Test PAT Cache HO DO WinSZ SZ ...' or, for a latency distribution, 'cycles ns cdf'"
@@ -343,6 +358,8 @@ class PcieBenchData:
     cdf: list[dict[str, Any]]
     #: The result files read, in order.
     files: list[str] = field(default_factory=list)
+    #: One line per line of data left out (``FILE:LINE: column ... is nan``), in file order.
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Everything as plain JSON-ready data."""
@@ -350,6 +367,7 @@ class PcieBenchData:
             "directory": self.directory,
             "host": dict(self.host),
             "files": list(self.files),
+            "notes": list(self.notes),
             "measurements": [dict(r) for r in self.measurements],
             "cdf": [dict(r) for r in self.cdf],
         }
@@ -400,8 +418,9 @@ def read_pcie_bench(name: str, files: Mapping[str, str], origin: str | os.PathLi
         raise ImportFileError(f"{where}: no pcie-bench result files (bw_*.txt, lat_*.txt) in the directory")
     results: list[dict[str, Any]] = []
     cdf: list[dict[str, Any]] = []
+    notes: list[str] = []
     for file in names:
-        table, rows = _read_file(where / file, files[file])
+        table, rows = _read_file(where / file, files[file], notes)
         (results if table == "results" else cdf).extend(rows)
     return PcieBenchData(
         directory=name,
@@ -409,4 +428,5 @@ def read_pcie_bench(name: str, files: Mapping[str, str], origin: str | os.PathLi
         measurements=_uniform(results),
         cdf=_uniform(cdf),
         files=names,
+        notes=notes,
     )

@@ -9,6 +9,7 @@ latency's median or 99.9th percentile (ns). Files of other tests are listed by
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -125,8 +126,8 @@ def _row_reason(row: dict[str, Any]) -> str | None:
     if any(row.get(k) is None for k in needed):
         return "a row without size, window, pattern or cache"
     measures = ("bw_gbps",) if row["test"].startswith("BW_") else tuple(m for m, _ in LATENCY_MEASURES)
-    if not all(isinstance(row.get(m), (int, float)) and row[m] > 0 for m in measures):
-        return "a row without a positive value to compare with"
+    if not all(isinstance(row.get(m), (int, float)) and math.isfinite(row[m]) and row[m] > 0 for m in measures):
+        return "a row without a positive, finite value to compare with"
     return None
 
 

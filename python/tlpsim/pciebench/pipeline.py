@@ -327,7 +327,7 @@ def fit_source(
     fold = fold_of(machine, device)
     rows = [_row(c, o, role, fold) for c, o, role in zip(cells, outcomes, roles, strict=True)]
     dev_keys, host_keys_used = setup.keys(values)
-    notes = dict.fromkeys((*machine.notes, *device.notes, *(text for _, text in setup.notes)))
+    notes = dict.fromkeys((*source.data.notes, *machine.notes, *device.notes, *(text for _, text in setup.notes)))
     return FitReport(
         directory=source.name, short=machine.short, fold=fold, device_directory=device.directory,
         machine=machine, device=dev_keys, host=host_keys_used,
