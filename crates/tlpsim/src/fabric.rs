@@ -196,6 +196,9 @@ pub struct NvmeSpec {
     pub write_latency: SimTime,
     /// Largest I/O one command moves (MDTS), if limited.
     pub max_transfer: Option<u64>,
+    /// Bytes of write data it holds before the media has them (a write's data are fetched
+    /// once they fit; one larger than the whole buffer waits for it to be empty).
+    pub write_buffer: u64,
 }
 
 /// How a root complex forwards peer-to-peer TLPs between its root ports: store-and-forward,

@@ -394,3 +394,44 @@ fn a_faster_link_moves_the_posted_queue_into_the_switch_where_reads_wait_behind_
         lat(&fast3)
     );
 }
+
+#[test]
+fn writes_wait_for_write_buffer_room_and_fio_counts_whole_ios() {
+    // 128 writes of 512 KiB in flight (64 MiB) against a 4 GB/s media: the drive fetches a
+    // write's data only when its 8 MiB buffer has room, so the link carries what the media
+    // programs, and fio's bandwidth is its IOPS times the block size.
+    let text = "[simulation]\nduration = \"20ms\"\nwarmup = \"100us\"\nseed = 1\n\
+        [pcie]\nmps = 256\nmrrs = 512\n\
+        [[root_complex]]\nname = \"rc\"\nmemory_read_latency = \"500ns\"\n\
+        [[endpoint]]\nname = \"nvme0\"\nkind = \"nvme\"\ncommand_rate = 1000000\n\
+        read_bandwidth = \"7GB/s\"\nwrite_bandwidth = \"4GB/s\"\nread_latency = \"80us\"\n\
+        write_latency = \"20us\"\nmax_transfer = \"512KiB\"\n\
+        [[link]]\nbetween = [\"rc\", \"nvme0\"]\ngen = 4\nwidth = 4\n\
+        [[workload]]\nname = \"f\"\nkind = \"fio\"\nendpoint = \"nvme0\"\nrw = \"write\"\n\
+        bs = \"512KiB\"\niodepth = 32\nnumjobs = 4\n";
+    let r = simulate(text);
+    let f = fio(&r);
+    assert!(
+        f.bandwidth_gb_per_s <= 4.0 * 1.001,
+        "{}",
+        f.bandwidth_gb_per_s
+    );
+    assert!(f.bandwidth_gb_per_s > 3.9, "{}", f.bandwidth_gb_per_s);
+    // Its bandwidth (bytes over the link) and IOPS x bs agree to the data of the I/Os in
+    // flight at the window's edges: at most the buffer and one I/O.
+    let from_iops = f.iops * 512.0 * 1024.0 / 1e9;
+    let edge = (8.0 + 0.5) * 1048576.0 / 19.9e-3 / 1e9;
+    assert!(
+        (f.bandwidth_gb_per_s - from_iops).abs() <= edge,
+        "{} vs {from_iops}",
+        f.bandwidth_gb_per_s
+    );
+    // The data crossing the link in the window: at most the media's rate plus one buffer.
+    let window = 19.9e-3;
+    assert!(r.flows[0].bytes as f64 / window <= 4e9 + 8.0 * 1048576.0 / window);
+    // A smaller buffer is a key; one below a page is refused.
+    let small = simulate(&text.replace("max_transfer", "write_buffer = \"512KiB\"\nmax_transfer"));
+    assert!(fio(&small).bandwidth_gb_per_s < f.bandwidth_gb_per_s);
+    let e = refused(&text.replace("max_transfer", "write_buffer = \"1KiB\"\nmax_transfer"));
+    assert!(e.contains("write_buffer") && !e.contains('\n'), "{e}");
+}

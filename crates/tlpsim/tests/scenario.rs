@@ -58,6 +58,7 @@ const FREE_TEXT: &[&str] = &[
     "partial_unit_cost",
     "transfer_cost_per_kib",
     "latency_per_kib",
+    "write_buffer",
     "dma_unit",
     "descriptor",
     "status_writeback",

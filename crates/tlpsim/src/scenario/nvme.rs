@@ -85,6 +85,14 @@ pub struct NvmeEndpointSection {
     pub write_latency: String,
     /// Largest I/O one command moves (MDTS), e.g. "128KiB" (unlimited when left out).
     pub max_transfer: Option<String>,
+    /// Bytes of host write data the controller holds before the media has programmed it
+    /// (default "8MiB"): a write's data are fetched only once there is room for them.
+    #[serde(default = "default_write_buffer")]
+    pub write_buffer: String,
+}
+
+fn default_write_buffer() -> String {
+    "8MiB".to_string()
 }
 
 words! {
@@ -177,6 +185,17 @@ pub fn nvme(place: &Place, s: &NvmeEndpointSection) -> Result<NodeKind, BuildErr
             read_latency: values::duration(place, "read_latency", &s.read_latency)?,
             write_latency: values::duration(place, "write_latency", &s.write_latency)?,
             max_transfer,
+            write_buffer: match values::bytes(place, "write_buffer", &s.write_buffer)? {
+                b if b >= NVME_PAGE => b,
+                _ => {
+                    return Err(BuildError::not_allowed(
+                        place,
+                        "write_buffer",
+                        &s.write_buffer,
+                        "at least one 4 KiB page, e.g. \"8MiB\"",
+                    ))
+                }
+            },
         },
     })
 }

@@ -139,6 +139,10 @@ pub(in crate::sim) struct NvmeDrive {
     out: VecDeque<Out>,
     /// Its posted writes queued at its link, not yet left.
     posted_queued: u32,
+    /// Bytes of its write buffer not holding a write's data.
+    buffer_free: u64,
+    /// Write I/Os whose command is processed, waiting for buffer room, oldest first.
+    buffer_wait: VecDeque<u32>,
     /// Order stamp of its next posted write and the next expected, toward host memory (0)
     /// and toward a GPUDirect Storage target (1); then the host's doorbells into it (2).
     next_order: [u64; 3],
@@ -166,6 +170,8 @@ impl NvmeDrive {
             read_jobs: VecDeque::new(),
             out: VecDeque::new(),
             posted_queued: 0,
+            buffer_free: spec.write_buffer,
+            buffer_wait: VecDeque::new(),
             next_order: [0; 3],
             expected: [0; 3],
         }
@@ -462,8 +468,8 @@ impl Simulator<'_> {
     }
 
     /// A completion of one of drive `n`'s reads arrived on channel `c` (first byte in at
-    /// `head`): a write I/O's data counts; the read's tag frees once it is whole; the I/O
-    /// moves on once its step's reads are all in.
+    /// `head`): a write I/O's first data byte times its request; the read's tag frees once
+    /// it is whole; the I/O moves on once its step's reads are all in.
     fn nvme_read_data(&mut self, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
         self.rx_release(c, FcClass::Completion, 1, t.data_credits());
         self.deliver(id);
@@ -489,12 +495,9 @@ impl Simulator<'_> {
         if !order_ok {
             self.audit.order_violations += 1;
         }
-        if read.data && measuring {
+        if read.data && measuring && first {
             let flow = &mut self.flows[flow];
-            flow.bytes += t.payload as u64;
-            if first {
-                flow.latency.record((head - read.issued).as_ns_f64());
-            }
+            flow.latency.record((head - read.issued).as_ns_f64());
         }
         if done {
             self.nvme_advance(n, read.io);
@@ -514,6 +517,8 @@ impl Simulator<'_> {
         };
         let reads = fio.rw.reads();
         let mut next = None;
+        let mut wake = None;
+        let mut programmed = None;
         match i.step {
             Step::Fetch if prp_list_bytes(fio.bs) > 0 => {
                 let bytes = prp_list_bytes(fio.bs);
@@ -550,6 +555,21 @@ impl Simulator<'_> {
                 return;
             }
             Step::Command => {
+                // The data come in only once the write buffer has room for them (a write
+                // larger than the whole buffer, once it is empty).
+                let room = d.buffer_free >= fio.bs || d.buffer_free == d.spec.write_buffer;
+                if !room || !d.buffer_wait.is_empty() {
+                    if !d.buffer_wait.contains(&io) {
+                        d.buffer_wait.push_back(io);
+                    }
+                    if !room || d.buffer_wait.front() != Some(&io) {
+                        return;
+                    }
+                    d.buffer_wait.pop_front();
+                }
+                d.buffer_free = d.buffer_free.saturating_sub(fio.bs);
+                // The next waiting write may fit too.
+                wake = d.buffer_wait.front().copied();
                 next = Some((Step::DataIn, fio.bs));
                 d.read_jobs.push_back(ReadJob {
                     io,
@@ -573,7 +593,15 @@ impl Simulator<'_> {
                 addr: 0,
                 left: fio.bs,
             }),
-            Step::MediaWrite => d.out.push_back(Out::Cqe(io)),
+            Step::MediaWrite => {
+                // Programmed: its data count (as fio counts a write: once it is done, not
+                // as the buffer takes it), its buffer room frees, and the writes waiting
+                // for room go on.
+                programmed = Some(i.flow as usize);
+                d.buffer_free = (d.buffer_free + fio.bs).min(d.spec.write_buffer);
+                d.out.push_back(Out::Cqe(io));
+                wake = d.buffer_wait.front().copied();
+            }
             Step::Complete => return,
         }
         let e = &mut d.ios[io as usize];
@@ -587,6 +615,12 @@ impl Simulator<'_> {
                 e.step = Step::Complete;
                 self.nvme_fill_posted(n);
             }
+        }
+        if let Some(w) = wake {
+            self.q.schedule(now, io_ev(n, w));
+        }
+        if let Some(flow) = programmed.filter(|_| self.measuring) {
+            self.flows[flow].bytes += fio.bs;
         }
     }
 
