@@ -85,11 +85,23 @@ pub struct ScenarioError {
     pub message: String,
 }
 
+/// What a scenario error says where its message gives no reason (empty, or ending in `:`).
+const NO_REASON: &str = "the scenario cannot be used, and no reason was found; compare it with \
+                         `tlpsim schema` and the files in scenarios/";
+
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = self.message.trim();
+        let message = if message.is_empty() {
+            NO_REASON.to_string()
+        } else if message.ends_with(':') {
+            format!("{message} {NO_REASON}")
+        } else {
+            message.to_string()
+        };
         f.write_str(&crate::error::one_line(&format!(
-            "{}: {}",
-            self.origin, self.message
+            "{}: {message}",
+            self.origin
         )))
     }
 }
