@@ -114,3 +114,33 @@ fn an_error_without_a_reason_still_says_what_to_do() {
         assert!(line.contains("tlpsim schema"), "{line}");
     }
 }
+
+#[test]
+fn a_misspelt_key_gets_the_closest_key_of_its_section() {
+    let e = error(&EXAMPLE.replacen("mps = ", "mpss = ", 1));
+    assert!(
+        e.contains("unknown field `mpss`") && e.ends_with("did you mean `mps`?"),
+        "{e}"
+    );
+    let e = error(&format!("{EXAMPLE}\n[simulaton]\nseed = 2\n"));
+    assert!(e.ends_with("did you mean `simulation`?"), "{e}");
+}
+
+#[test]
+fn a_misspelt_node_name_gets_the_closest_node() {
+    let e = error(&EXAMPLE.replacen(
+        "between = [\"sw2\", \"ex\"]",
+        "between = [\"sw2\", \"exx\"]",
+        1,
+    ));
+    assert!(
+        e.contains("\"exx\" is not a node; known nodes: ") && e.ends_with("did you mean \"ex\"?"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_misspelt_word_gets_the_closest_word() {
+    let e = error(&EXAMPLE.replacen("direction = \"read\"", "direction = \"raed\"", 1));
+    assert!(e.ends_with("did you mean \"read\"?"), "{e}");
+}

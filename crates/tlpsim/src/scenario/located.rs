@@ -25,6 +25,12 @@ pub fn describe(text: &str, e: &toml::de::Error) -> String {
     }
 }
 
+/// [`describe`] without the line: for text the user did not write (a scenario rewritten by
+/// `--set`), whose line numbers would point nowhere in their file.
+pub fn describe_unlocated(text: &str, e: &toml::de::Error) -> String {
+    reason(text, e)
+}
+
 /// The line (from 1) that byte `at` of `text` sits on, and that line's text, trimmed.
 fn line_at(text: &str, at: usize) -> (usize, &str) {
     let start = boundary(text, at);
@@ -59,7 +65,7 @@ fn reason(text: &str, e: &toml::de::Error) -> String {
     let (line, source) = line_at(text, at);
     match Section::at(text, line) {
         Some(section) => {
-            let hint = section.hint(&msg).unwrap_or_default();
+            let hint = section.hint(&msg).unwrap_or_else(|| key_guess(&msg));
             // A table's own header line names it already.
             if section.place.to_string() == source {
                 format!("{msg}{hint}")
@@ -67,8 +73,27 @@ fn reason(text: &str, e: &toml::de::Error) -> String {
                 format!("{}: {msg}{hint}", section.place)
             }
         }
-        None => msg,
+        None => format!("{msg}{}", key_guess(&msg)),
     }
+}
+
+/// `; did you mean `KEY`?` for serde's `unknown field `X`, expected one of `A`, `B`` (or
+/// `unknown variant`) where one of the keys it expects is close to X; else nothing.
+fn key_guess(msg: &str) -> String {
+    let Some(rest) = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|p| msg.strip_prefix(p))
+    else {
+        return String::new();
+    };
+    let Some((word, after)) = rest.split_once('`') else {
+        return String::new();
+    };
+    let Some((_, expected)) = after.split_once("expected") else {
+        return String::new();
+    };
+    let keys = expected.split('`').skip(1).step_by(2);
+    crate::error::closest(word, keys).map_or_else(String::new, |k| format!("; did you mean `{k}`?"))
 }
 
 /// What is wrong at byte `at` of `text` where the TOML parser gives no message: a control

@@ -154,6 +154,18 @@ pub fn load_str(text: &str, origin: &str) -> Result<System, ScenarioError> {
     build::build(&file).map_err(|e| fail(e.to_string()))
 }
 
+/// [`load_str`] for text tlpsim wrote (a scenario with a `--set` key replaced): its errors
+/// name the section, not a line, since the lines are not those of the user's file.
+fn load_rewritten(text: &str, origin: &str) -> Result<System, ScenarioError> {
+    let fail = |message: String| ScenarioError {
+        origin: origin.to_string(),
+        message,
+    };
+    let file =
+        ScenarioFile::parse(text).map_err(|e| fail(located::describe_unlocated(text, &e)))?;
+    build::build(&file).map_err(|e| fail(e.to_string()))
+}
+
 /// Reads, parses and checks a scenario file.
 pub fn load_path(path: &std::path::Path) -> Result<System, ScenarioError> {
     let origin = path.display().to_string();
