@@ -20,6 +20,7 @@ from tlpsim.output import Format, Unit, console, emit, emit_json, in_unit, unit_
 from tlpsim.simulate import TRACE_LIMIT, RunResult, Scenario, SimulationError, load_scenario, schema
 from tlpsim.simulate import run as run_scenario
 from tlpsim.validation import display_unit, write_report
+from tlpsim.validation import systems as validation_systems
 
 T = TypeVar("T")
 
@@ -28,6 +29,12 @@ app = typer.Typer(
     help="Performance model and simulator of PCI Express fabrics.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+)
+
+#: How ``--set`` names what a plain ``SECTION.NAME.KEY`` cannot.
+_SET_KEYS = (
+    "A link by its two ends: link[UP,DOWN].KEY (link[a-b,c].width=1, where link.a-b-c would be ambiguous); "
+    "a name holding a dot: SECTION[NAME].KEY (endpoint[gpu.0].tags=32)."
 )
 
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
@@ -281,7 +288,7 @@ def run_cmd(
         typer.Option(
             "--set",
             help="KEY=VALUE to change before the run, keys as `tlpsim sweep --set` takes them, e.g. pcie.mps=256, "
-            "link.rc-sw1.width=4, endpoint.gpu.count=8. Repeat for more keys.",
+            f"link.rc-sw1.width=4, endpoint.gpu.count=8. {_SET_KEYS} Repeat for more keys.",
         ),
     ] = None,
     force: ForceOpt = False,
@@ -449,7 +456,7 @@ def sweep_cmd(
         typer.Option(
             "--set",
             help="KEY=V1,V2,... to try, e.g. pcie.mps=128,256, link.rc-sw1.width=4,8, "
-            "workload.reads.outstanding=1,4,16, endpoint.ex.tags=8,32. Repeat for more keys: "
+            f"workload.reads.outstanding=1,4,16, endpoint.ex.tags=8,32. {_SET_KEYS} Repeat for more keys: "
             "every combination runs.",
         ),
     ],
@@ -662,9 +669,7 @@ def _table_rows(rows: list[dict]) -> tuple[list[dict], list[str]]:
 
 @app.command(name="validate")
 def validate_cmd(
-    only: Annotated[
-        str | None, typer.Option(help="One system: pes24n3a, pes24t6, ntb, t5220, ixp12xx, pciebench.")
-    ] = None,
+    only: Annotated[str | None, typer.Option(help=f"One system: {', '.join(validation_systems())}.")] = None,
     report: Annotated[
         Path | None, typer.Option(help="Write DIR/report.md, DIR/report.html and a chart per table.")
     ] = None,

@@ -65,7 +65,8 @@ def load_scenario(source: Scenario | str | os.PathLike[str], values: Mapping[str
     """Loads and checks a scenario: a path to a TOML file, or the TOML text itself.
 
     ``values``, if given, sets keys before the load, named as :func:`tlpsim.sweep` and
-    ``--set`` name them (``{"pcie.mps": 256, "link.rc-sw1.width": 4}``), one value each.
+    ``--set`` name them (``{"pcie.mps": 256, "link.rc-sw1.width": 4}``; ``"link[a-b,c].width"``
+    for a link by its two ends, ``"endpoint[gpu.0].tags"`` for a name holding a dot), one value each.
     Raises :class:`ScenarioError` (a ``ValueError``) with one line naming the file, the
     key and what is allowed.
     """

@@ -22,6 +22,12 @@ ROW_FIELDS = ("system", "table", "series", "column", "unit", "published", "simul
 PCIEBENCH = "pciebench"
 
 
+def systems() -> list[str]:
+    """Every system ``validate(only=...)`` takes: the core's (the folders of ``validation/``),
+    then :data:`PCIEBENCH`."""
+    return [*_core.systems(), PCIEBENCH]
+
+
 class ValidationReport(list):
     """The validation rows (dicts with :data:`ROW_FIELDS` and ``limit``), plus the tables not
     modelled yet and the ``pciebench`` system's fitted directories (``pciebench``: a list of
@@ -162,8 +168,7 @@ def validate(only: str | None = None, progress: Callable[[int, int], None] | Non
     limited the simulation behind a throughput cell (each flow's bottleneck; for an RFC 2544
     cell, at full load), or None.
 
-    ``only`` restricts the run to one system (``pes24n3a``, ``pes24t6``, ``ntb``,
-    ``t5220``, ``ixp12xx``, ``pciebench``); an unknown name raises
+    ``only`` restricts the run to one system (one of :func:`systems`); an unknown name raises
     :class:`tlpsim.ConfigError`. The ``pciebench`` rows (the nine shipped pcie-bench
     directories, :mod:`tlpsim.pciebench`) come after the core's systems' rows.
     ``progress(done, total)`` is called as simulated cells finish. Ctrl-C stops the
@@ -173,9 +178,9 @@ def validate(only: str | None = None, progress: Callable[[int, int], None] | Non
     from tlpsim.pciebench import cells_of, validate_reports
     from tlpsim.pciebench.shipped import shipped
 
-    systems = [*_core.systems(), PCIEBENCH]
-    if only is not None and only not in systems:
-        raise ConfigError(f"system {only} is not allowed; allowed: {', '.join(sorted(systems))}")
+    known = systems()
+    if only is not None and only not in known:
+        raise ConfigError(f"system {only} is not allowed; allowed: {', '.join(sorted(known))}")
     with_pciebench = only in (None, PCIEBENCH)
     extra = sum(len(cells_of(s.data)) for s in shipped()) if with_pciebench else 0
     core_total = [0]

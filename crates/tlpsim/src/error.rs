@@ -38,6 +38,62 @@ impl ConfigError {
 /// Result type of every fallible tlpsim call.
 pub type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
+/// The longest word [`closest`] compares (longer ones are no typo of a short name).
+const LONGEST_GUESS: usize = 64;
+
+/// The candidate nearest `word` by edit distance (letters added, dropped, changed or
+/// swapped, case ignored), if near enough to be a typo of it: at most a third of its
+/// length apart, and not `word` itself; ties go to the earlier candidate.
+pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let given = word;
+    let word: Vec<char> = word.to_lowercase().chars().collect();
+    if word.is_empty() || word.len() > LONGEST_GUESS {
+        return None;
+    }
+    let limit = (word.len() / 3).max(1);
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let cand: Vec<char> = c.to_lowercase().chars().collect();
+        if cand.len().abs_diff(word.len()) > limit || c == given {
+            continue;
+        }
+        let d = edit_distance(&word, &cand);
+        if d <= limit && best.is_none_or(|(b, _)| d < b) {
+            best = Some((d, c));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+/// `; did you mean "NAME"?` for the candidate [`closest`] finds, or nothing.
+pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    closest(word, candidates).map_or_else(String::new, |c| format!("; did you mean {c:?}?"))
+}
+
+/// Edits (a letter added, dropped, changed, or two neighbours swapped) from `a` to `b`.
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let change = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + change);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
 /// The longest run of characters without a space that an error quotes whole.
 const LONGEST_WORD: usize = 160;
 
@@ -84,7 +140,29 @@ fn push_escaped(out: &mut String, chars: impl Iterator<Item = char>) {
 
 #[cfg(test)]
 mod tests {
-    use super::one_line;
+    use super::{closest, did_you_mean, one_line};
+
+    #[test]
+    fn a_typo_finds_the_name_it_misses() {
+        let names = ["latency", "bandwidth", "name"];
+        assert_eq!(closest("lattency", names), Some("latency"));
+        assert_eq!(closest("Bandwith", names), Some("bandwidth"));
+        assert_eq!(closest("NAME", names), Some("name"));
+        assert_eq!(closest("nme", names), Some("name"));
+        assert_eq!(closest("pcei", ["simulation", "pcie", "cpu"]), Some("pcie"));
+        assert_eq!(
+            did_you_mean("sw9", ["sw1", "ex"]),
+            "; did you mean \"sw1\"?"
+        );
+    }
+
+    #[test]
+    fn a_word_far_from_every_name_finds_none() {
+        assert_eq!(closest("credits", ["latency", "name"]), None);
+        assert_eq!(closest("x", ["latency"]), None);
+        assert_eq!(closest(&"y".repeat(10_000_000), ["yy"]), None);
+        assert_eq!(did_you_mean("zzz", ["rc"]), "");
+    }
 
     #[test]
     fn control_characters_are_escaped() {

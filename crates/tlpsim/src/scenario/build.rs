@@ -11,7 +11,7 @@ use super::nodes::{self, NodeTable};
 use super::ntb::{self, WindowMap};
 use super::tags;
 use super::values;
-use super::workload::{self, Fabric};
+use super::workload::{self, Fabric, WorkloadKind};
 use crate::engine::SimTime;
 use crate::fabric::{NodeKind, PcieSettings, System};
 use crate::pcie::tlp::{self, Addressing};
@@ -62,12 +62,16 @@ pub fn build(f: &ScenarioFile) -> Result<System, BuildError> {
         ));
     }
     if workloads.is_empty() {
-        return Err(BuildError::Fabric(
-            "the scenario has no [[workload]]: nothing would move; add one (kind = \"dma\", \
-             \"storage\", \"bridge\" or \"fio\", or a root complex's write with endpoint = \
-             \"<root complex>\")"
-                .into(),
-        ));
+        let kinds: Vec<String> = WorkloadKind::WORDS
+            .iter()
+            .map(|(w, _)| format!("{w:?}"))
+            .collect();
+        let (last, rest) = kinds.split_last().expect("there are workload kinds");
+        return Err(BuildError::Fabric(format!(
+            "the scenario has no [[workload]]: nothing would move; add one (kind = {} or {last}, \
+             or a root complex's write with endpoint = \"<root complex>\")",
+            rest.join(", ")
+        )));
     }
     Ok(System {
         duration,

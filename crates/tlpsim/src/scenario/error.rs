@@ -69,7 +69,7 @@ pub enum BuildError {
         hint: &'static str,
     },
     /// A key whose value should name a node and does not.
-    #[error("{place}: {key} {name:?} is not a node; known nodes: {known}")]
+    #[error("{place}: {key} {name:?} is not a node; known nodes: {known}{guess}")]
     UnknownNode {
         /// The section.
         place: Place,
@@ -79,6 +79,8 @@ pub enum BuildError {
         name: String,
         /// Every node name, sorted.
         known: String,
+        /// `; did you mean "NAME"?` for the closest node name, or empty.
+        guess: String,
     },
     /// A name given to two sections that must be told apart.
     #[error("{place}: the {what} {name:?} is used twice")]

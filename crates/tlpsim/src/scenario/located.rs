@@ -6,21 +6,66 @@ use serde_json::{Map, Value};
 use super::error::Place;
 use super::file::ScenarioFile;
 
+/// The most characters of a line an error quotes (the rest shown as `…`).
+const QUOTED_LINE: usize = 80;
+
 /// `line N (`text`): [[section]] i (name): message; hint` for a parse error of `text`.
 pub fn describe(text: &str, e: &toml::de::Error) -> String {
-    let msg = with_type_hint(&e.message().trim().replace('\n', " "));
-    let Some(span) = e.span() else {
-        return msg;
-    };
-    let start = (0..=span.start.min(text.len()))
+    match e.span() {
+        Some(span) => {
+            let (line, source) = line_at(text, span.start);
+            let quoted: String = if source.chars().count() > QUOTED_LINE {
+                source.chars().take(QUOTED_LINE).chain(['…']).collect()
+            } else {
+                source.to_string()
+            };
+            format!("line {line} (`{quoted}`): {}", reason(text, e))
+        }
+        None => reason(text, e),
+    }
+}
+
+/// [`describe`] without the line: for text the user did not write (a scenario rewritten by
+/// `--set`), whose line numbers would point nowhere in their file.
+pub fn describe_unlocated(text: &str, e: &toml::de::Error) -> String {
+    reason(text, e)
+}
+
+/// The line (from 1) that byte `at` of `text` sits on, and that line's text, trimmed.
+fn line_at(text: &str, at: usize) -> (usize, &str) {
+    let start = boundary(text, at);
+    let line = text[..start].matches('\n').count() + 1;
+    (line, text.lines().nth(line - 1).unwrap_or("").trim())
+}
+
+/// The char boundary at or before byte `at` of `text`.
+fn boundary(text: &str, at: usize) -> usize {
+    (0..=at.min(text.len()))
         .rev()
         .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0);
-    let line = text[..start].matches('\n').count() + 1;
-    let source = text.lines().nth(line - 1).unwrap_or("").trim();
-    let msg = match Section::at(text, line) {
+        .unwrap_or(0)
+}
+
+/// `[[section]] i (name): message; hint`: what is wrong, never empty.
+fn reason(text: &str, e: &toml::de::Error) -> String {
+    let lines: Vec<&str> = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let msg = if lines.is_empty() {
+        unexplained(text, e.span().map(|s| s.start))
+    } else {
+        with_type_hint(&lines.join("; "))
+    };
+    let Some(at) = e.span().map(|s| s.start) else {
+        return msg;
+    };
+    let (line, source) = line_at(text, at);
+    match Section::at(text, line) {
         Some(section) => {
-            let hint = section.hint(&msg).unwrap_or_default();
+            let hint = section.hint(&msg).unwrap_or_else(|| key_guess(&msg));
             // A table's own header line names it already.
             if section.place.to_string() == source {
                 format!("{msg}{hint}")
@@ -28,9 +73,59 @@ pub fn describe(text: &str, e: &toml::de::Error) -> String {
                 format!("{}: {msg}{hint}", section.place)
             }
         }
-        None => msg,
+        None => format!("{msg}{}", key_guess(&msg)),
+    }
+}
+
+/// `; did you mean `KEY`?` for serde's `unknown field `X`, expected one of `A`, `B`` (or
+/// `unknown variant`) where one of the keys it expects is close to X; else nothing.
+fn key_guess(msg: &str) -> String {
+    let Some(rest) = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|p| msg.strip_prefix(p))
+    else {
+        return String::new();
     };
-    format!("line {line} (`{source}`): {msg}")
+    let Some((word, after)) = rest.split_once('`') else {
+        return String::new();
+    };
+    let Some((_, expected)) = after.split_once("expected") else {
+        return String::new();
+    };
+    let keys = expected.split('`').skip(1).step_by(2);
+    crate::error::closest(word, keys).map_or_else(String::new, |k| format!("; did you mean `{k}`?"))
+}
+
+/// What is wrong at byte `at` of `text` where the TOML parser gives no message: a control
+/// character, a key without its value, a file that ends mid-line, or the character it stops at.
+fn unexplained(text: &str, at: Option<usize>) -> String {
+    let Some(at) = at.map(|a| boundary(text, a)) else {
+        return "the text is not TOML; compare it with `tlpsim schema` and the files in scenarios/"
+            .into();
+    };
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let column = text[line_start..at].chars().count() + 1;
+    let rest = &text[at..];
+    let rest_of_line = rest.lines().next().unwrap_or("");
+    match rest.chars().next() {
+        Some(c) if c.is_control() && c != '\n' && c != '\t' => format!(
+            "the control character {} at column {column} is not allowed in TOML, not even in a \
+             comment; delete it (inside quotes write it as \\u{:04X})",
+            c.escape_default(),
+            u32::from(c)
+        ),
+        _ if text[line_start..at].trim_end().ends_with('=') && rest_of_line.trim().is_empty() => {
+            "the value after `=` is missing; write one, e.g. 8, \"4KiB\" or true".into()
+        }
+        None => "the file ends in the middle of this line; finish it (close its quotes and \
+                 brackets, give its key a value)"
+            .into(),
+        Some(c) => format!(
+            "TOML cannot read {} at column {column}; check this line's quotes, brackets and \
+             `key = value` form",
+            crate::error::one_line(&format!("{c:?}"))
+        ),
+    }
 }
 
 /// A TOML type error with what to write instead: serde names only the Rust type it wanted.

@@ -85,11 +85,23 @@ pub struct ScenarioError {
     pub message: String,
 }
 
+/// What a scenario error says where its message gives no reason (empty, or ending in `:`).
+const NO_REASON: &str = "the scenario cannot be used, and no reason was found; compare it with \
+                         `tlpsim schema` and the files in scenarios/";
+
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = self.message.trim();
+        let message = if message.is_empty() {
+            NO_REASON.to_string()
+        } else if message.ends_with(':') {
+            format!("{message} {NO_REASON}")
+        } else {
+            message.to_string()
+        };
         f.write_str(&crate::error::one_line(&format!(
-            "{}: {}",
-            self.origin, self.message
+            "{}: {message}",
+            self.origin
         )))
     }
 }
@@ -139,6 +151,18 @@ pub fn load_str(text: &str, origin: &str) -> Result<System, ScenarioError> {
         message,
     };
     let file = ScenarioFile::parse(text).map_err(|e| fail(located::describe(text, &e)))?;
+    build::build(&file).map_err(|e| fail(e.to_string()))
+}
+
+/// [`load_str`] for text tlpsim wrote (a scenario with a `--set` key replaced): its errors
+/// name the section, not a line, since the lines are not those of the user's file.
+fn load_rewritten(text: &str, origin: &str) -> Result<System, ScenarioError> {
+    let fail = |message: String| ScenarioError {
+        origin: origin.to_string(),
+        message,
+    };
+    let file =
+        ScenarioFile::parse(text).map_err(|e| fail(located::describe_unlocated(text, &e)))?;
     build::build(&file).map_err(|e| fail(e.to_string()))
 }
 

@@ -339,6 +339,7 @@ impl NodeTable {
             key,
             name: name.to_string(),
             known: self.known(),
+            guess: crate::error::did_you_mean(name, self.nodes.iter().map(|n| n.name.as_str())),
         })
     }
 

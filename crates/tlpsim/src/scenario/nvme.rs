@@ -132,8 +132,9 @@ pub struct FioWorkloadSection {
     /// Jobs, each on its own queue pair while there are enough (default 1).
     #[serde(default = "default_one")]
     pub numjobs: i64,
-    /// A memory endpoint (a GPU's BAR) under the same switch that the data goes to and
-    /// comes from instead of host memory (GPUDirect Storage); host memory when left out.
+    /// A GPU or memory endpoint whose BAR the data go to and come from instead of host
+    /// memory (GPUDirect Storage), peer to peer: through a switch both sit under, or across
+    /// switches through a root complex with p2p = "forward"; host memory when left out.
     pub target: Option<String>,
 }
 

@@ -133,10 +133,14 @@ pub fn word<'de, D: Deserializer<'de>, T: Copy>(
         other => other.to_string().replace('\n', " "),
     };
     let allowed: Vec<&str> = words.iter().map(|(w, _)| *w).collect();
+    let guess = value
+        .as_str()
+        .map(|s| crate::error::did_you_mean(s, allowed.iter().copied()))
+        .unwrap_or_default();
     Err(de::Error::custom(ConfigError::not_allowed(
         key,
         shown,
-        allowed.join(", "),
+        format!("{}{guess}", allowed.join(", ")),
     )))
 }
 

@@ -225,8 +225,11 @@ pub struct DmaWorkloadSection {
     /// Address of a transfer's first byte in the device's memory, 0 to 4095 (default 0).
     #[serde(default = "default_zero")]
     pub device_offset: i64,
-    /// "warm" (the host CPU touched the window first) or "cold" (its caches were thrashed);
-    /// carried for a host memory model, no effect yet (default "warm").
+    /// The window's state at the start in the root complex's host memory model: "warm"
+    /// (the host CPU touched it first), "cold" (its caches were thrashed), "device-warm" (in
+    /// the LLC's DDIO ways) or "remote-warm" (the other socket's cache holds it); no effect
+    /// on a root complex without that model (no `llc_size`, `iommu`, `memory_socket`)
+    /// (default "warm").
     #[serde(default)]
     #[schemars(default = "CacheWord::default")]
     pub cache: CacheWord,
@@ -304,8 +307,9 @@ pub struct MemcpyWorkloadSection {
     /// (from it) (default "write" with a target; needed without one).
     pub direction: Option<CopyWord>,
     /// A peer whose BAR the copies write or read (another GPU, or a kind = "memory"
-    /// endpoint, below a switch both sit under); host memory, the root complex above the
-    /// GPU, when left out.
+    /// endpoint), peer to peer: through a switch both sit under, or across switches through
+    /// a root complex with p2p = "forward"; host memory, the root complex above the GPU,
+    /// when left out.
     pub target: Option<String>,
     /// Bytes per copy, 1 B to 1 GiB; the copies repeat back to back for the whole run
     /// (default "512MiB", nvbandwidth's buffer).
