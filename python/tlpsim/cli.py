@@ -335,7 +335,8 @@ def run_cmd(
         if result.fio:
             emit(_fio_rows(result.fio), format, [
                 ("name", " fio", ""), ("endpoint", " drive", ""), ("rw", " rw", ""), ("bs", "bs", ","),
-                ("depth", "iodepth x jobs", ""), ("iops", "IOPS", ",.0f"), ("mb_per_s", "MB/s", ",.1f"),
+                ("depth", "iodepth x jobs", ""), ("ios", "I/Os", ","), ("iops", "IOPS", ",.0f"),
+                ("mb_per_s", "MB/s", ",.1f"),
                 ("gb_per_s", "GB/s", ".3f"), ("mean_us", "lat mean us", ".1f"), ("p50_us", "p50 us", ".1f"),
                 ("p99_us", "p99 us", ".1f"), ("p99_9_us", "p99.9 us", ".1f"), ("max_us", "max us", ".1f"),
             ], title="fio (latency per I/O: submission doorbell to MSI-X)")  # fmt: skip
@@ -393,8 +394,11 @@ def run_cmd(
 
 def _warn_starved(result) -> None:
     """One warning line on stderr per flow that completed nothing for a watchdog period or
-    more while its TLPs waited (``starved`` in the result), whatever the output format."""
+    more while its TLPs waited (``starved`` in the result), and per flow that completed too
+    few of its units for its figures to mean much (``warnings``), whatever the output format."""
     err = Console(stderr=True, highlight=False)
+    for w in result.warnings:
+        err.print(f"tlpsim: warning: {w}", soft_wrap=True, markup=False)
     for s in result.starved:
         until = "the end" if s["until_us"] is None else f"{s['until_us']:,.3f} us"
         err.print(

@@ -109,6 +109,9 @@ class RunResult(CoreRecord):
     #: waited: ``{"flow", "since_us", "until_us", "for_us", "waits_on", "detail"}``,
     #: ``until_us`` None when the flow still completed nothing at the run's end.
     starved: list[dict[str, Any]] = field(default_factory=list)
+    #: One sentence per flow that completed fewer than 10 of its units (I/Os, copies,
+    #: transfers) in the window, naming a duration that would give 10 or more.
+    warnings: list[str] = field(default_factory=list)
     #: Top-level fields of the core's result this version does not name, kept as they came.
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -125,6 +128,7 @@ class RunResult(CoreRecord):
             "ethernet": [dict(e) for e in self.ethernet],
             "fio": [{k: dict(v) if k == "latency_ns" else v for k, v in f.items()} for f in self.fio],
             "starved": [dict(s) for s in self.starved],
+            "warnings": list(self.warnings),
             "audit": dict(self.audit),
             **self.extra,
         }

@@ -435,3 +435,80 @@ fn writes_wait_for_write_buffer_room_and_fio_counts_whole_ios() {
     let e = refused(&text.replace("max_transfer", "write_buffer = \"1KiB\"\nmax_transfer"));
     assert!(e.contains("write_buffer") && !e.contains('\n'), "{e}");
 }
+
+#[test]
+fn a_media_that_reads_ahead_of_its_link_is_busy_only_for_what_left() {
+    // 7 GB/s media behind a Gen3 x4 link (about 3.5 GB/s of payload): the media reads each
+    // I/O ahead, and its data then wait for the link. That wait is the link's time, not
+    // the media's: the media is busy for the data that left (about half of its rate), and
+    // the verdict names the link.
+    let r = simulate(&one_drive(
+        "2ms",
+        3,
+        4,
+        "read_bandwidth = \"7GB/s\"\nread_latency = \"20us\"",
+        "rw = \"read\"\nbs = \"128KiB\"\niodepth = 16\n",
+    ));
+    let media = r
+        .resources
+        .iter()
+        .find(|m| m.name == "nvme media (read)")
+        .unwrap();
+    let delivered = fio(&r).bandwidth_gb_per_s / 7.0;
+    assert!(
+        (media.busy - delivered).abs() < 0.03,
+        "{} vs {delivered}",
+        media.busy
+    );
+    assert_eq!(
+        r.flows[0].bottleneck.kind, "link",
+        "{:?}",
+        r.flows[0].bottleneck
+    );
+}
+
+#[test]
+fn a_window_shorter_than_one_io_warns_and_names_a_duration_that_would_do() {
+    // An 80 us media read in a 50 us run: no I/O completes. The result warns, names a
+    // longer duration, and the verdict does not claim a 0.0 us latency; at that duration
+    // the I/Os complete and the warning goes.
+    let text = |d: &str| {
+        one_drive(
+            d,
+            4,
+            4,
+            "",
+            "rw = \"randread\"\nbs = \"4KiB\"\niodepth = 4\n",
+        )
+        .replace("warmup = \"1ms\"", "warmup = \"10us\"")
+    };
+    let r = simulate(&text("50us"));
+    assert_eq!(fio(&r).ios, 0);
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    let w = &r.warnings[0];
+    assert!(
+        w.contains("flow fio completed none of its I/Os") && w.contains("duration to about"),
+        "{w}"
+    );
+    assert!(
+        !r.flows[0].bottleneck.detail.contains("0.0 us"),
+        "{:?}",
+        r.flows[0].bottleneck
+    );
+    let us: f64 = w
+        .split("about ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let r = simulate(&text(&format!("{us}us")));
+    assert!(
+        fio(&r).ios >= 10 && r.warnings.is_empty(),
+        "{} {:?}",
+        fio(&r).ios,
+        r.warnings
+    );
+}

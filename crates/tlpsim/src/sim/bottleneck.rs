@@ -205,7 +205,8 @@ pub(crate) struct Resource {
     used_by: UsedBy,
     kind: &'static str,
     name: String,
-    busy: u64,
+    /// Ticks of service it gave by the time it was taken.
+    pub(crate) busy: u64,
     /// Bytes per second, where it has a rate.
     rate: Option<f64>,
 }
@@ -562,11 +563,14 @@ fn fio_depth(fio: FioSpec, mean_ns: Option<f64>) -> Candidate {
         busy: 1.0,
         detail: format!(
             "fio keeps all {} x {} I/Os of {} B in flight: throughput is the I/Os in flight \
-             over the per-I/O latency (mean {:.1} us)",
+             over the per-I/O latency ({})",
             fio.iodepth,
             fio.numjobs,
             fio.bs,
-            mean_ns.unwrap_or(0.0) / 1000.0
+            match mean_ns {
+                Some(ns) => format!("mean {:.1} us", ns / 1000.0),
+                None => "none completed in the window: it is longer".to_string(),
+            }
         ),
     }
 }

@@ -891,7 +891,7 @@ impl<'a> Simulator<'a> {
             .collect();
         let fio = self.fio_results(window);
         let mut starved = Vec::new();
-        let flows = self
+        let flows: Vec<FlowResult> = self
             .flows
             .iter()
             .zip(&self.sys.workloads)
@@ -936,6 +936,7 @@ impl<'a> Simulator<'a> {
             self.audit.payload_in_flight += t.payload as u64;
         }
         self.audit.conclude();
+        let warnings = self.few_units_warnings(&flows, window);
         RunResult {
             simulated_s: window,
             wall_s,
@@ -947,7 +948,53 @@ impl<'a> Simulator<'a> {
             ethernet,
             fio,
             starved,
+            warnings,
             audit: self.audit,
         }
+    }
+
+    /// A warning per flow (not Ethernet bridging, counted in frames) that completed fewer
+    /// than [`result::FEW_UNITS`] units in the `window` seconds measured, with a duration
+    /// that would give that many: in proportion where some completed, else ten times this
+    /// one.
+    fn few_units_warnings(&self, flows: &[FlowResult], window: f64) -> Vec<String> {
+        let us = |s: f64| s * 1e6;
+        let warmup = self.sys.warmup.as_ns_f64() / 1e9;
+        let mut out = Vec::new();
+        for (f, w) in flows.iter().zip(&self.sys.workloads) {
+            if w.bridge.is_some() || f.transfers >= result::FEW_UNITS {
+                continue;
+            }
+            let unit = if w.fio.is_some() {
+                "I/Os"
+            } else if w.memcpy.is_some() {
+                "copies"
+            } else {
+                "transfers"
+            };
+            let needed = if f.transfers > 0 {
+                warmup + window * 1.2 * result::FEW_UNITS as f64 / f.transfers as f64
+            } else {
+                warmup + 10.0 * (window + warmup)
+            };
+            let (what, why) = if f.transfers == 0 {
+                ("none", "it has no rate or latency to report".to_string())
+            } else {
+                (
+                    "only a few",
+                    format!("its rate and latency rest on {}", f.transfers),
+                )
+            };
+            out.push(format!(
+                "flow {} completed {what} of its {unit} in the {:.1} us measured ({} in all): \
+                 {why}; set [simulation] duration to about {:.0} us or more for {} or more",
+                w.name,
+                us(window),
+                f.transfers,
+                us(needed).ceil(),
+                result::FEW_UNITS
+            ));
+        }
+        out
     }
 }

@@ -257,9 +257,17 @@ pub struct RunResult {
     pub fio: Vec<FioResult>,
     /// The flows that starved (see [`FlowResult::starved`]), in workload order.
     pub starved: Vec<Starved>,
+    /// One sentence per flow that completed fewer than [`FEW_UNITS`] of its units (I/Os,
+    /// copies, transfers) in the window: its rate and latency rest on too few to mean much;
+    /// each names a duration that would do.
+    pub warnings: Vec<String>,
     /// The self-audit.
     pub audit: Audit,
 }
+
+/// Units (I/Os, copies, transfers) a flow completes in the window below which its figures
+/// get a warning.
+pub const FEW_UNITS: u64 = 10;
 
 impl RunResult {
     /// The result as JSON text.

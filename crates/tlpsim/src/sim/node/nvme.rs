@@ -139,6 +139,9 @@ pub(in crate::sim) struct NvmeDrive {
     out: VecDeque<Out>,
     /// Its posted writes queued at its link, not yet left.
     posted_queued: u32,
+    /// Bytes of read I/Os' data it has sent toward their destination: what its media's read
+    /// side has delivered (data read ahead and waiting for the link is not its busy time).
+    read_data_sent: u64,
     /// Bytes of its write buffer not holding a write's data.
     buffer_free: u64,
     /// Write I/Os whose command is processed, waiting for buffer room, oldest first.
@@ -170,6 +173,7 @@ impl NvmeDrive {
             read_jobs: VecDeque::new(),
             out: VecDeque::new(),
             posted_queued: 0,
+            read_data_sent: 0,
             buffer_free: spec.write_buffer,
             buffer_wait: VecDeque::new(),
             next_order: [0; 3],
@@ -309,7 +313,14 @@ impl Node for NvmeDrive {
         ];
         for (used_by, what, th) in sides {
             if let Some(th) = th {
-                out.push(th.resource(n, used_by, "media", format!("{name} media ({what})"), t));
+                let mut r = th.resource(n, used_by, "media", format!("{name} media ({what})"), t);
+                if what == "read" {
+                    // Its service counts as far as its data have left: time the data of a
+                    // read done early spend waiting for the link is the link's, not its.
+                    let sent = self.read_data_sent as f64 / th.bytes_per_s();
+                    r.busy = r.busy.min(SimTime::from_ps((sent * 1e12) as u64).ticks());
+                }
+                out.push(r);
             }
         }
     }
@@ -650,6 +661,7 @@ impl Simulator<'_> {
                     } else {
                         Out::Cqe(io)
                     };
+                    d.read_data_sent += size as u64;
                     (NvmeTlp::Data(io), size, addr)
                 }
                 Out::Cqe(io) => {
