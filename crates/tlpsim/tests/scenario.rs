@@ -582,3 +582,34 @@ fn a_name_used_twice_is_refused_whatever_the_number_of_sections() {
         "{w}"
     );
 }
+
+/// A root complex, a DMA endpoint and two workloads on it, `a` reading and `b` writing.
+const TWO_WORKLOADS: &str = "[simulation]\nduration = \"20us\"\n[pcie]\ngen = 3\n\
+    [[root_complex]]\nname = \"rc\"\n[[endpoint]]\nname = \"ep\"\nkind = \"dma\"\n\
+    [[link]]\nbetween = [\"rc\", \"ep\"]\nwidth = 4\n\
+    [[workload]]\nname = \"a\"\nkind = \"dma\"\nendpoint = \"ep\"\ndirection = \"read\"\n\
+    transfer_size = \"4KiB\"\n\
+    [[workload]]\nname = \"b\"\nkind = \"dma\"\nendpoint = \"ep\"\ndirection = \"write\"\n\
+    transfer_size = \"4KiB\"\n";
+
+#[test]
+fn a_workload_with_enabled_false_stays_in_the_file_and_out_of_the_run() {
+    let both = load_str(TWO_WORKLOADS, "<test>").unwrap();
+    assert_eq!(both.workloads.len(), 2);
+    let text = tlpsim::scenario::set_value(TWO_WORKLOADS, "<test>", "workload.b.enabled", "false")
+        .unwrap();
+    let one = load_str(&text, "<test>").unwrap();
+    let names: Vec<&str> = one.workloads.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["a"]);
+    // Every workload off: one line that says so, naming them.
+    let none = tlpsim::scenario::set_value(&text, "<test>", "workload.a.enabled", "false");
+    let e = none.and_then(|t| load_str(&t, "<test>").map(|_| t));
+    let msg = e.unwrap_err().to_string();
+    assert!(
+        msg.contains("every [[workload]] has enabled = false (a, b)") && !msg.contains('\n'),
+        "{msg}"
+    );
+    // Not a boolean: refused.
+    let e = tlpsim::scenario::set_value(TWO_WORKLOADS, "<test>", "workload.b.enabled", "maybe");
+    assert!(e.unwrap_err().to_string().contains("true or false"));
+}

@@ -61,6 +61,17 @@ pub fn build(f: &ScenarioFile) -> Result<System, BuildError> {
                 .into(),
         ));
     }
+    if workloads.is_empty() && !f.workload.is_empty() {
+        return Err(BuildError::Fabric(format!(
+            "every [[workload]] has enabled = false ({}): nothing would move; enable one \
+             (enabled = true, or --set workload.NAME.enabled=true)",
+            f.workload
+                .iter()
+                .map(|w| w.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
     if workloads.is_empty() {
         let kinds: Vec<String> = WorkloadKind::WORDS
             .iter()

@@ -119,6 +119,10 @@ pub struct FioWorkloadSection {
     _kind: IgnoredAny,
     /// Unique flow name.
     pub name: String,
+    /// Whether it runs (default true): `enabled = false` keeps it in the file, settable with
+    /// `--set workload.NAME.enabled=false`, and leaves it out of the run.
+    #[serde(default = "crate::scenario::workload::default_enabled")]
+    pub enabled: bool,
     /// The NVMe drive (an `[[endpoint]]` with kind = "nvme").
     pub endpoint: String,
     /// "read", "write", "randread" or "randwrite".

@@ -137,7 +137,23 @@ impl Tagged for WorkloadSection {
     }
 }
 
+/// The default of a workload's `enabled`: it runs.
+pub(crate) fn default_enabled() -> bool {
+    true
+}
+
 impl WorkloadSection {
+    /// Whether it runs (`enabled`, default true).
+    pub fn enabled(&self) -> bool {
+        match self {
+            WorkloadSection::Dma(w) => w.enabled,
+            WorkloadSection::Storage(w) => w.enabled,
+            WorkloadSection::Bridge(w) => w.enabled,
+            WorkloadSection::Fio(w) => w.enabled,
+            WorkloadSection::Memcpy(w) => w.enabled,
+        }
+    }
+
     /// The flow name.
     pub fn name(&self) -> &str {
         match self {
@@ -183,6 +199,10 @@ pub struct DmaWorkloadSection {
     _kind: IgnoredAny,
     /// Unique flow name.
     pub name: String,
+    /// Whether it runs (default true): `enabled = false` keeps it in the file, settable with
+    /// `--set workload.NAME.enabled=false`, and leaves it out of the run.
+    #[serde(default = "crate::scenario::workload::default_enabled")]
+    pub enabled: bool,
     /// The endpoint (or root complex, writes only) issuing the requests.
     pub endpoint: String,
     /// Whose memory (the root complex above the endpoint when left out).
@@ -245,6 +265,10 @@ pub struct StorageWorkloadSection {
     _kind: IgnoredAny,
     /// Unique flow name.
     pub name: String,
+    /// Whether it runs (default true): `enabled = false` keeps it in the file, settable with
+    /// `--set workload.NAME.enabled=false`, and leaves it out of the run.
+    #[serde(default = "crate::scenario::workload::default_enabled")]
+    pub enabled: bool,
     /// The storage endpoint issuing the DMA.
     pub endpoint: String,
     /// Whose memory (the root complex above the endpoint when left out).
@@ -280,6 +304,10 @@ pub struct BridgeWorkloadSection {
     _kind: IgnoredAny,
     /// Unique flow name.
     pub name: String,
+    /// Whether it runs (default true): `enabled = false` keeps it in the file, settable with
+    /// `--set workload.NAME.enabled=false`, and leaves it out of the run.
+    #[serde(default = "crate::scenario::workload::default_enabled")]
+    pub enabled: bool,
     /// The NIC whose ports the frames arrive on.
     pub endpoint: String,
     /// Ethernet frame size in bytes with CRC, 64 to 9018 (jumbo frames).
@@ -300,6 +328,10 @@ pub struct MemcpyWorkloadSection {
     _kind: IgnoredAny,
     /// Unique flow name ("both" makes two flows, NAME.h2d and NAME.d2h).
     pub name: String,
+    /// Whether it runs (default true): `enabled = false` keeps it in the file, settable with
+    /// `--set workload.NAME.enabled=false`, and leaves it out of the run.
+    #[serde(default = "crate::scenario::workload::default_enabled")]
+    pub enabled: bool,
     /// The GPU whose copy engines copy (an `[[endpoint]]` with kind = "gpu").
     pub endpoint: String,
     /// Without a target: "h2d" (its engines read host memory), "d2h" (they write it) or
@@ -356,6 +388,9 @@ pub fn workloads(
                 what: "workload name",
                 name: w.name().to_string(),
             });
+        }
+        if !w.enabled() {
+            continue;
         }
         let source = fabric.nodes.lookup(&place, "endpoint", w.endpoint())?;
         let nvme = matches!(fabric.node(source).kind, NodeKind::Nvme { .. });
