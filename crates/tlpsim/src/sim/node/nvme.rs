@@ -528,7 +528,6 @@ impl Simulator<'_> {
         };
         let reads = fio.rw.reads();
         let mut next = None;
-        let mut wake = None;
         let mut programmed = None;
         match i.step {
             Step::Fetch if prp_list_bytes(fio.bs) > 0 => {
@@ -566,28 +565,10 @@ impl Simulator<'_> {
                 return;
             }
             Step::Command => {
-                // The data come in only once the write buffer has room for them (a write
-                // larger than the whole buffer, once it is empty).
-                let room = d.buffer_free >= fio.bs || d.buffer_free == d.spec.write_buffer;
-                if !room || !d.buffer_wait.is_empty() {
-                    if !d.buffer_wait.contains(&io) {
-                        d.buffer_wait.push_back(io);
-                    }
-                    if !room || d.buffer_wait.front() != Some(&io) {
-                        return;
-                    }
-                    d.buffer_wait.pop_front();
-                }
-                d.buffer_free = d.buffer_free.saturating_sub(fio.bs);
-                // The next waiting write may fit too.
-                wake = d.buffer_wait.front().copied();
-                next = Some((Step::DataIn, fio.bs));
-                d.read_jobs.push_back(ReadJob {
-                    io,
-                    data: true,
-                    addr: 0,
-                    left: fio.bs,
-                });
+                // The data come in only once the write buffer has room for them.
+                d.buffer_wait.push_back(io);
+                self.nvme_take_buffer(n);
+                return;
             }
             Step::DataIn => {
                 let start = d
@@ -611,7 +592,6 @@ impl Simulator<'_> {
                 programmed = Some(i.flow as usize);
                 d.buffer_free = (d.buffer_free + fio.bs).min(d.spec.write_buffer);
                 d.out.push_back(Out::Cqe(io));
-                wake = d.buffer_wait.front().copied();
             }
             Step::Complete => return,
         }
@@ -627,11 +607,42 @@ impl Simulator<'_> {
                 self.nvme_fill_posted(n);
             }
         }
-        if let Some(w) = wake {
-            self.q.schedule(now, io_ev(n, w));
+        if let Some(flow) = programmed {
+            if self.measuring {
+                self.flows[flow].bytes += fio.bs;
+            }
+            self.nvme_take_buffer(n);
         }
-        if let Some(flow) = programmed.filter(|_| self.measuring) {
-            self.flows[flow].bytes += fio.bs;
+    }
+
+    /// Drive `n`'s writes waiting for write-buffer room take it, oldest first, while the
+    /// next fits (one larger than the whole buffer once it is empty), and fetch their data.
+    fn nvme_take_buffer(&mut self, n: usize) {
+        let sys = self.sys;
+        let Some(d) = self.nvme_mut(n) else { return };
+        let mut took = false;
+        while let Some(&io) = d.buffer_wait.front() {
+            let bs = sys.workloads[d.ios[io as usize].flow as usize]
+                .fio
+                .map_or(0, |f| f.bs);
+            if d.buffer_free < bs && d.buffer_free != d.spec.write_buffer {
+                break;
+            }
+            d.buffer_wait.pop_front();
+            d.buffer_free = d.buffer_free.saturating_sub(bs);
+            let e = &mut d.ios[io as usize];
+            e.step = Step::DataIn;
+            e.awaiting = bs;
+            d.read_jobs.push_back(ReadJob {
+                io,
+                data: true,
+                addr: 0,
+                left: bs,
+            });
+            took = true;
+        }
+        if took {
+            self.nvme_issue_reads(n);
         }
     }
 
