@@ -26,15 +26,16 @@ _PERCENTILES = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("p99_9", 0.999), ("
 Point = tuple[Cell, Outcome, dict[str, Any]]
 
 
-def _points(pairs: list[Point], x: str) -> tuple[list[float], list[float], list[float]]:
-    """(x, published, simulated) of cells sorted by ``x`` (``transfer_bytes`` or ``window_bytes``)."""
-    pairs = sorted(pairs, key=lambda p: getattr(p[0], x))
-    return [getattr(p[0], x) for p in pairs], [p[0].published for p in pairs], [p[1].value for p in pairs]
-
-
-def _band(ax, pairs: list[Point], x: str, color: str) -> None:
-    """Shades the 90 % band of the predicted cells of one series (nothing where none has one)."""
-    banded = sorted((p for p in pairs if p[2].get("low") is not None), key=lambda p: getattr(p[0], x))
+def _series(ax, points: list[Point], x: str, color: str, label: str, marker: str = "o", ms: float = 3) -> None:
+    """One series against ``x`` (``transfer_bytes`` or ``window_bytes``): measured as
+    markers, tlpsim as a line, the 90 % band of its predicted cells shaded."""
+    points = sorted(points, key=lambda p: getattr(p[0], x))
+    if not points:
+        return
+    xs = [getattr(p[0], x) for p in points]
+    ax.plot(xs, [p[0].published for p in points], marker, ms=ms, color=color, label=label)
+    ax.plot(xs, [p[1].value for p in points], "-", lw=1, color=color)
+    banded = [p for p in points if p[2].get("low") is not None]
     if banded:
         ax.fill_between(
             [getattr(p[0], x) for p in banded], [p[2]["low"] for p in banded], [p[2]["high"] for p in banded],
@@ -45,11 +46,7 @@ def _band(ax, pairs: list[Point], x: str, color: str) -> None:
 def _bandwidth_vs_size(ax, report: FitReport, pairs: list[Point]) -> None:
     cells = [p for p in pairs if p[0].stem == "bw_dma_sz_sweep"]
     for i, test in enumerate(("BW_DMA_RD", "BW_DMA_WR", "BW_DMA_RW")):
-        xs, pub, sim = _points([p for p in cells if p[0].test == test], "transfer_bytes")
-        if xs:
-            ax.plot(xs, pub, "o", ms=3, color=f"C{i}", label=test[7:])
-            ax.plot(xs, sim, "-", lw=1, color=f"C{i}")
-            _band(ax, [p for p in cells if p[0].test == test], "transfer_bytes", f"C{i}")
+        _series(ax, [p for p in cells if p[0].test == test], "transfer_bytes", f"C{i}", test[7:])
     sizes = sorted({p[0].transfer_bytes for p in cells})
     if sizes:
         m = report.machine
@@ -70,11 +67,7 @@ def _latency_vs_size(ax, pairs: list[Point]) -> None:
     for test in ("LAT_DMA_RD", "LAT_DMA_WRRD"):
         for measure, label in (("latency_median_ns", "median"), ("latency_p99_9_ns", "p99.9")):
             series = [p for p in cells if (p[0].test, p[0].measure) == (test, measure)]
-            xs, pub, sim = _points(series, "transfer_bytes")
-            if xs:
-                ax.plot(xs, pub, "o", ms=2.5, color=f"C{i}", label=f"{test[8:]} {label}")
-                ax.plot(xs, sim, "-", lw=1, color=f"C{i}")
-                _band(ax, series, "transfer_bytes", f"C{i}")
+            _series(ax, series, "transfer_bytes", f"C{i}", f"{test[8:]} {label}", ms=2.5)
             i += 1
     ax.set_xlabel("transfer size (bytes)")
     ax.set_ylabel("latency (ns)")
@@ -86,11 +79,8 @@ def _bandwidth_vs_window(ax, pairs: list[Point]) -> None:
     series = sorted({(p[0].test, p[0].transfer_bytes) for p in cells})
     for i, (test, size) in enumerate(series):
         one = [p for p in cells if (p[0].test, p[0].transfer_bytes) == (test, size)]
-        xs, pub, sim = _points(one, "window_bytes")
         marker = "o" if test.endswith("RD") else "s"
-        ax.plot(xs, pub, marker, ms=3, color=f"C{i}", label=f"{test[7:]} {size}B")
-        ax.plot(xs, sim, "-", lw=1, color=f"C{i}")
-        _band(ax, one, "window_bytes", f"C{i}")
+        _series(ax, one, "window_bytes", f"C{i}", f"{test[7:]} {size}B", marker)
     ax.set_xscale("log", base=2)
     windows = sorted({p[0].window_bytes for p in cells})
     if windows:

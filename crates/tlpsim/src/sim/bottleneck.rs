@@ -63,7 +63,8 @@ pub struct ResourceResult {
 pub struct Bottleneck {
     /// "link", "memory", "write_sink", "read_path", "data_path", "socket_link", "iommu",
     /// "host_bridge", "switch_bus", "media", "command_rate", "cpu", "dma_engines", "credits",
-    /// "replay_buffer", "requests", "iodepth", "offered_load", or "starved" (it still
+    /// "replay_buffer", "sequence_window", "requests", "iodepth", "completion_timeout",
+    /// "offered_load", or "starved" (it still
     /// completed nothing at the run's end while its TLPs waited: see `sim::progress`).
     pub kind: &'static str,
     /// The resource, e.g. "rc-sw down", "rc memory", "sw -> a NPH credits".

@@ -972,18 +972,17 @@ impl<'a> Simulator<'a> {
             } else {
                 "transfers"
             };
-            let needed = if f.transfers > 0 {
-                warmup + window * 1.2 * result::FEW_UNITS as f64 / f.transfers as f64
-            } else {
-                warmup + 10.0 * (window + warmup)
-            };
-            let (what, why) = if f.transfers == 0 {
-                ("none", "it has no rate or latency to report".to_string())
-            } else {
-                (
+            let (what, why, needed) = match f.transfers {
+                0 => (
+                    "none",
+                    "it has no rate or latency to report".to_string(),
+                    warmup + 10.0 * (window + warmup),
+                ),
+                done => (
                     "only a few",
-                    format!("its rate and latency rest on {}", f.transfers),
-                )
+                    format!("its rate and latency rest on {done}"),
+                    warmup + window * 1.2 * result::FEW_UNITS as f64 / done as f64,
+                ),
             };
             out.push(format!(
                 "flow {} completed {what} of its {unit} in the {:.1} us measured ({} in all): \

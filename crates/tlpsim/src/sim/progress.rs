@@ -354,9 +354,7 @@ impl Simulator<'_> {
         };
         (timeouts, Some(starved), verdict)
     }
-}
 
-impl Simulator<'_> {
     /// Flow `f`'s verdict with `timeouts` completion timeouts: where the verdict says its
     /// requests in flight limit it (their latency), the timeouts are that latency, and the
     /// verdict names them.
