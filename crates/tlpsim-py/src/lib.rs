@@ -74,6 +74,13 @@ impl Scenario {
             .collect()
     }
 
+    /// Its shape as JSON text: nodes with their kind and root complex, links with their
+    /// generation and width, workloads with their source and target.
+    #[getter]
+    fn topology_json(&self) -> String {
+        self.system.topology_json().to_string()
+    }
+
     /// Simulated seconds (duration, warmup included).
     #[getter]
     fn duration_s(&self) -> f64 {

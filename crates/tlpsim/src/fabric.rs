@@ -327,6 +327,22 @@ impl NodeKind {
         }
     }
 
+    /// Its kind as one word, the scenario's `kind` where it has one ("root_complex",
+    /// "switch", "ntb", "storage", "nic", "dma", "memory", "nvme", "gpu").
+    pub fn word(&self) -> &'static str {
+        match self {
+            NodeKind::RootComplex { .. } => "root_complex",
+            NodeKind::Switch { .. } => "switch",
+            NodeKind::Ntb { .. } => "ntb",
+            NodeKind::Endpoint { media: Some(_), .. } => "storage",
+            NodeKind::Endpoint { nic: Some(_), .. } => "nic",
+            NodeKind::Endpoint { .. } => "dma",
+            NodeKind::Memory { .. } => "memory",
+            NodeKind::Nvme { .. } => "nvme",
+            NodeKind::Gpu { .. } => "gpu",
+        }
+    }
+
     /// Whether a workload may run on it: it issues memory reads and writes.
     pub fn issues_requests(&self) -> bool {
         matches!(
@@ -857,5 +873,61 @@ impl System {
     /// The index of the node called `name`.
     pub fn node(&self, name: &str) -> Option<NodeId> {
         self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// Its shape as JSON, for pictures and matrices: `nodes` (`name`, `kind` as
+    /// [`NodeKind::word`], `root_complex`: the root complex above it), `links` (`name`, `up`,
+    /// `down`, `gen`, `width`), `workloads` that run (`name`, `source`, `target`).
+    pub fn topology_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let mut above: Vec<Option<NodeId>> = vec![None; self.nodes.len()];
+        for l in &self.links {
+            above[l.down] = Some(l.up);
+        }
+        let root = |mut n: NodeId| {
+            let mut hops = 0;
+            while let Some(up) = above[n] {
+                if matches!(self.nodes[n].kind, NodeKind::RootComplex { .. })
+                    || hops > self.nodes.len()
+                {
+                    break;
+                }
+                n = up;
+                hops += 1;
+            }
+            matches!(self.nodes[n].kind, NodeKind::RootComplex { .. })
+                .then(|| self.nodes[n].name.clone())
+        };
+        let nodes: Vec<_> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| json!({"name": n.name, "kind": n.kind.word(), "root_complex": root(i)}))
+            .collect();
+        let links: Vec<_> = self
+            .links
+            .iter()
+            .map(|l| {
+                json!({
+                    "name": l.name,
+                    "up": self.nodes[l.up].name,
+                    "down": self.nodes[l.down].name,
+                    "gen": l.gen.number(),
+                    "width": l.width,
+                })
+            })
+            .collect();
+        let workloads: Vec<_> = self
+            .workloads
+            .iter()
+            .map(|w| {
+                json!({
+                    "name": w.name,
+                    "source": self.nodes[w.source].name,
+                    "target": self.nodes[w.target].name,
+                })
+            })
+            .collect();
+        json!({"nodes": nodes, "links": links, "workloads": workloads})
     }
 }
