@@ -608,6 +608,22 @@ pub struct HostBridgeSpec {
     pub latency: SimTime,
 }
 
+/// An inter-socket link (UPI, Infinity Fabric) between two root complexes: TLPs between
+/// their trees cross it, each direction paced at `bandwidth` and delayed by `latency`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SocketLinkSpec {
+    /// "a-b", the two root complexes' names.
+    pub name: String,
+    /// One root complex.
+    pub a: NodeId,
+    /// The other.
+    pub b: NodeId,
+    /// Payload bytes per second in each direction.
+    pub bandwidth: f64,
+    /// One-way latency.
+    pub latency: SimTime,
+}
+
 /// What a DMA workload moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DmaDirection {
@@ -863,6 +879,8 @@ pub struct System {
     pub links: Vec<LinkSpec>,
     /// Host bridges.
     pub host_bridges: Vec<HostBridgeSpec>,
+    /// Inter-socket links between root complexes.
+    pub socket_links: Vec<SocketLinkSpec>,
     /// Workloads.
     pub workloads: Vec<WorkloadSpec>,
     /// The host CPU that bridges Ethernet frames, if the scenario has one.
@@ -877,7 +895,8 @@ impl System {
 
     /// Its shape as JSON, for pictures and matrices: `nodes` (`name`, `kind` as
     /// [`NodeKind::word`], `root_complex`: the root complex above it), `links` (`name`, `up`,
-    /// `down`, `gen`, `width`), `workloads` that run (`name`, `source`, `target`).
+    /// `down`, `gen`, `width`), `socket_links` (`name`, `between`, `bandwidth` in bytes/s, `latency_ns`), `workloads`
+    /// that run (`name`, `source`, `target`).
     pub fn topology_json(&self) -> serde_json::Value {
         use serde_json::json;
         let mut above: Vec<Option<NodeId>> = vec![None; self.nodes.len()];
@@ -928,6 +947,18 @@ impl System {
                 })
             })
             .collect();
-        json!({"nodes": nodes, "links": links, "workloads": workloads})
+        let sockets: Vec<_> = self
+            .socket_links
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "between": [self.nodes[s.a].name, self.nodes[s.b].name],
+                    "bandwidth": s.bandwidth,
+                    "latency_ns": s.latency.as_ns_f64(),
+                })
+            })
+            .collect();
+        json!({"nodes": nodes, "links": links, "socket_links": sockets, "workloads": workloads})
     }
 }

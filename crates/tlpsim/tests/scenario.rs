@@ -10,6 +10,7 @@ const FREE_TEXT: &[&str] = &[
     "name",
     "endpoint",
     "target",
+    "memory",
     "root",
     "host_bridge",
     "between",

@@ -9,6 +9,7 @@ use super::file::{PcieSection, ScenarioFile, SimulationSection};
 use super::links::{self, LinkDefaults};
 use super::nodes::{self, NodeTable};
 use super::ntb::{self, WindowMap};
+use super::sockets;
 use super::tags;
 use super::values;
 use super::workload::{self, Fabric, WorkloadKind};
@@ -40,10 +41,12 @@ pub fn build(f: &ScenarioFile) -> Result<System, BuildError> {
     tags::default_tags(&open_tags, &mut nodes, &topology);
     nodes::resolve_weights(weights, &mut nodes, &topology)?;
 
+    let socket_links = sockets::socket_links(&f.socket_link, &nodes, &topology)?;
     let windows = WindowMap::new(nodes.nodes(), &topology)?;
     let fabric = Fabric {
         nodes: &nodes,
         topology: &topology,
+        socket_links: &socket_links,
         windows: &windows,
         pcie: &pcie,
         has_cpu: f.cpu.is_some(),
@@ -92,6 +95,7 @@ pub fn build(f: &ScenarioFile) -> Result<System, BuildError> {
         nodes: nodes.into_nodes(),
         links: topology.links,
         host_bridges,
+        socket_links,
         workloads,
         cpu,
     })

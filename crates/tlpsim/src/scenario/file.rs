@@ -16,6 +16,7 @@ use super::endpoint::EndpointSection;
 use super::links::{AckWord, LinkSection};
 use super::nodes::{CpuSection, HostBridgeSection, RootComplexSection, SwitchSection};
 use super::ntb::NtbSection;
+use super::sockets::SocketLinkSection;
 use super::values::defaults;
 use super::workload::WorkloadSection;
 use super::DEFAULT_REPLAY_BUFFER;
@@ -150,6 +151,9 @@ pub struct ScenarioFile {
     /// Links (a tree: every node but a root complex has one upstream link).
     #[serde(default)]
     pub link: Vec<LinkSection>,
+    /// Inter-socket links (UPI, Infinity Fabric) joining two root complexes.
+    #[serde(default)]
+    pub socket_link: Vec<SocketLinkSection>,
     /// Workloads, each the section of its `kind`.
     #[serde(default)]
     pub workload: Vec<WorkloadSection>,
@@ -216,6 +220,7 @@ enum Key {
     Endpoint,
     HostBridge,
     Link,
+    SocketLink,
     Workload,
     Cpu,
 }
@@ -254,6 +259,7 @@ impl<'de> de::Visitor<'de> for FileSeed<'_> {
                 }
                 Key::HostBridge => f.host_bridge = map.next_value()?,
                 Key::Link => f.link = map.next_value()?,
+                Key::SocketLink => f.socket_link = map.next_value()?,
                 Key::Workload => {
                     f.workload = map.next_value_seed(List::new(&self.kinds.workload))?
                 }

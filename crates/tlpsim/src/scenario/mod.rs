@@ -27,6 +27,7 @@ mod nodes;
 mod ntb;
 mod nvme;
 mod set;
+mod sockets;
 mod tags;
 mod values;
 mod workload;
@@ -45,6 +46,7 @@ pub use nodes::{
 pub use ntb::{NtbSection, NtbWindowSection, SideWord};
 pub use nvme::{FioWorkloadSection, NvmeEndpointSection, RwWord, NVME_PAGE};
 pub use set::set_value;
+pub use sockets::{SocketLinkSection, DEFAULT_SOCKET_BANDWIDTH};
 pub use values::{
     CreditValue, CreditsSection, DistributionSection, DistributionWord, LatencyValue,
 };

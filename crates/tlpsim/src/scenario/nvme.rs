@@ -140,6 +140,10 @@ pub struct FioWorkloadSection {
     /// memory (GPUDirect Storage), peer to peer: through a switch both sit under, or across
     /// switches through a root complex with p2p = "forward"; host memory when left out.
     pub target: Option<String>,
+    /// Without a target: the root complex whose memory holds the I/O buffers, e.g. "rc1"
+    /// (the drive's own when left out; its queues stay there); another socket's memory is
+    /// reached across the `[[socket_link]]`.
+    pub memory: Option<String>,
 }
 
 /// An NVMe drive's node kind (its tags are settled by the caller).
@@ -276,8 +280,16 @@ pub fn fio(
         ));
     }
     let root = fabric.topology.root_above(source);
+    let memory = super::workload::memory(place, &w.memory, [&w.target, &None], fabric)?;
     let target = match &w.target {
-        None => root,
+        None => match memory {
+            Some(m) => {
+                let m = fabric.nodes.lookup(place, "memory", &m)?;
+                super::workload::check_path(place, fabric, source, m, true)?;
+                m
+            }
+            None => root,
+        },
         Some(t) => gpu_target(place, t, source, bs, fabric)?,
     };
     let rw: FioRw = w.rw.into();

@@ -2,7 +2,7 @@
 //! `cpu.frame_cost`, or `SECTION.NAME.KEY` for the repeated sections, where NAME is the
 //! `name` of a `[[root_complex]]`, `[[switch]]`, `[[ntb]]`, `[[endpoint]]`,
 //! `[[host_bridge]]` or `[[workload]]`, or `UP-DOWN` for a `[[link]]`
-//! (`link.rc-sw1.width`). `SECTION[NAME].KEY` takes the name as written (dots included),
+//! (`link.rc-sw1.width`) or a `[[socket_link]]` (`socket_link.rc0-rc1.bandwidth`). `SECTION[NAME].KEY` takes the name as written (dots included),
 //! and `link[UP,DOWN].KEY` a link by its two ends, so every element can be named; a key
 //! that names several elements is refused with each of them written out. A KEY may go into
 //! an inline table (`endpoint.ex.credits.ph`).
@@ -13,19 +13,25 @@ use crate::error::{closest, did_you_mean};
 /// Sections that appear once.
 const TABLES: [&str; 3] = ["simulation", "pcie", "cpu"];
 /// Sections that repeat, each element picked by its name.
-const ARRAYS: [&str; 7] = [
+const ARRAYS: [&str; 8] = [
     "root_complex",
     "switch",
     "ntb",
     "endpoint",
     "host_bridge",
     "link",
+    "socket_link",
     "workload",
 ];
 
+/// Whether `section`'s elements go by their two ends (`between`) rather than a `name`.
+fn by_ends(section: &str) -> bool {
+    matches!(section, "link" | "socket_link")
+}
+
 /// The name an element of a repeated section goes by: its `name`, or `UP-DOWN` for a link.
 fn element_name(section: &str, t: &toml::Table) -> Option<String> {
-    if section == "link" {
+    if by_ends(section) {
         let (up, down) = ends(t)?;
         Some(format!("{up}-{down}"))
     } else {
@@ -42,9 +48,9 @@ fn ends(t: &toml::Table) -> Option<(&str, &str)> {
 /// The key that names element `t` of `section` without ambiguity: `link[UP,DOWN]`, or
 /// `SECTION.NAME` (`SECTION[NAME]` where the name holds a dot or a bracket).
 fn exact_key(section: &str, t: &toml::Table) -> Option<String> {
-    if section == "link" {
+    if by_ends(section) {
         let (up, down) = ends(t)?;
-        return Some(format!("link[{up},{down}]"));
+        return Some(format!("{section}[{up},{down}]"));
     }
     let name = t.get("name")?.as_str()?;
     Some(if name.contains(['.', '[', ']']) {
@@ -57,7 +63,7 @@ fn exact_key(section: &str, t: &toml::Table) -> Option<String> {
 /// Whether `inner`, the text between the brackets of `SECTION[...]`, names element `t`.
 fn bracket_names(section: &str, t: &toml::Table, inner: &str) -> bool {
     let inner = inner.trim();
-    if section != "link" {
+    if !by_ends(section) {
         return element_name(section, t).is_some_and(|n| n == inner);
     }
     let Some((up, down)) = ends(t) else {
@@ -110,7 +116,7 @@ fn elements<'k>(
             let plain: Vec<String> = tables()
                 .filter_map(|(_, t)| element_name(section, t))
                 .collect();
-            let wanted = if section == "link" {
+            let wanted = if by_ends(section) {
                 // `plain` and `names` list the same links: the ends both need.
                 let guess = inner.replacen(',', "-", 1);
                 let hint = closest(&guess, plain.iter().map(String::as_str))
@@ -118,7 +124,7 @@ fn elements<'k>(
                     .map(|i| format!("; did you mean {}?", names[i]))
                     .unwrap_or_default();
                 format!(
-                    "no [[link]] between {inner}; the scenario has {}{hint}",
+                    "no [[{section}]] between {inner}; the scenario has {}{hint}",
                     names.join(", ")
                 )
             } else {

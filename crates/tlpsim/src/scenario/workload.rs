@@ -16,8 +16,8 @@ use super::values::{self, defaults, words};
 use super::DEFAULT_OUTSTANDING;
 use crate::fabric::{
     AddressPath, AddressPattern, Addresses, BridgeSpec, CacheState, CopyDirection, DmaDirection,
-    Doorbell, NodeId, NodeKind, NodeSpec, PcieSettings, StorageMix, TargetKind, WorkloadSpec,
-    CACHE_LINE, SCRATCHPAD_BYTES,
+    Doorbell, NodeId, NodeKind, NodeSpec, PcieSettings, SocketLinkSpec, StorageMix, TargetKind,
+    WorkloadSpec, CACHE_LINE, SCRATCHPAD_BYTES,
 };
 use crate::pcie::tlp::Addressing;
 use crate::units;
@@ -207,6 +207,10 @@ pub struct DmaWorkloadSection {
     pub endpoint: String,
     /// Whose memory (the root complex above the endpoint when left out).
     pub target: Option<String>,
+    /// The root complex whose memory holds the host buffer, e.g. "rc1" (the root complex
+    /// above the endpoint when left out); another socket's memory is reached across the
+    /// `[[socket_link]]` between the two.
+    pub memory: Option<String>,
     /// Instead of target: the address written or read, in the source's domain, e.g.
     /// "0x8000_0000"; non-transparent bridges' windows translate it into the domain whose
     /// root complex's memory it reaches.
@@ -343,6 +347,10 @@ pub struct MemcpyWorkloadSection {
     /// a root complex with p2p = "forward"; host memory, the root complex above the GPU,
     /// when left out.
     pub target: Option<String>,
+    /// Without a target: the root complex whose memory holds the host buffer, e.g. "rc1" (the root complex
+    /// above the endpoint when left out); another socket's memory is reached across the
+    /// `[[socket_link]]` between the two.
+    pub memory: Option<String>,
     /// Bytes per copy, 1 B to 1 GiB; the copies repeat back to back for the whole run
     /// (default "512MiB", nvbandwidth's buffer).
     #[serde(default = "default_copy_size")]
@@ -355,6 +363,8 @@ pub struct Fabric<'a> {
     pub nodes: &'a NodeTable,
     /// The links.
     pub topology: &'a Topology,
+    /// The inter-socket links between root complexes.
+    pub socket_links: &'a [SocketLinkSpec],
     /// The bridges' windows, for `target_address`.
     pub windows: &'a WindowMap,
     /// MPS and addressing.
@@ -483,10 +493,15 @@ fn dma(
 ) -> Result<WorkloadSpec, BuildError> {
     refuse_nic(place, &d.endpoint, source, fabric)?;
     let transfer_size = size(place, "transfer_size", &d.transfer_size)?;
+    let memory_target = memory(place, &d.memory, [&d.target, &d.target_address], fabric)?;
     let keys = Transfers {
         name: &d.name,
         endpoint: &d.endpoint,
-        target: &d.target,
+        target: if d.memory.is_some() {
+            &memory_target
+        } else {
+            &d.target
+        },
         target_address: &d.target_address,
         outstanding: d.outstanding,
         tlp_payload: &d.tlp_payload,
@@ -626,6 +641,7 @@ fn memcpy(
         ));
     }
     let size = size(place, "size", &m.size)?;
+    let memory_target = memory(place, &m.memory, [&m.target, &None], fabric)?;
     let name = |suffix: &str| format!("{}{suffix}", m.name);
     use {CopyDirection as C, CopyWord as W, DmaDirection as D};
     let copies = match (&m.target, m.direction) {
@@ -689,7 +705,11 @@ fn memcpy(
         let keys = Transfers {
             name: &flow,
             endpoint: &m.endpoint,
-            target: &m.target,
+            target: if m.memory.is_some() {
+                &memory_target
+            } else {
+                &m.target
+            },
             target_address: &None,
             outstanding: 1,
             tlp_payload: &None,
@@ -700,6 +720,37 @@ fn memcpy(
         out.push(spec);
     }
     Ok(out)
+}
+
+/// A workload's `memory`: the root complex whose memory holds its host buffer, checked to be
+/// one and given without `others` (the keys naming a target instead).
+pub(super) fn memory(
+    place: &Place,
+    memory: &Option<String>,
+    others: [&Option<String>; 2],
+    fabric: &Fabric,
+) -> Result<Option<String>, BuildError> {
+    let Some(name) = memory else {
+        return Ok(None);
+    };
+    if others.iter().any(|o| o.is_some()) {
+        return Err(BuildError::conflict(
+            place,
+            "give memory (the root complex holding the host buffer) or a target, not both",
+        ));
+    }
+    let n = fabric.nodes.lookup(place, "memory", name)?;
+    let kind = &fabric.node(n).kind;
+    if !matches!(kind, NodeKind::RootComplex { .. }) {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "memory = {name:?} is {}; memory names the root complex (socket) whose memory                  holds the host buffer",
+                kind.noun()
+            ),
+        ));
+    }
+    Ok(Some(name.clone()))
 }
 
 /// A NIC moves Ethernet frames: a DMA or storage workload on one is refused.
@@ -926,12 +977,36 @@ pub(super) fn check_path(
     returns: bool,
 ) -> Result<(), BuildError> {
     let target_name = &fabric.node(target).name;
-    if fabric.topology.root_above(source) != fabric.topology.root_above(target) {
+    let (top_s, top_t) = (
+        fabric.topology.root_above(source),
+        fabric.topology.root_above(target),
+    );
+    let joined = fabric
+        .socket_links
+        .iter()
+        .any(|l| (l.a, l.b) == (top_s, top_t) || (l.a, l.b) == (top_t, top_s));
+    if top_s != top_t && !joined {
+        let names = fabric.nodes.nodes();
         return Err(BuildError::conflict(
             place,
             format!(
-                "{:?} and {target_name:?} are under different root complexes",
-                fabric.node(source).name
+                "{:?} and {target_name:?} are under different root complexes ({:?} and {:?}) \
+                 with no [[socket_link]] between them; add one (between = [{:?}, {:?}])",
+                fabric.node(source).name,
+                names[top_s].name,
+                names[top_t].name,
+                names[top_s].name,
+                names[top_t].name
+            ),
+        ));
+    }
+    if top_s != top_t && matches!(fabric.node(source).kind, NodeKind::RootComplex { .. }) {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "a root complex's own requests stay on its socket; {target_name:?} is under \
+                 another root complex: run the workload on {:?}'s own root complex",
+                target_name
             ),
         ));
     }
@@ -942,19 +1017,28 @@ pub(super) fn check_path(
             NodeKind::RootComplex { p2p: None, .. }
         )
     };
-    let there = fabric
-        .topology
-        .path_between(source, target)
-        .into_iter()
-        .find(refuses);
+    // Across a socket link: up to the source's root complex, across, down from the other;
+    // both root complexes forward a peer-to-peer TLP, while a DMA into (or completions from)
+    // a root complex's own memory cross without its peer-to-peer forwarding.
+    let path = |from: NodeId, to: NodeId| {
+        let (top_from, top_to) = (
+            fabric.topology.root_above(from),
+            fabric.topology.root_above(to),
+        );
+        if top_from == top_to {
+            return fabric.topology.path_between(from, to);
+        }
+        let peer = from != top_from && to != top_to;
+        let mut p = fabric.topology.path_between(from, top_from);
+        if peer {
+            p.extend([top_from, top_to]);
+        }
+        p.extend(fabric.topology.path_between(top_to, to));
+        p
+    };
+    let there = path(source, target).into_iter().find(refuses);
     let back = returns
-        .then(|| {
-            fabric
-                .topology
-                .path_between(target, source)
-                .into_iter()
-                .find(refuses)
-        })
+        .then(|| path(target, source).into_iter().find(refuses))
         .flatten();
     let source_name = &fabric.node(source).name;
     let what = match (there, back) {

@@ -195,6 +195,14 @@ pub(crate) enum UsedBy {
     ReadsFrom,
     /// Flows that pass through its node (a root complex's peer-to-peer forwarding).
     Through,
+    /// Flows whose data cross from root complex `from`'s tree to `to`'s (one direction of
+    /// a socket link).
+    Crossing {
+        /// The tree the data leave.
+        from: usize,
+        /// The tree they enter.
+        to: usize,
+    },
 }
 
 /// A non-link resource: the node it belongs to (NONE for a host bridge), its kind, its name,
@@ -244,6 +252,7 @@ impl Simulator<'_> {
         for (n, node) in self.nodes.iter().enumerate() {
             node.resources(n, &self.sys.nodes[n].name, t, &mut out);
         }
+        self.sockets.resources(self.sys, t, &mut out);
         for (b, (th, _)) in self.bridges.iter().enumerate() {
             out.push(Resource {
                 node: NONE as usize,
@@ -271,7 +280,14 @@ impl Simulator<'_> {
         while node != to && out.len() < self.chans.len() {
             let c = self.route.hop(node, came_in, to);
             if c == NONE {
-                break;
+                // Across a socket link, on from the root complex on the far side.
+                match self.sockets.across(node, to) {
+                    Some(far) if far != node => {
+                        (node, came_in) = (far, NONE);
+                        continue;
+                    }
+                    _ => break,
+                }
             }
             out.push(c as usize);
             node = self.rx_node[c as usize] as usize;
@@ -334,6 +350,11 @@ impl Simulator<'_> {
                 }
                 let mut nodes = vec![src];
                 nodes.extend(chans.iter().map(|&c| self.rx_node[c] as usize));
+                // Across a socket link: both root complexes (the paths end at each).
+                let (top_src, top_dst) = (self.sockets.top(src), self.sockets.top(dst));
+                if top_src != top_dst {
+                    nodes.extend([top_src, top_dst]);
+                }
                 let mut cands = Vec::new();
                 for (i, &c) in chans.iter().enumerate() {
                     let mut link = self.link_candidates(c, &links[c], window);
@@ -373,6 +394,11 @@ impl Simulator<'_> {
                         UsedBy::Reads => f.reads,
                         UsedBy::ReadsFrom => f.reads && dst == r.node,
                         UsedBy::Through => src != r.node && dst != r.node,
+                        UsedBy::Crossing { from, to } => {
+                            let written = f.writes && (top_src, top_dst) == (from, to);
+                            let read = f.reads && (top_dst, top_src) == (from, to);
+                            written || read
+                        }
                     };
                     if !on_path
                         || !side_used

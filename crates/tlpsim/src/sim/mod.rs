@@ -25,6 +25,7 @@ pub mod result;
 pub mod rfc2544;
 mod route;
 mod slab;
+mod socket;
 mod throttle;
 pub mod trace;
 mod transfer;
@@ -282,6 +283,8 @@ pub struct Simulator<'a> {
     errors: bool,
     /// Completion timeouts and the starvation watchdog (`progress`).
     progress: progress::Progress,
+    /// The inter-socket links between root complexes (`socket`).
+    sockets: socket::SocketLinks,
 }
 
 /// Runs `system` to its duration and reports.
@@ -496,6 +499,7 @@ impl<'a> Simulator<'a> {
             trace: None,
             errors: false,
             progress: progress::Progress::default(),
+            sockets: socket::SocketLinks::new(sys),
         };
         sim.errors = sim.chans.iter().any(|c| c.phy.byte_error > 0.0);
         sim
@@ -937,6 +941,7 @@ impl<'a> Simulator<'a> {
         }
         self.audit.conclude();
         let warnings = self.few_units_warnings(&flows, window);
+        let socket_links = self.socket_link_results(&resources);
         RunResult {
             simulated_s: window,
             wall_s,
@@ -944,6 +949,7 @@ impl<'a> Simulator<'a> {
             tlp_hops: hops,
             flows,
             links,
+            socket_links,
             resources,
             ethernet,
             fio,

@@ -7,6 +7,10 @@ use super::*;
 impl Simulator<'_> {
     /// The receiver of channel `c` frees credits; an UpdateFC follows on the timer.
     pub(in crate::sim) fn rx_release(&mut self, c: u32, class: FcClass, h: u32, d: u32) {
+        if c == socket::SOCKET {
+            // Came across a socket link: its buffer freed as it crossed.
+            return;
+        }
         let now = self.now();
         let ch = &mut self.chans[c as usize];
         if ch.rx_credits.free(class, h, d) && ch.rx_dll.start_timer() {

@@ -249,6 +249,8 @@ pub struct RunResult {
     pub flows: Vec<FlowResult>,
     /// Per link and direction.
     pub links: Vec<LinkResult>,
+    /// Per inter-socket link and direction.
+    pub socket_links: Vec<SocketLinkResult>,
     /// Memory, host bridges, shared switch buses, storage media and CPU cores: how busy.
     pub resources: Vec<ResourceResult>,
     /// Per Ethernet bridging workload.
@@ -263,6 +265,21 @@ pub struct RunResult {
     pub warnings: Vec<String>,
     /// The self-audit.
     pub audit: Audit,
+}
+
+/// One direction of an inter-socket link over the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SocketLinkResult {
+    /// The link's name ("rc0-rc1").
+    pub name: String,
+    /// "rc0->rc1": the root complex the data leave, then the one they reach.
+    pub direction: String,
+    /// Fraction of the window it was busy passing payload.
+    pub utilization: f64,
+    /// Payload carried, in Gb/s.
+    pub payload_gbps: f64,
+    /// Its payload bandwidth, in GB/s.
+    pub bandwidth_gbytes_per_s: f64,
 }
 
 /// Units (I/Os, copies, transfers) a flow completes in the window below which its figures

@@ -35,7 +35,7 @@ impl Simulator<'_> {
     #[inline(always)]
     pub(in crate::sim) fn enqueue_tlp(&mut self, c: u32, id: u32) {
         let t = &self.tlps[id as usize];
-        let input = if t.ingress != NONE {
+        let input = if t.ingress < socket::SOCKET {
             self.rx_port[t.ingress as usize] as usize
         } else {
             self.own_input[c as usize] as usize

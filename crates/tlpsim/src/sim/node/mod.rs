@@ -77,6 +77,8 @@ pub(in crate::sim) enum NodeEv {
     /// An NVMe drive's I/O (its entry in the drive's table) is through the step it waited on
     /// (its command processor, its media).
     Io(u32),
+    /// TLP `tlp` came across a socket link to this root complex.
+    Socket(u32),
 }
 
 /// What every kind of node does. The simulator calls it through [`AnyNode`].

@@ -16,7 +16,7 @@ use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::channel::FcClass;
 use crate::sim::host_memory::HostMemory;
 use crate::sim::throttle::Throttle;
-use crate::sim::{Ev, Owner, Simulator, Tlp};
+use crate::sim::{Ev, Owner, Simulator, Tlp, NONE};
 
 /// The bit of a root complex's cookie that marks the host CPU's own TLPs (its register
 /// accesses, in the CPU's encoding below it); without it the cookie is a
@@ -209,6 +209,7 @@ impl Node for RootComplex {
     fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
         match ev {
             NodeEv::Written(id) => sim.written(sim.tlps[id as usize].ingress, id),
+            NodeEv::Socket(id) => sim.socket_arrived(n, id),
             // The host CPU behind this root complex.
             NodeEv::Cpu(core) => sim.advance(n, core),
             _ => {}
@@ -256,17 +257,30 @@ impl Simulator<'_> {
     /// Peer-to-peer TLP `id`, accepted on root port channel `c` of root complex `n`, leaves
     /// on the root port toward its destination once its forwarding latency and data path
     /// let it; its receive buffer frees when it leaves.
+    ///
+    /// Toward another root complex's tree it crosses the socket link between the two
+    /// (`socket`): after this forwarding when it goes peer to peer, straight away when it is
+    /// for (or comes from) a root complex's memory.
     fn root_forward(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
         let out = self.route.hop(n, c, t.dst as usize);
         let now = self.now();
+        let is_root = |x: u32| matches!(self.nodes[x as usize], AnyNode::Root(_));
+        let peer = !is_root(t.src) && !is_root(t.dst);
         let AnyNode::Root(r) = &mut self.nodes[n] else {
             return;
         };
-        let start = now + r.p2p_latency;
-        let ready = match &mut r.p2p_path {
-            Some(p) => p.pass(start, t.payload),
-            None => start,
+        let ready = if peer {
+            let start = now + r.p2p_latency;
+            match &mut r.p2p_path {
+                Some(p) => p.pass(start, t.payload),
+                None => start,
+            }
+        } else {
+            now
         };
+        if out == NONE && self.socket_cross(n, c, id, ready) {
+            return;
+        }
         self.tlps[id as usize].ingress = c;
         self.push_at(ready, out, id);
     }
@@ -375,6 +389,8 @@ impl Simulator<'_> {
         mut pace: impl FnMut(&mut Self, u32, SimTime) -> SimTime,
     ) {
         let out = self.route.next(n, t.src as usize);
+        // Toward a requester under another root complex: across the socket link.
+        let across = out == NONE;
         let rcb = self.sys.pcie.rcb.min(size);
         let mut offset = 0u64;
         // (time, last TLP) of the chain the latest Enqueue event will queue.
@@ -391,6 +407,10 @@ impl Simulator<'_> {
                 .data_at(addr),
             );
             offset += piece as u64;
+            if across {
+                self.socket_cross(n, NONE, cpl, at);
+                continue;
+            }
             match chain {
                 // Ready with the one before: queued right after it, by its event.
                 Some((t0, last)) if t0 == at => self.tlps[last as usize].next = cpl,
