@@ -593,6 +593,51 @@ def _check_sweep_output(output: Path | None, resume: bool, force: bool) -> None:
         raise ConfigError(f"{output} exists: add --resume to run only the points it lacks, or --force to overwrite it")
 
 
+@app.command(name="draw")
+def draw_cmd(
+    scenario: Annotated[Path, typer.Argument(help="Scenario TOML file (see `tlpsim schema`).")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="The picture: FILE.svg, FILE.png or FILE.dot (Graphviz source).")
+    ],
+    run: Annotated[
+        bool,
+        typer.Option("--run", help="Run the scenario first: links coloured by utilisation, bottlenecks marked."),
+    ] = False,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help=f"KEY=VALUE to change before drawing (and running), as `tlpsim run --set` takes it. {_SET_KEYS}",
+        ),
+    ] = None,
+    force: ForceOpt = False,
+) -> None:
+    """Draw a scenario's topology with Graphviz: root complexes, socket links, switches and
+    endpoints, each link with its generation and width; with --run, utilisation and bottlenecks."""
+    import json
+
+    from tlpsim.draw import check_dot, picture_format, render, topology_graph
+    from tlpsim.files import atomic_output
+
+    fmt = picture_format(output)
+    check_output(output, "picture", inputs=[scenario], force=force)
+    if fmt != "dot":
+        check_dot()
+    loaded = load_scenario(scenario, values=_run_set_values(set_ or []))
+    result = _simulate(loaded, scenario.name) if run else None
+    title = scenario.name if result is None else f"{scenario.name}: {result.simulated_s * 1e6:.1f} us measured"
+    graph = topology_graph(json.loads(loaded.topology_json), None if result is None else result.to_dict(), title)
+    picture = render(graph, fmt)
+    with atomic_output(output, "picture") as tmp:
+        tmp.write_bytes(picture)
+    Console(stderr=True, highlight=False).print(f"wrote {output}", markup=False)
+    if result is not None:
+        _warn_starved(result)
+        if not result.audit["passed"]:
+            Console(stderr=True).print(f"tlpsim: audit FAILED: {result.audit}")
+            raise typer.Exit(1)
+
+
 @app.command(name="schema")
 def schema_cmd() -> None:
     """Print the JSON Schema of the scenario file format."""
@@ -974,6 +1019,10 @@ EXAMPLES: dict[str, list[str]] = {
     "compare": ["tlpsim compare scenarios/gen5-8gpu-server.toml scenarios/gen5-8gpu-acs.toml"],
     "completion": ["tlpsim completion bash > ~/.local/share/bash-completion/completions/tlpsim"],
     "schema": ["tlpsim schema > scenario.schema.json"],
+    "draw": [
+        "tlpsim draw scenarios/gen5-8gpu-server.toml -o server.svg",
+        "tlpsim draw scenarios/gen5-8gpu-server.toml -o server.svg --run --set pcie.mps=512",
+    ],
     "validate": ["tlpsim validate", "tlpsim validate --only t5220 --format csv"],
     "fit": ["tlpsim fit data/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"],
     "lspci": ["sudo lspci -vvv > lspci.txt && tlpsim import lspci lspci.txt -o my-host.toml"],
