@@ -1,4 +1,5 @@
-"""The ``tlpsim`` command line: ``link``, ``run``, ``sweep``, ``schema``, ``validate``, ``fit``, ``import``."""
+"""The ``tlpsim`` command line: ``link``, ``run``, ``sweep``, ``matrix``, ``schema``, ``validate``, ``fit``,
+``import``."""
 
 from __future__ import annotations
 
@@ -553,6 +554,89 @@ def compare_cmd(
         raise typer.Exit(1)
 
 
+class MatrixTest(str, enum.Enum):
+    """``tlpsim matrix --test``: nvbandwidth's copy-engine tests, or all of them."""
+
+    host_to_device = "host_to_device"
+    device_to_host = "device_to_host"
+    host_to_device_bidirectional = "host_to_device_bidirectional"
+    device_to_host_bidirectional = "device_to_host_bidirectional"
+    device_to_device_write = "device_to_device_write"
+    device_to_device_read = "device_to_device_read"
+    device_to_device_bidirectional = "device_to_device_bidirectional"
+    all = "all"
+
+
+@app.command(name="matrix")
+def matrix_cmd(
+    scenario: Annotated[Path, typer.Argument(help='Scenario TOML file with GPUs (endpoints of kind = "gpu").')],
+    test: Annotated[
+        MatrixTest,
+        typer.Option(
+            "--test",
+            case_sensitive=False,
+            help="host_to_device and device_to_host: rows or columns are the host memories (each root complex's; "
+            "another root complex's through the workload's memory key); the _bidirectional ones run the copy back "
+            "at once and report the named direction; device_to_device_write: the row GPU's engines write the "
+            "column GPU's BAR; _read: the column GPU's engines read the row GPU's (nvbandwidth puts the reader in "
+            "the row, so its read matrix is this one turned over); _bidirectional: both writes at once, the cell "
+            "the row-to-column one; all: every test (those between GPUs where there are two or more).",
+        ),
+    ] = MatrixTest.all,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="KEY=VALUE to change before the cells are made, as `tlpsim run --set` takes them, e.g. "
+            "simulation.duration=20us for shorter cells, link.rc-sw1.width=8. Repeat for more keys.",
+        ),
+    ] = None,
+    jobs: Annotated[int | None, typer.Option(help="Local processes (default: one per core).", min=1)] = None,
+    format: FormatOpt = Format.table,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the output here (default: stdout).")
+    ] = None,
+    force: ForceOpt = False,
+) -> None:
+    """Copy-bandwidth matrices as nvbandwidth's copy-engine tests print them: rows are where
+    the data come from, columns where they go, in GB/s (10^9 bytes/s), N/A on the diagonal,
+    then the SUM. Each cell is its own run of the file with its workloads off and one memcpy
+    added (two for device_to_device_bidirectional), of 512 MiB copies back to back for the
+    file's [simulation] duration (a cell's figure is the bytes moved in the measured window);
+    cells run in parallel. JSON and CSV give each cell's verdict (what limited it)."""
+    import contextlib
+
+    from tlpsim.matrix import copy_matrices, emit_matrices, failed_cells
+
+    if output is not None:
+        check_output(output, "output", inputs=[scenario], force=force)
+    values = _run_set_values(set_ or [])
+    matrices = _with_count_bar(
+        f"matrix {scenario.name}", "cells",
+        lambda step: copy_matrices(scenario, [test.value], values=values, jobs=jobs, progress=step),
+    )  # fmt: skip
+    if test is MatrixTest.all and not any(m.test.startswith("device_to_device") for m in matrices):
+        print("tlpsim: note: one GPU: the device_to_device tests are left out", file=sys.stderr)
+    with contextlib.ExitStack() as stack:
+        if output is not None:
+            buffer = stack.enter_context(io.StringIO())
+            stack.enter_context(contextlib.redirect_stdout(buffer))
+        emit_matrices(matrices, format, single=test is not MatrixTest.all)
+        if output is not None:
+            text = buffer.getvalue()
+    if output is not None:
+        write_atomic(output, text, "output")
+        Console(stderr=True).print(f"wrote {output}")
+    failed = failed_cells(matrices)
+    for line in failed:
+        print(f"tlpsim: {line}", file=sys.stderr)
+    if failed:
+        raise typer.Exit(3)
+    if not all(m.audit_passed for m in matrices):
+        Console(stderr=True).print("tlpsim: audit FAILED in some cells (see tlpsim run)")
+        raise typer.Exit(1)
+
+
 #: A link direction busy less than this in both runs is left out of `tlpsim compare`'s table.
 IDLE_UTILIZATION = 0.001
 
@@ -1016,6 +1100,10 @@ EXAMPLES: dict[str, list[str]] = {
         "tlpsim run scenarios/t5220-two-switches.toml --set pcie.mps=256 --format json",
     ],
     "sweep": ["tlpsim sweep scenarios/t5220-two-switches.toml --set workload.reads.outstanding=1,4,16"],
+    "matrix": [
+        "tlpsim matrix scenarios/gen5-8gpu-server.toml --test device_to_device_write",
+        "tlpsim matrix scenarios/gen5-8gpu-server.toml --format json -o matrices.json",
+    ],
     "compare": ["tlpsim compare scenarios/gen5-8gpu-server.toml scenarios/gen5-8gpu-acs.toml"],
     "completion": ["tlpsim completion bash > ~/.local/share/bash-completion/completions/tlpsim"],
     "schema": ["tlpsim schema > scenario.schema.json"],
