@@ -135,3 +135,23 @@ def test_table_view_shows_a_large_systems_worst_rows_only():
         range(TABLE_ROWS_PER_SYSTEM + 100 - WORST_ROWS_SHOWN, TABLE_ROWS_PER_SYSTEM + 100)
     )
     assert len(lines) == 1 and lines[0].startswith(f"big: the {WORST_ROWS_SHOWN} worst predicted of 601 rows")
+
+
+def test_h100_reference_numbers_are_the_medians_of_the_raw_runs():
+    # modern.gpu_memcpy_h100 is this project's own measurement: every number in
+    # reference.toml is the median of the three raw runs, rounded to 0.01 GB/s.
+    import json
+    import statistics
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    raw = root / "data" / "measured" / "h100-gen5-vm"
+    runs = [json.loads((raw / f"copy-run{i}.json").read_text())["rows"] for i in (1, 2, 3)]
+    table = tomllib.loads((root / "validation" / "modern" / "reference.toml").read_text())["modern"]["gpu_memcpy_h100"]
+    sizes = [r["size"] for r in runs[0]]
+    assert all([r["size"] for r in run] == sizes for run in runs)
+    assert len(table["columns"]) == len(sizes)
+    for series in ("host_to_device", "device_to_host", "bidirectional_h2d", "bidirectional_d2h"):
+        medians = [round(statistics.median(run[i][series] for run in runs), 2) for i in range(len(sizes))]
+        assert table[series] == pytest.approx(medians, abs=1e-9), series

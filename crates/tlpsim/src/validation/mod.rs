@@ -122,10 +122,10 @@ mod tests {
     fn every_cell_resolves_and_computes() {
         let report = validate(None).unwrap();
         // Closed form 22, T5220 30, storage 34, GE 56, mixed 64, graphics 2, netperf 32,
-        // IXP12xx 13; modern: FPGA DMA 22, GPU copies 40, NVMe 16.
+        // IXP12xx 13; modern: FPGA DMA 22, GPU copies 40, H100 copies 16, NVMe 16.
         assert_eq!(
             report.rows.len(),
-            22 + 30 + 34 + 56 + 64 + 2 + 32 + 13 + 22 + 40 + 16
+            22 + 30 + 34 + 56 + 64 + 2 + 32 + 13 + 22 + 40 + 16 + 16
         );
         // Only the GPU peer-to-peer matrices wait for a model (docs/validation-gaps.md).
         assert_eq!(report.unmodelled_tables, ["modern.gpu_p2p"]);
