@@ -125,7 +125,7 @@ def two_sockets() -> dict:
 def verdicts() -> list[dict]:
     """One flow per way a verdict names its bottleneck."""
     named = {
-        "cross": ("socket_link", "upi0"),
+        "cross": ("socket_link", "cpu0->cpu1 socket link"),
         "local": ("offered_load", "cpu1-nic1 up"),
         "stalled": ("credits", "sw0 -> gpu0 PH credits"),
         "disk": ("media", "nvme0 media (read)"),
@@ -149,7 +149,11 @@ def test_verdicts_of_every_shape_find_their_place():
 
 def test_socket_links_are_bold_edges_between_root_complexes_with_their_bandwidth():
     topo = two_sockets()
-    result = {"flows": verdicts(), "links": [], "resources": [{"name": "upi0", "kind": "socket_link", "busy": 0.97}]}
+    result = {
+        "flows": verdicts(),
+        "links": [],
+        "resources": [{"name": "cpu1->cpu0 socket link", "kind": "socket_link", "busy": 0.97}],
+    }
     source = topology_graph(topo, result, "two sockets").source
     socket = next(line for line in source.splitlines() if "upi0" in line and "--" not in line and "->" in line)
     # cpu0 and cpu1 are the first two nodes: ids n0 and n1.
@@ -235,3 +239,17 @@ def test_help_ends_with_examples(cli):
     proc = cli("draw", "--help")
     assert proc.returncode == 0, proc.stderr
     assert "tlpsim draw scenarios/gen5-8gpu-server.toml -o server.svg" in proc.stdout[proc.stdout.index("Examples:") :]
+
+
+@needs_dot
+def test_a_real_two_socket_run_marks_its_socket_link(tmp_path):
+    """The socket link as the core names it: its direction's use and the copy it limits."""
+    from test_sockets import BASE, P2P_WRITE
+
+    scenario = tmp_path / "two.toml"
+    scenario.write_text(BASE.format(bw="20GB/s") + P2P_WRITE)
+    proc, out = draw(tmp_path, scenario, "--run", name="two.svg")
+    assert proc.returncode == 0, proc.stderr
+    texts = " ".join(svg_texts(out))
+    assert "rc0-rc1" in texts and "20.0 GB/s" in texts and "100" in texts
+    assert "bottleneck of: copy" in texts

@@ -113,7 +113,7 @@ def test_dma_into_the_other_sockets_memory_runs_at_the_smaller_limit(bw):
     assert f["target"] == "rc1"
     assert f["throughput_gbytes_per_s"] == pytest.approx(min(bw, WRITE_LIMIT), rel=0.02)
     assert (f["bottleneck"]["kind"] == "socket_link") == (bw < WRITE_LIMIT)
-    way = {s["direction"]: s for s in r.extra.get("socket_links", r.to_dict().get("socket_links", []))}
+    way = {s["direction"]: s for s in r.socket_links}
     assert way["rc0->rc1"]["payload_gbps"] == pytest.approx(f["throughput_gbps"], rel=0.02)
     assert way["rc1->rc0"]["utilization"] == 0
 
@@ -197,21 +197,39 @@ def test_socket_link_keys_are_settable_and_listed_in_the_topology():
 @pytest.mark.parametrize(
     "edit, message",
     [
-        (lambda t: t.replace('[[socket_link]]\nbetween = ["rc0", "rc1"]\nbandwidth = "30GB/s"\n', ""),
-         'under different root complexes ("rc0" and "rc1") with no [[socket_link]]'),
-        (lambda t: t.replace('between = ["rc0", "rc1"]\nbandwidth', 'between = ["rc0", "sw1"]\nbandwidth'),
-         '"sw1" is a switch; a socket link joins two root complexes'),
-        (lambda t: t.replace('between = ["rc0", "rc1"]\nbandwidth', 'between = ["rc0", "rc0"]\nbandwidth'),
-         "names one root complex twice"),
+        (
+            lambda t: t.replace('[[socket_link]]\nbetween = ["rc0", "rc1"]\nbandwidth = "30GB/s"\n', ""),
+            'under different root complexes ("rc0" and "rc1") with no [[socket_link]]',
+        ),
+        (
+            lambda t: t.replace('between = ["rc0", "rc1"]\nbandwidth', 'between = ["rc0", "sw1"]\nbandwidth'),
+            '"sw1" is a switch; a socket link joins two root complexes',
+        ),
+        (
+            lambda t: t.replace('between = ["rc0", "rc1"]\nbandwidth', 'between = ["rc0", "rc0"]\nbandwidth'),
+            "names one root complex twice",
+        ),
         (lambda t: t.replace('bandwidth = "30GB/s"', 'bandwidth = "0GB/s"'), "bandwidth"),
-        (lambda t: t.replace('name = "rc1"\nmemory_read_latency = "650ns"',
-                             'name = "rc1"\nmemory_read_latency = "650ns"\nmemory_socket = "remote"'),
-         'memory = "<root complex>"'),
-        (lambda t: t + '[[workload]]\nname = "m"\nkind = "memcpy"\nendpoint = "gpu0"\ndirection = "h2d"\nmemory = "gpu1"\n',
-         'memory = "gpu1" is a GPU'),
-        (lambda t: t + '[[workload]]\nname = "m"\nkind = "dma"\nendpoint = "dma0"\ndirection = "write"\n'
-                       'transfer_size = "4KiB"\nmemory = "rc1"\ntarget = "rc1"\n',
-         "give memory (the root complex holding the host buffer) or a target, not both"),
+        (
+            lambda t: t.replace(
+                'name = "rc1"\nmemory_read_latency = "650ns"',
+                'name = "rc1"\nmemory_read_latency = "650ns"\nmemory_socket = "remote"',
+            ),
+            'memory = "<root complex>"',
+        ),
+        (
+            lambda t: (
+                t + '[[workload]]\nname = "m"\nkind = "memcpy"\nendpoint = "gpu0"\ndirection = "h2d"\nmemory = "gpu1"\n'
+            ),
+            'memory = "gpu1" is a GPU',
+        ),
+        (
+            lambda t: (
+                t + '[[workload]]\nname = "m"\nkind = "dma"\nendpoint = "dma0"\ndirection = "write"\n'
+                'transfer_size = "4KiB"\nmemory = "rc1"\ntarget = "rc1"\n'
+            ),
+            "give memory (the root complex holding the host buffer) or a target, not both",
+        ),
     ],
 )
 def test_socket_mistakes_are_one_line(edit, message):

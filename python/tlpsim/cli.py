@@ -366,6 +366,12 @@ def run_cmd(
             ("credit_stall_fraction", "credit stall", "%"), ("queue_mean_tlps", "queued TLPs mean", ".1f"),
             ("queue_max_tlps", "max", ","),
         ], title="links", keys=2)  # fmt: skip
+        if result.socket_links:
+            emit(in_unit(result.socket_links, ["payload_gbps"], link_unit), format, [
+                ("name", " socket link", ""), ("direction", " dir", ""), ("utilization", "utilization", "%"),
+                ("payload_gbps", f"payload {link_unit.value}", unit_spec(link_unit)),
+                ("bandwidth_gbytes_per_s", "bandwidth GB/s", ".1f"),
+            ], title="socket links", keys=2)  # fmt: skip
         # Resources that did no work (65,536 idle host bridges took 14 s to draw) are
         # counted, not listed; JSON and CSV list every one.
         working = [r for r in result.resources if r["busy"] > 0]

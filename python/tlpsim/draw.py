@@ -119,6 +119,16 @@ def _prefixed(resource: str, names: list[str]) -> str | None:
     return max(hits, key=len) if hits else None
 
 
+def _socket_of(resource: str, sockets: list[Mapping[str, Any]]) -> str | None:
+    """The name of the socket link one of whose directions ``resource`` is (the core names
+    them ``"rc0->rc1 socket link"``), if any."""
+    for socket in sockets:
+        a, b = socket["between"]
+        if resource in (f"{a}->{b} socket link", f"{b}->{a} socket link"):
+            return socket["name"]
+    return None
+
+
 def bottleneck_places(topology: Mapping[str, Any], flows: list[Mapping[str, Any]]) -> Placement:
     """Places each flow's bottleneck verdict (``flows[].bottleneck``: kind, resource) on the
     element of ``topology`` it names: a link direction (``rc-sw0 down``), a transmitter's
@@ -129,7 +139,7 @@ def bottleneck_places(topology: Mapping[str, Any], flows: list[Mapping[str, Any]
     place = Placement()
     links = {link["name"] for link in topology["links"]}
     ends = {frozenset((link["up"], link["down"])): link["name"] for link in topology["links"]}
-    sockets = [s["name"] for s in topology.get("socket_links") or []]
+    sockets = list(topology.get("socket_links") or [])
     nodes = [n["name"] for n in topology["nodes"]]
     sources = {w["name"]: w["source"] for w in topology["workloads"]}
     for flow in flows:
@@ -148,7 +158,7 @@ def bottleneck_places(topology: Mapping[str, Any], flows: list[Mapping[str, Any]
             place.links.setdefault(link, []).append(name)
         elif rx is not None and frozenset((tx, rx)) in ends:
             place.links.setdefault(ends[frozenset((tx, rx))], []).append(name)
-        elif (socket := _prefixed(resource, sockets)) is not None:
+        elif (socket := _socket_of(resource, sockets)) is not None:
             place.sockets.setdefault(socket, []).append(name)
         elif (node := _prefixed(resource, nodes)) is not None:
             place.nodes.setdefault(node, []).append(name)
@@ -303,7 +313,7 @@ def topology_graph(topology: Mapping[str, Any], result: Mapping[str, Any] | None
             continue
         text = f"<B>{escape(socket['name'])}</B><BR/>{socket['bandwidth'] / 1e9:.1f} GB/s"
         attrs = {"color": _SOCKET, "tooltip": f"socket link {socket['name']}"}
-        used = [r for r in resources if _prefixed(r.get("name", ""), [socket["name"]])]
+        used = [r for r in resources if _socket_of(r.get("name", ""), [socket])]
         if used:
             share = max(r.get("busy") or 0.0 for r in used)
             colour = utilisation_colour(share)

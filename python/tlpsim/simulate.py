@@ -102,6 +102,9 @@ class RunResult(CoreRecord):
     #: "iodepth", "numjobs", "ios", "iops", "bandwidth_mb_per_s", "bandwidth_gb_per_s",
     #: "latency_ns"}``, the latency per I/O from its doorbell to its MSI-X (ns).
     fio: list[dict[str, Any]] = field(default_factory=list)
+    #: Per inter-socket link and direction: ``{"name", "direction" ("rc0->rc1"),
+    #: "utilization", "payload_gbps", "bandwidth_gbytes_per_s"}``.
+    socket_links: list[dict[str, Any]] = field(default_factory=list)
     #: Memory, host bridges, shared switch buses, storage media and CPU cores:
     #: ``{"name", "kind", "busy"}`` with ``busy`` the fraction of the window.
     resources: list[dict[str, Any]] = field(default_factory=list)
@@ -124,6 +127,7 @@ class RunResult(CoreRecord):
             "tlp_hops": self.tlp_hops,
             "flows": [{k: dict(v) if k in _NESTED else v for k, v in f.items()} for f in self.flows],
             "links": [dict(link) for link in self.links],
+            "socket_links": [dict(s) for s in self.socket_links],
             "resources": [dict(r) for r in self.resources],
             "ethernet": [dict(e) for e in self.ethernet],
             "fio": [{k: dict(v) if k == "latency_ns" else v for k, v in f.items()} for f in self.fio],

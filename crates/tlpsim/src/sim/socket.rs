@@ -147,24 +147,33 @@ impl Simulator<'_> {
     /// TLP `id`, at root complex `n` (it came in on channel `c`, or was made there), crosses
     /// the socket link toward its destination's tree from `at` on: the link's direction
     /// passes its payload, then its latency; it arrives at the far root complex
-    /// ([`NodeEv::Socket`]), where the buffer of `c` frees. False if no link joins the two.
+    /// ([`NodeEv::Socket`]), where the buffer of `c` frees. A TLP ready later waits for `at`
+    /// by an event ([`NodeEv::SocketSend`]), so the link serves TLPs in the order they are
+    /// ready, not the order they were booked. False if no link joins the two.
     pub(in crate::sim) fn socket_cross(&mut self, n: usize, c: u32, id: u32, at: SimTime) -> bool {
         let t = self.tlps[id as usize];
         let Some((l, d)) = self.sockets.way(n, t.dst as usize) else {
             return false;
         };
+        self.tlps[id as usize].ingress = c;
+        let node = n as u32;
+        if at > self.now() {
+            let ev = NodeEv::SocketSend(id);
+            self.q.schedule(at, Ev::Node { node, ev });
+            return true;
+        }
         let link = &mut self.sockets.links[l];
         let arrive = link.ways[d].pass(at, t.payload) + link.latency;
         let far = link.ends[1 - d];
-        self.tlps[id as usize].ingress = c;
-        self.q.schedule(
-            arrive,
-            Ev::Node {
-                node: far,
-                ev: NodeEv::Socket(id),
-            },
-        );
+        let ev = NodeEv::Socket(id);
+        self.q.schedule(arrive, Ev::Node { node: far, ev });
         true
+    }
+
+    /// TLP `id`, held at root complex `n` until now, crosses the socket link.
+    pub(in crate::sim) fn socket_send(&mut self, n: usize, id: u32) {
+        let (c, now) = (self.tlps[id as usize].ingress, self.now());
+        self.socket_cross(n, c, id, now);
     }
 
     /// TLP `id` came across a socket link to root complex `n`: the buffer it left on the

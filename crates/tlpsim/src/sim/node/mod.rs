@@ -79,6 +79,8 @@ pub(in crate::sim) enum NodeEv {
     Io(u32),
     /// TLP `tlp` came across a socket link to this root complex.
     Socket(u32),
+    /// TLP `tlp` is ready to cross a socket link from this root complex.
+    SocketSend(u32),
 }
 
 /// What every kind of node does. The simulator calls it through [`AnyNode`].

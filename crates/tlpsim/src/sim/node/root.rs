@@ -210,6 +210,7 @@ impl Node for RootComplex {
         match ev {
             NodeEv::Written(id) => sim.written(sim.tlps[id as usize].ingress, id),
             NodeEv::Socket(id) => sim.socket_arrived(n, id),
+            NodeEv::SocketSend(id) => sim.socket_send(n, id),
             // The host CPU behind this root complex.
             NodeEv::Cpu(core) => sim.advance(n, core),
             _ => {}
