@@ -237,3 +237,39 @@ def test_socket_mistakes_are_one_line(edit, message):
         tlpsim.load_scenario(edit(BASE.format(bw="30GB/s") + P2P_WRITE))
     text = str(e.value)
     assert message in text and "\n" not in text
+
+
+GALLERY = "scenarios/gen5-2socket-8gpu.toml"
+
+
+def _switch_and_socket(topo: dict) -> dict[str, tuple[str, str]]:
+    """Each GPU's switch and root complex."""
+    up = {link["down"]: link["up"] for link in topo["links"]}
+    return {n["name"]: (up[n["name"]], n["root_complex"]) for n in topo["nodes"] if n["kind"] == "gpu"}
+
+
+@pytest.mark.parametrize("socket_bw", [None, 20.0])
+def test_gallery_write_matrix_follows_the_closed_form_p2p_and_socket_link(socket_bw):
+    """Pairs in one switch run at the GPU link's write closed form, pairs across switches at
+    the root complex's p2p_bandwidth (40 GB/s), pairs across sockets at the smaller of that
+    and the socket link."""
+    from tlpsim.matrix import copy_matrices
+
+    values = {} if socket_bw is None else {"socket_link.rc0-rc1.bandwidth": f"{socket_bw}GB/s"}
+    (m,) = copy_matrices(GALLERY, ["device_to_device_write"], values=values, jobs=1)
+    where = _switch_and_socket(json.loads(tlpsim.load_scenario(GALLERY).topology_json))
+    assert m.rows == m.columns and len(m.rows) == 8
+    socket = 128.0 if socket_bw is None else socket_bw
+    for i, src in enumerate(m.rows):
+        for j, dst in enumerate(m.columns):
+            cell = m.matrix[i][j]
+            if src == dst:
+                assert cell is None
+                continue
+            if where[src][0] == where[dst][0]:
+                expect = WRITE_LIMIT
+            elif where[src][1] == where[dst][1]:
+                expect = 40.0
+            else:
+                expect = min(40.0, socket)
+            assert cell == pytest.approx(expect, rel=0.02), (src, dst)
