@@ -140,6 +140,11 @@ pub struct FioWorkloadSection {
     /// memory (GPUDirect Storage), peer to peer: through a switch both sit under, or across
     /// switches through a root complex with p2p = "forward"; host memory when left out.
     pub target: Option<String>,
+    /// Data bytes per second each job may move, e.g. "500MB/s" (fio's `rate`, per job: the
+    /// workload moves up to numjobs times this): a job submits an I/O once the bytes it
+    /// submitted before would have taken this long at the rate, counted from the run's
+    /// start (no cap when left out).
+    pub rate: Option<String>,
 }
 
 /// An NVMe drive's node kind (its tags are settled by the caller).
@@ -281,6 +286,7 @@ pub fn fio(
         Some(t) => gpu_target(place, t, source, bs, fabric)?,
     };
     let rw: FioRw = w.rw.into();
+    let rate = values::optional_rate(place, "rate", &w.rate)?;
     Ok(WorkloadSpec {
         name: w.name.clone(),
         source,
@@ -308,6 +314,7 @@ pub fn fio(
             first_queue: earlier_jobs % spec.queues,
         }),
         memcpy: None,
+        rate,
     })
 }
 
