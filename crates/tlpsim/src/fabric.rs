@@ -761,6 +761,9 @@ pub struct WorkloadSpec {
     pub fio: Option<FioSpec>,
     /// For a GPU's memcpy workload, what its flow copies (results report it in GB/s).
     pub memcpy: Option<CopyDirection>,
+    /// Its `rate`: payload bytes per second each stream (each fio job) may offer, paced
+    /// from the run's start (no cap when None).
+    pub rate: Option<f64>,
 }
 
 /// What an fio job does: `rw`.

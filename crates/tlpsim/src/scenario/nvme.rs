@@ -144,6 +144,11 @@ pub struct FioWorkloadSection {
     /// (the drive's own when left out; its queues stay there); another socket's memory is
     /// reached across the `[[socket_link]]`.
     pub memory: Option<String>,
+    /// Data bytes per second each job may move, e.g. "500MB/s" (fio's `rate`, per job: the
+    /// workload moves up to numjobs times this): a job submits an I/O once the bytes it
+    /// submitted before would have taken this long at the rate, counted from the run's
+    /// start (no cap when left out).
+    pub rate: Option<String>,
 }
 
 /// An NVMe drive's node kind (its tags are settled by the caller).
@@ -293,6 +298,7 @@ pub fn fio(
         Some(t) => gpu_target(place, t, source, bs, fabric)?,
     };
     let rw: FioRw = w.rw.into();
+    let rate = values::optional_rate(place, "rate", &w.rate)?;
     Ok(WorkloadSpec {
         name: w.name.clone(),
         source,
@@ -320,6 +326,7 @@ pub fn fio(
             first_queue: earlier_jobs % spec.queues,
         }),
         memcpy: None,
+        rate,
     })
 }
 

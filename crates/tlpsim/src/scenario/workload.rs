@@ -257,6 +257,12 @@ pub struct DmaWorkloadSection {
     #[serde(default)]
     #[schemars(default = "CacheWord::default")]
     pub cache: CacheWord,
+    /// Payload bytes per second each stream may offer, e.g. "50GB/s" or "400Gb/s", as fio's
+    /// `rate`: "both" caps its read stream and its write stream at this each, "alternate"
+    /// and "write-read" the reads and writes of their one stream together; a request waits
+    /// until the bytes its stream requested before it would have taken this long at the
+    /// rate, counted from the run's start (no cap when left out).
+    pub rate: Option<String>,
 }
 
 /// `[[workload]]` with `kind = "storage"`: Iometer-style I/Os on a storage endpoint.
@@ -355,6 +361,10 @@ pub struct MemcpyWorkloadSection {
     /// (default "512MiB", nvbandwidth's buffer).
     #[serde(default = "default_copy_size")]
     pub size: String,
+    /// Payload bytes per second each flow may copy, e.g. "20GB/s" (with "both", each of
+    /// NAME.h2d and NAME.d2h): a request waits until the bytes before it would have taken
+    /// this long at the rate, counted from the run's start (no cap when left out).
+    pub rate: Option<String>,
 }
 
 /// The fabric a workload runs on: every node, link and bridge window.
@@ -546,6 +556,7 @@ fn dma(
     }
     spec.addresses = addresses;
     spec.cache = d.cache.into();
+    spec.rate = values::optional_rate(place, "rate", &d.rate)?;
     Ok(spec)
 }
 
@@ -700,6 +711,7 @@ fn memcpy(
             ));
         }
     }
+    let rate = values::optional_rate(place, "rate", &m.rate)?;
     let mut out = Vec::new();
     for (flow, direction, copy) in copies {
         let keys = Transfers {
@@ -717,6 +729,7 @@ fn memcpy(
         };
         let mut spec = transfers(place, &keys, source, direction, size, None, fabric)?;
         spec.memcpy = Some(copy);
+        spec.rate = rate;
         out.push(spec);
     }
     Ok(out)
@@ -837,6 +850,7 @@ fn transfers(
         cache: CacheState::Warm,
         fio: None,
         memcpy: None,
+        rate: None,
     })
 }
 
@@ -1184,5 +1198,6 @@ fn bridge(
         cache: CacheState::Warm,
         fio: None,
         memcpy: None,
+        rate: None,
     })
 }

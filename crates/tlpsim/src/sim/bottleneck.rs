@@ -5,6 +5,8 @@
 //! endpoint's media, a DMA endpoint's engines) and, for Ethernet bridging, the CPU core that
 //! serves the NIC. The verdict, in this order:
 //!
+//! 0. the workload's `rate`, if it held the flow back in the measured window and the flow
+//!    moved at least [`RATE_MET`] of it: the flow runs at its cap, whatever else is busy;
 //! 1. the busiest resource its data crosses, if it is busy at least [`SATURATED`] of the
 //!    measured window: the flow cannot go faster than it does (a node's resource before a
 //!    link exactly as busy);
@@ -32,7 +34,7 @@ use serde::Serialize;
 
 use super::{Flow, Simulator, NONE};
 use crate::engine::SimTime;
-use crate::fabric::{CreditType, FioSpec, NodeKind, WorkloadSpec, CREDIT_TYPES};
+use crate::fabric::{CreditType, DmaDirection, FioSpec, NodeKind, WorkloadSpec, CREDIT_TYPES};
 use crate::pcie::dll::transmit::MAX_UNACKED;
 use crate::pcie::flow_control::FcClass;
 use crate::sim::result::LinkResult;
@@ -45,6 +47,8 @@ pub const STALLED: f64 = 0.05;
 /// Share of the window a requester must have every read slot or tag in use to count as
 /// limited by them.
 pub const WINDOW_FULL: f64 = 0.5;
+/// Share of its `rate` a paced flow must move in the window to count as limited by it.
+pub const RATE_MET: f64 = 0.98;
 
 /// A resource other than a link: memory, host bridge, switch bus, storage media, CPU core.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -64,13 +68,14 @@ pub struct Bottleneck {
     /// "link", "memory", "write_sink", "read_path", "data_path", "socket_link", "iommu",
     /// "host_bridge", "switch_bus", "media", "command_rate", "cpu", "dma_engines", "credits",
     /// "replay_buffer", "sequence_window", "requests", "iodepth", "completion_timeout",
-    /// "offered_load", or "starved" (it still
+    /// "rate" (the workload's own `rate` caps it), "offered_load", or "starved" (it still
     /// completed nothing at the run's end while its TLPs waited: see `sim::progress`).
     pub kind: &'static str,
-    /// The resource, e.g. "rc-sw down", "rc memory", "sw -> a NPH credits".
+    /// The resource, e.g. "rc-sw down", "rc memory", "sw -> a NPH credits", "nic rate".
     pub resource: String,
     /// Fraction of the measured window it was busy (waiting, for a stall; full, for
-    /// requests; for offered load, the busiest resource's share).
+    /// requests; for a rate, the share of it the flow moved; for offered load, the busiest
+    /// resource's share).
     pub busy: f64,
     /// One sentence on why.
     pub detail: String,
@@ -87,6 +92,8 @@ pub enum Limit {
     Window,
     /// A link direction that carries only the flow's read requests (not its data).
     RequestWire,
+    /// The workload's `rate`, which held the flow back.
+    Rate,
 }
 
 /// Something on a flow's path that may limit it.
@@ -137,6 +144,9 @@ pub fn verdict(cands: &[Candidate]) -> Bottleneck {
         busy: c.busy,
         detail: c.detail.clone(),
     };
+    if let Some(c) = largest(cands, &[Limit::Rate]).filter(|c| c.busy >= RATE_MET) {
+        return pick(c);
+    }
     if let Some(c) = busiest(cands, &[Limit::Saturable]).filter(|c| c.busy >= SATURATED) {
         return pick(c);
     }
@@ -433,6 +443,9 @@ impl Simulator<'_> {
                         ),
                     });
                 }
+                if let Some(c) = rate_candidate(w, f, window) {
+                    cands.push(c);
+                }
                 if let Some(fio) = w.fio {
                     cands.push(fio_depth(fio, f.transfer_latency.summary().mean));
                 } else if f.reads {
@@ -578,6 +591,39 @@ impl Simulator<'_> {
     }
 }
 
+/// Workload `w`'s `rate` as a limit of its flow `f` over a window of `window` ticks, if
+/// the rate held the flow back in the window: its share is the share of the rate it moved.
+fn rate_candidate(w: &WorkloadSpec, f: &Flow, window: f64) -> Option<Candidate> {
+    let rate = w.rate?;
+    if f.pace.iter().all(|p| p.held == 0) {
+        return None;
+    }
+    let cap = super::pace::cap(w, rate);
+    let seconds = window / (SimTime::TICKS_PER_PS as f64 * 1e12);
+    let moved = f.bytes as f64 / seconds;
+    let share = moved / cap;
+    let streams = match (w.fio, w.direction) {
+        (Some(fio), _) if fio.numjobs > 1 => format!(" per job, {} jobs", fio.numjobs),
+        (Some(_), _) => String::new(),
+        (None, DmaDirection::Both) => " per stream, 2 streams".to_string(),
+        (None, _) => String::new(),
+    };
+    Some(Candidate {
+        limit: Limit::Rate,
+        kind: "rate",
+        resource: format!("{} rate", w.name),
+        busy: share.min(1.0),
+        detail: format!(
+            "its rate of {:.3} GB/s{streams} held it back: it moved {:.3} GB/s, {:.1} % of \
+             {:.3} GB/s",
+            rate / 1e9,
+            moved / 1e9,
+            share * 100.0,
+            cap / 1e9
+        ),
+    })
+}
+
 /// An fio workload's I/Os in flight as a limit: fio keeps every one of them in flight all
 /// the time (the next is submitted as one completes), so with nothing saturated or stalled
 /// its throughput is the I/Os in flight over their latency.
@@ -655,6 +701,22 @@ mod tests {
         let light = cand(Limit::RequestWire, "link", 0.8);
         let v = verdict(&[light, data]);
         assert_eq!((v.kind, v.busy), ("offered_load", 0.8));
+    }
+
+    #[test]
+    fn a_rate_met_outranks_everything_and_one_missed_is_no_verdict() {
+        let link = cand(Limit::Saturable, "link", 0.95);
+        let window = cand(Limit::Window, "iodepth", 1.0);
+        let met = cand(Limit::Rate, "rate", 0.995);
+        let v = verdict(&[link.clone(), window.clone(), met]);
+        assert_eq!((v.kind, v.busy), ("rate", 0.995));
+        // Held at times, but the rest of the path kept it well below its rate.
+        let missed = cand(Limit::Rate, "rate", 0.9);
+        assert_eq!(
+            verdict(&[link, window.clone(), missed.clone()]).kind,
+            "link"
+        );
+        assert_eq!(verdict(&[window, missed]).kind, "iodepth");
     }
 
     #[test]

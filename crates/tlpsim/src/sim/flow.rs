@@ -5,6 +5,7 @@
 //! direction mixes reads and writes, has its transfers run by the endpoint's engines
 //! instead (`sim::transfer`); its TLPs come back here when they leave and arrive.
 
+use super::pace::{READS, WRITES};
 use super::*;
 
 /// What a DMA flow's TLP is to its requester (a DMA engine, a storage HBA or a root
@@ -169,13 +170,17 @@ impl Simulator<'_> {
     /// Keeps flow `f`'s write stream queued ahead of its link: MWr TLPs of at most MPS (or
     /// the workload's TLP payload) of the current transfer, never across 4 KiB (a storage
     /// read's data once its media has read it), and a doorbell after every `doorbell_every`
-    /// transfers.
+    /// transfers; each once its `rate` allows (`pace`).
     pub(in crate::sim) fn fill_writes(&mut self, f: u32) {
         let mps = self.flows[f as usize].tlp_payload;
         let now = self.now();
         let mut started_io = false;
         while self.flows[f as usize].write_queued < WRITE_QUEUE_DEPTH {
             let flow = &mut self.flows[f as usize];
+            if flow.pace.get(WRITES).is_some_and(|p| !p.ready(now)) {
+                self.pace_hold(f, WRITES);
+                break;
+            }
             if flow.write_left == 0 {
                 if flow.next_io_is_read() == Some(false) {
                     break; // the mix's next I/O is a storage write
@@ -191,6 +196,9 @@ impl Simulator<'_> {
             }
             let addr = flow.write_addr;
             let size = tlp::request_piece(addr, flow.write_left, mps as u32);
+            if let Some(p) = flow.pace.get_mut(WRITES) {
+                p.take(size as u64);
+            }
             flow.write_left -= size as u64;
             flow.write_addr += size as u64;
             flow.write_queued += 1;
@@ -225,7 +233,8 @@ impl Simulator<'_> {
     }
 
     /// Issues flow `f`'s read requests (MRd TLPs of at most MRRS, never across 4 KiB) while
-    /// a tag and a transfer slot are free, noting how long the flow waits for them.
+    /// a tag and a transfer slot are free and its `rate` allows (`pace`), noting how long
+    /// the flow waits for a tag or slot.
     #[inline]
     pub(in crate::sim) fn issue_reads(&mut self, f: u32) {
         // With no tag free and the flow's wait for one already noted, issuing would change
@@ -254,6 +263,13 @@ impl Simulator<'_> {
             };
             if *free_tags == 0 {
                 flow.window_full.open(now);
+                return;
+            }
+            let paced = flow.pace.get(READS).is_some_and(|p| !p.ready(now));
+            if paced && (flow.current.is_some() || flow.active < flow.outstanding) {
+                // A tag and a slot are free: the rate, not the window, holds it.
+                flow.window_ticks += flow.window_full.close(now).unwrap_or(0);
+                self.pace_hold(f, READS);
                 return;
             }
             if flow.current.is_none() {
@@ -291,6 +307,9 @@ impl Simulator<'_> {
             flow.window_ticks += flow.window_full.close(now).unwrap_or(0);
             let (slot, left, addr) = flow.current.expect("set above");
             let len = tlp::request_piece(addr, left, mrrs) as u64;
+            if let Some(p) = flow.pace.get_mut(READS) {
+                p.take(len);
+            }
             flow.current = (left > len).then_some((slot, left - len, addr + len));
             *free_tags -= 1;
             let (src, dst, out) = (flow.source, flow.target, flow.out);

@@ -19,6 +19,7 @@ pub mod channel;
 mod flow;
 mod host_memory;
 mod node;
+mod pace;
 mod progress;
 mod receive;
 pub mod result;
@@ -115,6 +116,9 @@ enum Ev {
     Node { node: u32, ev: NodeEv },
     /// Flow `f` starts issuing.
     Start(u32),
+    /// Stream `stream` of flow `f` (an fio job, or a DMA flow's reads 0 or writes 1) may go
+    /// on: its `rate` held it back until now (`pace`).
+    Pace { flow: u32, stream: u32 },
     /// The measurement window opens.
     Warmup,
     /// The credit deadlock watchdog looks for transmitters that sent nothing.
@@ -216,6 +220,8 @@ struct Flow {
     window_full: OpenSpan,
     /// Ticks of the measurement window with every read transfer slot or tag in use.
     window_ticks: u64,
+    /// Its `rate` per stream or fio job (`pace`; empty without one).
+    pace: Vec<pace::Pacer>,
 }
 
 impl Flow {
@@ -462,6 +468,7 @@ impl<'a> Simulator<'a> {
                 done: 0,
                 window_full: OpenSpan::default(),
                 window_ticks: 0,
+                pace: pace::pacers(w),
             })
             .collect();
         let watchdog = watchdog_period(&chans, sys);
@@ -670,6 +677,7 @@ impl<'a> Simulator<'a> {
                     self.issue_reads(f);
                 }
             }
+            Ev::Pace { flow, stream } => self.pace_woken(flow, stream as usize),
             Ev::Warmup => self.start_measuring(),
             Ev::Progress => self.look_for_starvation(),
             Ev::CplTimeout => self.check_completion_timeouts(),

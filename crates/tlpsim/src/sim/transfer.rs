@@ -12,7 +12,8 @@
 //! `transfer_cost_per_kib` for each KiB of its data and `partial_unit_cost`
 //! per device word it covers in part) and then `request_cost` per request TLP, issuing each
 //! when its cost is spent and a tag and room under its engine's `reads_per_engine` (a read)
-//! or room in the flow's write queue (a write) is there; a descriptor or status phase pays
+//! or room in the flow's write queue (a write) is there, and, for a data request, its
+//! stream's `rate` allows it (`sim::pace`); a descriptor or status phase pays
 //! `request_cost` per TLP only. A reading phase is over when its last completion is in, a
 //! writing one when its last MWr has left the endpoint (posted). Requests are cut at MPS or `tlp_payload` (writes) and MRRS (reads),
 //! in whole device words, never across a 4 KiB boundary.
@@ -450,6 +451,12 @@ impl Simulator<'_> {
                 i += 1;
                 continue;
             }
+            if let Some(due) = self.paced_until(&tr, now) {
+                // Its stream's rate holds its data requests; another flow's may go.
+                self.wake_engines(n, side, due);
+                i += 1;
+                continue;
+            }
             let room = if side == READ {
                 matches!(self.nodes[n].requester(), Some((free, _)) if *free > 0)
             } else {
@@ -493,6 +500,35 @@ impl Simulator<'_> {
         }
     }
 
+    /// When transfer `tr`'s next data request may start, if its stream's `rate` holds it
+    /// back at `now` (counted while measuring; `pace`).
+    fn paced_until(&mut self, tr: &DmaTransfer, now: SimTime) -> Option<SimTime> {
+        if !tr.phase.data() {
+            return None;
+        }
+        let measuring = self.measuring;
+        let p = self.flows[tr.flow as usize]
+            .pace
+            .get_mut(tr.stream as usize)
+            .filter(|p| !p.ready(now))?;
+        if measuring {
+            p.held += 1;
+        }
+        Some(p.due())
+    }
+
+    /// Transfer `tr`'s data request of `len` bytes starts: its stream's `rate` counts it.
+    fn pace_request(&mut self, tr: &DmaTransfer, len: u32) {
+        if tr.phase.data() {
+            if let Some(p) = self.flows[tr.flow as usize]
+                .pace
+                .get_mut(tr.stream as usize)
+            {
+                p.take(len as u64);
+            }
+        }
+    }
+
     /// Makes transfer `t`'s next request TLP at endpoint `n` (taking a tag for a read, a
     /// place in the write queue for a write) and returns (channel, TLP) to push.
     fn make_request(&mut self, n: usize, t: u32) -> (u32, u32) {
@@ -515,6 +551,7 @@ impl Simulator<'_> {
                 *free -= 1;
             }
             self.dma[t as usize].reads_out += 1;
+            self.pace_request(&tr, len);
             let req = Req {
                 flow: f,
                 transfer: t,
@@ -542,6 +579,8 @@ impl Simulator<'_> {
         } else {
             let flow = &mut self.flows[f as usize];
             let len = request_bytes(tr.next, tr.left, flow.tlp_payload as u32, unit);
+            self.pace_request(&tr, len);
+            let flow = &mut self.flows[f as usize];
             let order = flow.next_order;
             flow.next_order += 1;
             flow.write_queued += 1;

@@ -79,6 +79,8 @@ struct Io {
     flow: u32,
     /// Its queue pair.
     queue: u32,
+    /// Its fio job (of its workload's).
+    job: u32,
     /// When the host issued its submission doorbell.
     issued: SimTime,
     step: Step,
@@ -349,25 +351,64 @@ impl Simulator<'_> {
         let (n, Some(fio)) = (w.source, w.fio) else {
             return;
         };
-        let Some(queues) = self.nvme_mut(n).map(|d| d.spec.queues) else {
-            return;
-        };
         for j in 0..fio.numjobs {
-            let q = (fio.first_queue + j) % queues;
             for _ in 0..fio.iodepth {
-                self.nvme_submit(n, f, q);
+                self.fio_offer(n, f, j);
             }
         }
     }
 
-    /// The host submits an I/O of workload `f` on queue `q` of drive `n`: it writes the
-    /// submission queue entry to its memory (no PCIe traffic) and rings the tail doorbell.
-    fn nvme_submit(&mut self, n: usize, f: u32, q: u32) {
+    /// Job `job` of fio workload `f` on drive `n` has an I/O to submit: it does so now, or,
+    /// behind the I/Os its `rate` already holds, once the rate allows (`pace`).
+    fn fio_offer(&mut self, n: usize, f: u32, job: u32) {
         let now = self.now();
+        let bs = self.sys.workloads[f as usize].fio.map_or(0, |fio| fio.bs);
+        let Some(p) = self.flows[f as usize].pace.get_mut(job as usize) else {
+            return self.nvme_submit(n, f, job);
+        };
+        if p.waiting == 0 && p.ready(now) {
+            p.take(bs);
+            self.nvme_submit(n, f, job);
+        } else {
+            p.waiting += 1;
+            self.pace_hold(f, job as usize);
+        }
+    }
+
+    /// Job `job` of fio workload `f` may go on (`Ev::Pace`): it submits the I/Os its `rate`
+    /// held back while the rate allows, and waits again for the rest.
+    pub(in crate::sim) fn fio_paced(&mut self, f: u32, job: u32) {
+        let now = self.now();
+        let w = &self.sys.workloads[f as usize];
+        let (n, bs) = (w.source, w.fio.map_or(0, |fio| fio.bs));
+        loop {
+            let p = &mut self.flows[f as usize].pace[job as usize];
+            if p.waiting == 0 {
+                return;
+            }
+            if !p.ready(now) {
+                self.pace_hold(f, job as usize);
+                return;
+            }
+            p.waiting -= 1;
+            p.take(bs);
+            self.nvme_submit(n, f, job);
+        }
+    }
+
+    /// The host submits an I/O of job `job` of workload `f` on the job's queue of drive `n`:
+    /// it writes the submission queue entry to its memory (no PCIe traffic) and rings the
+    /// tail doorbell.
+    fn nvme_submit(&mut self, n: usize, f: u32, job: u32) {
+        let now = self.now();
+        let first_queue = self.sys.workloads[f as usize]
+            .fio
+            .map_or(0, |fio| fio.first_queue);
         let Some(d) = self.nvme_mut(n) else { return };
         let io = Io {
             flow: f,
-            queue: q,
+            queue: (first_queue + job) % d.spec.queues,
+            job,
             issued: now,
             step: Step::Fetch,
             awaiting: SQE_BYTES as u64,
@@ -702,7 +743,7 @@ impl Simulator<'_> {
 
     /// The MSI-X of I/O `io` of drive `n` reached the host: the I/O is done (its latency
     /// counts if the measurement window is open); the host writes the completion queue head
-    /// doorbell and submits the job's next I/O on the same queue.
+    /// doorbell and submits the job's next I/O on the same queue (once its `rate` allows).
     fn nvme_io_done(&mut self, n: usize, io: u32) {
         let now = self.now();
         let measuring = self.measuring;
@@ -714,7 +755,7 @@ impl Simulator<'_> {
             self.flows[i.flow as usize].transfer_latency.record(latency);
         }
         self.nvme_doorbell(n, NvmeTlp::CqDoorbell(i.queue));
-        self.nvme_submit(n, i.flow, i.queue);
+        self.fio_offer(n, i.flow, i.job);
     }
 
     /// The fio results over a window of `window` seconds, in workload order.
