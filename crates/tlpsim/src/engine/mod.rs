@@ -5,9 +5,9 @@
 
 pub mod queue;
 pub mod rng;
-pub mod table;
+pub(crate) mod table;
 pub mod time;
 
 pub use queue::EventQueue;
-pub use table::Table;
+pub(crate) use table::Table;
 pub use time::{OpenSpan, SimTime};

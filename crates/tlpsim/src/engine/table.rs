@@ -5,7 +5,8 @@
 //! with numbers it created itself, millions of times a second; a bounds check on each
 //! access cost about 8 % of the engine's instructions. A [`Table`] checks every index in
 //! debug builds (every test run) and trusts it in release builds. Everything else is a
-//! plain `Vec` (through `Deref`).
+//! plain `Vec` (through `Deref`). The module is private to the crate: no index from outside
+//! it can reach the unchecked access.
 
 use std::ops::{Deref, DerefMut, Index, IndexMut};
 
