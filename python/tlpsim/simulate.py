@@ -32,7 +32,13 @@ def scenario_text(source: Scenario | str | os.PathLike[str]) -> tuple[str, str]:
     """(TOML text, origin for messages) of a scenario given as a loaded :class:`Scenario`, a
     path to a TOML file or the TOML text itself. A string is TOML text if it spans lines,
     holds a ``=`` or starts with a ``[`` section header (or is empty); any other string is a
-    path. Raises :class:`ScenarioError` if the file cannot be read."""
+    path.
+
+    A scenario that includes others (``include = ["base.toml"]``, paths relative to the
+    file's directory, or to the current directory for text) comes back with them merged in:
+    self-contained text that loads, sweeps and runs in worker processes alone. Raises
+    :class:`ScenarioError` if the file or a file it includes cannot be read or merged, the
+    message naming that file."""
     if isinstance(source, Scenario):
         return source.text, source.origin
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
@@ -41,14 +47,15 @@ def scenario_text(source: Scenario | str | os.PathLike[str]) -> tuple[str, str]:
             data = read_capped(
                 path, "a scenario (a 10,000-endpoint system is 2 MiB)", MAX_SCENARIO_BYTES, ScenarioError
             )
-            return data.decode("utf-8"), str(path)
+            text = data.decode("utf-8")
         except OSError as e:
             raise ScenarioError(_core.one_line(f"{path}: cannot read the file: {e.strerror or e}")) from None
         except UnicodeDecodeError:
             raise ScenarioError(_core.one_line(f"{path}: the file is not UTF-8 text")) from None
+        return _core.expand_includes(text, str(path), str(path)), str(path)
     if not isinstance(source, str):
         raise TypeError(f"a scenario is a path or TOML text, not {type(source).__name__}")
-    return source, "<text>"
+    return _core.expand_includes(source, "<text>"), "<text>"
 
 
 def value_text(v: Any) -> str:

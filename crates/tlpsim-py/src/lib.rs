@@ -105,6 +105,22 @@ fn set_scenario_value(text: &str, origin: &str, key: &str, value: &str) -> PyRes
         .map_err(|e| ScenarioError::new_err(e.to_string()))
 }
 
+/// Scenario TOML text with the files its `include = [...]` names read and merged in:
+/// self-contained text, checked, each error naming the file it came from (the text itself
+/// where it includes nothing). `path` is the file the text was read from, where its include
+/// paths start; None for text, whose includes start at the current directory.
+#[pyfunction]
+#[pyo3(signature = (text, origin, path=None))]
+fn expand_includes(
+    py: Python<'_>,
+    text: &str,
+    origin: &str,
+    path: Option<std::path::PathBuf>,
+) -> PyResult<String> {
+    py.detach(|| tlpsim::scenario::expand_includes(text, origin, path.as_deref()))
+        .map_err(|e| ScenarioError::new_err(e.to_string()))
+}
+
 /// Parses and checks scenario TOML text (the GIL is released meanwhile, so that threads
 /// load scenarios in parallel); `origin` names it in error messages.
 #[pyfunction]
@@ -409,6 +425,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scenario>()?;
     m.add_function(wrap_pyfunction!(load_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(set_scenario_value, m)?)?;
+    m.add_function(wrap_pyfunction!(expand_includes, m)?)?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;
     m.add_function(wrap_pyfunction!(link_bandwidth, m)?)?;

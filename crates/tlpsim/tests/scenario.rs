@@ -7,6 +7,7 @@ use tlpsim::scenario::{json_schema, load_str};
 /// String keys whose values are free text, not words from a fixed set: names of nodes and
 /// flows, and values with units (durations, sizes, rates, addresses).
 const FREE_TEXT: &[&str] = &[
+    "include",
     "name",
     "endpoint",
     "target",

@@ -129,6 +129,11 @@ impl Default for PcieSection {
 #[derive(Debug, Clone, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioFile {
+    /// Scenario files read first, paths relative to this file's directory (they may include
+    /// others): their tables merge under this file's (its keys win) and their [[sections]]
+    /// come before its own, e.g. include = ["base.toml"].
+    #[serde(default)]
+    pub include: Vec<String>,
     /// Run length and seed.
     pub simulation: Option<SimulationSection>,
     /// System-wide PCIe defaults.
@@ -212,6 +217,7 @@ impl Kinds {
 #[derive(Deserialize)]
 #[serde(field_identifier, rename_all = "snake_case")]
 enum Key {
+    Include,
     Simulation,
     Pcie,
     RootComplex,
@@ -249,6 +255,7 @@ impl<'de> de::Visitor<'de> for FileSeed<'_> {
         let mut f = ScenarioFile::default();
         while let Some(key) = map.next_key::<Key>()? {
             match key {
+                Key::Include => f.include = map.next_value()?,
                 Key::Simulation => f.simulation = Some(map.next_value()?),
                 Key::Pcie => f.pcie = Some(map.next_value()?),
                 Key::RootComplex => f.root_complex = map.next_value()?,

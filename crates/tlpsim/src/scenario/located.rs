@@ -65,7 +65,11 @@ fn reason(text: &str, e: &toml::de::Error) -> String {
     let (line, source) = line_at(text, at);
     match Section::at(text, line) {
         Some(section) => {
-            let hint = section.hint(&msg).unwrap_or_else(|| key_guess(&msg));
+            let hint = if msg.starts_with("unknown field `include`") {
+                "; include goes at the top of the file, above its first [section]".to_string()
+            } else {
+                section.hint(&msg).unwrap_or_else(|| key_guess(&msg))
+            };
             // A table's own header line names it already.
             if section.place.to_string() == source {
                 format!("{msg}{hint}")

@@ -13,7 +13,8 @@
 //! section type and its build function in that one file), `ntb` (bridges, their windows,
 //! address resolution), `links` (links and the tree), `build` (the order of the steps),
 //! `expand` (an endpoint's `count` as copies), `error` (what can be wrong, and where),
-//! `located` (a TOML error as one line) and `set` (one key replaced, for sweeps).
+//! `located` (a TOML error as one line), `set` (one key replaced, for sweeps) and `include`
+//! (the files a file includes, merged in, errors traced back to their file).
 
 mod build;
 mod endpoint;
@@ -21,6 +22,7 @@ mod error;
 mod expand;
 mod file;
 mod host_memory;
+mod include;
 mod links;
 mod located;
 mod nodes;
@@ -38,6 +40,7 @@ pub use endpoint::{
     DmaEndpointSection, EndpointKind, EndpointSection, NicEndpointSection, StorageEndpointSection,
 };
 pub use file::{PcieSection, ScenarioFile, SimulationSection};
+pub use include::expand_includes;
 pub use links::{AckWord, LinkSection};
 pub use nodes::{
     ArbitrationWord, CompletionWord, CoreWord, CpuSection, ForwardingWord, HostBridgeSection,
@@ -153,6 +156,9 @@ pub fn load_str(text: &str, origin: &str) -> Result<System, ScenarioError> {
         message,
     };
     let file = ScenarioFile::parse(text).map_err(|e| fail(located::describe(text, &e)))?;
+    if !file.include.is_empty() {
+        return Err(fail(include::NEEDS_A_PATH.into()));
+    }
     build::build(&file).map_err(|e| fail(e.to_string()))
 }
 
@@ -168,12 +174,16 @@ fn load_rewritten(text: &str, origin: &str) -> Result<System, ScenarioError> {
     build::build(&file).map_err(|e| fail(e.to_string()))
 }
 
-/// Reads, parses and checks a scenario file.
+/// Reads, parses and checks a scenario file, and the files it includes (`include = [...]`,
+/// paths relative to its directory).
 pub fn load_path(path: &std::path::Path) -> Result<System, ScenarioError> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
         origin: origin.clone(),
         message: format!("cannot read the file: {e}"),
     })?;
-    load_str(&text, &origin)
+    match include::load_included(&text, &origin, path)? {
+        Some(system) => Ok(system),
+        None => load_str(&text, &origin),
+    }
 }
