@@ -63,7 +63,7 @@ def test_mangled_scenarios_give_one_line_or_run(seed):
         text = mangle(rng, rng.choice(SOURCES))
         try:
             tlpsim.load_scenario(text)
-            short = tlpsim.load_scenario(text, values={"simulation.duration": "3us"})
+            short = tlpsim.load_scenario(text, values={"simulation.warmup": "1us", "simulation.duration": "3us"})
         except (ScenarioError, ConfigError) as e:
             check_one_line(e)
             continue
