@@ -79,45 +79,7 @@ pub fn socket_links(
             nodes.lookup(&place, "between", b)?,
         );
         for n in [a, b] {
-            let node = &nodes.nodes()[n];
-            if !matches!(node.kind, NodeKind::RootComplex { .. }) {
-                return Err(BuildError::conflict(
-                    &place,
-                    format!(
-                        "{:?} is {}; a socket link joins two root complexes",
-                        node.name,
-                        node.kind.noun()
-                    ),
-                ));
-            }
-            if topology.up(n).is_some() {
-                return Err(BuildError::conflict(
-                    &place,
-                    format!(
-                        "{:?} sits below a non-transparent bridge; a socket link joins root \
-                         complexes at the tops of their own trees",
-                        node.name
-                    ),
-                ));
-            }
-            if let NodeKind::RootComplex {
-                host_memory: Some(h),
-                ..
-            } = &node.kind
-            {
-                if h.remote.is_some() {
-                    return Err(BuildError::conflict(
-                        &place,
-                        format!(
-                            "{:?} has memory_socket = \"remote\", the model of memory on a \
-                             socket the file does not describe; with a socket link, put the \
-                             buffer on the other socket with memory = \"<root complex>\" on \
-                             the workload instead",
-                            node.name
-                        ),
-                    ));
-                }
-            }
+            check_end(&place, nodes, topology, n)?;
         }
         if a == b {
             return Err(BuildError::conflict(
@@ -157,6 +119,56 @@ pub fn socket_links(
         });
     }
     Ok(out)
+}
+
+/// Checks that node `n`, one end of a socket link, is a root complex at the top of its own
+/// tree without the host memory model's own remote socket.
+fn check_end(
+    place: &Place,
+    nodes: &NodeTable,
+    topology: &Topology,
+    n: usize,
+) -> Result<(), BuildError> {
+    let node = &nodes.nodes()[n];
+    if !matches!(node.kind, NodeKind::RootComplex { .. }) {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "{:?} is {}; a socket link joins two root complexes",
+                node.name,
+                node.kind.noun()
+            ),
+        ));
+    }
+    if topology.up(n).is_some() {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "{:?} sits below a non-transparent bridge; a socket link joins root \
+                     complexes at the tops of their own trees",
+                node.name
+            ),
+        ));
+    }
+    if let NodeKind::RootComplex {
+        host_memory: Some(h),
+        ..
+    } = &node.kind
+    {
+        if h.remote.is_some() {
+            return Err(BuildError::conflict(
+                place,
+                format!(
+                    "{:?} has memory_socket = \"remote\", the model of memory on a \
+                         socket the file does not describe; with a socket link, put the \
+                         buffer on the other socket with memory = \"<root complex>\" on \
+                         the workload instead",
+                    node.name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
