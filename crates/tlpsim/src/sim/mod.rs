@@ -8,13 +8,14 @@
 //! or store-and-forward, crossbar or shared bus) and DMA endpoints. Every run ends with a
 //! self-audit ([`result::Audit`]).
 //!
-//! This module holds the simulator's state, its construction and the event loop; the
-//! transmit side (`transmit`) and the receive side (`receive`) of the links, the DMA flows
-//! (`flow`) and the transfers a DMA endpoint's engines run (`transfer`) are `impl` blocks of
-//! [`Simulator`] in their own files. Each kind of node is a module of `node`, behind the one
+//! This module holds the simulator's state, the event loop and the results; its
+//! construction (`build`), the transmit side (`transmit`) and the receive side (`receive`)
+//! of the links, the DMA flows (`flow`) and the transfers a DMA endpoint's engines run
+//! (`transfer`) are `impl` blocks of [`Simulator`] in their own files. Each kind of node is a module of `node`, behind the one
 //! interface `node::Node`.
 
 pub mod bottleneck;
+mod build;
 pub mod channel;
 mod flow;
 mod host_memory;
@@ -341,177 +342,7 @@ pub fn run_traced_to(
     Ok((result, trace.unwrap_or_else(|| Trace::new(0)).finish()))
 }
 
-/// The deadlock watchdog's period: twice the longest of the link timers that recover lost
-/// DLLPs and TLPs (the UpdateFC refresh, each replay timer) plus a retrain, so every
-/// recovery they start ends within one period, whatever the run's length.
-fn watchdog_period(chans: &[Channel], sys: &System) -> SimTime {
-    let longest = chans
-        .iter()
-        .zip(sys.links.iter().flat_map(|l| [l, l]))
-        .map(|(c, l)| c.tx_dll.timeout + l.recovery)
-        .fold(FC_REFRESH, SimTime::max);
-    longest + longest
-}
-
-impl<'a> Simulator<'a> {
-    /// Builds the runtime state of `sys`.
-    pub fn new(sys: &'a System) -> Self {
-        let n = sys.nodes.len();
-        // Ports per node: upstream link first, then downstream links in file order.
-        let mut ports: Vec<Vec<usize>> = vec![Vec::new(); n];
-        let mut up_link = vec![usize::MAX; n];
-        for (i, l) in sys.links.iter().enumerate() {
-            up_link[l.down] = i;
-        }
-        for (node, p) in ports.iter_mut().enumerate() {
-            if up_link[node] != usize::MAX {
-                p.push(up_link[node]);
-            }
-        }
-        for (i, l) in sys.links.iter().enumerate() {
-            ports[l.up].push(i);
-        }
-        let port_of = |node: usize, link: usize| {
-            ports[node].iter().position(|&p| p == link).unwrap_or(0) as u32
-        };
-
-        let mps = sys.pcie.mps;
-        let mut error_streams = Rng::new(sys.seed);
-        let mut chans = Vec::new();
-        let (mut rx_node, mut rx_port, mut tx_port) = (Vec::new(), Vec::new(), Vec::new());
-        let mut own_input = Vec::new();
-        for (i, l) in sys.links.iter().enumerate() {
-            for (tx, rx) in [(l.up, l.down), (l.down, l.up)] {
-                // The egress arbiter: weights per input, or oldest first.
-                let (weights, oldest_first): (Vec<u32>, bool) = match &sys.nodes[tx].kind {
-                    NodeKind::Switch {
-                        arbitration: Arbitration::Weighted(w),
-                        ..
-                    } => (w.clone(), false),
-                    NodeKind::Switch { arbitration, .. } => (
-                        vec![1; ports[tx].len()],
-                        *arbitration == Arbitration::Oldest,
-                    ),
-                    NodeKind::Ntb { .. } => (vec![1; ports[tx].len()], false),
-                    // The peer-to-peer TLPs a root complex forwards come in on their root
-                    // port's input, its own TLPs on one more after them.
-                    NodeKind::RootComplex { .. } => (vec![1; ports[tx].len() + 1], false),
-                    _ => (vec![1], false),
-                };
-                let wire = Wire::new(l.gen, l.width, l.flit, l.skp);
-                let mut ch = Channel::new(wire, l.flit, &weights, sys.nodes[rx].credits);
-                ch.arbiter.oldest_first = oldest_first;
-                ch.phy.prop = l.propagation;
-                ch.phy.byte_error = -(8.0 * (-l.ber).ln_1p()); // -ln(1 - p_byte)
-                ch.phy.rng = error_streams.next_stream();
-                let interval =
-                    dll::ack_latency_symbols(l.gen, l.width, mps) as u64 * symbol_ticks(l.gen);
-                ch.rx_dll.ack_interval = match l.ack {
-                    AckPolicy::Timer => SimTime::from_ticks(interval),
-                    AckPolicy::Immediate => SimTime::ZERO,
-                };
-                ch.tx_dll.timeout =
-                    SimTime::from_ticks(3 * interval) + l.propagation + l.propagation;
-                ch.tx_dll.capacity = l.replay_buffer;
-                chans.push(ch);
-                rx_node.push(rx as u32);
-                rx_port.push(port_of(rx, i));
-                tx_port.push(port_of(tx, i));
-                own_input.push(match sys.nodes[tx].kind {
-                    NodeKind::RootComplex { .. } => ports[tx].len() as u32,
-                    _ => 0,
-                });
-            }
-        }
-
-        let route = route::Routes::new(sys);
-
-        let nodes = (0..n).map(|i| AnyNode::build(sys, i, &ports[i])).collect();
-
-        let flows = sys
-            .workloads
-            .iter()
-            .map(|w| Flow {
-                source: w.source as u32,
-                target: w.target as u32,
-                out: route.next(w.source, w.target),
-                reads: w.bridge.is_none() && w.direction.reads(),
-                writes: w.bridge.is_none() && w.direction.writes(),
-                transfer_size: w.transfer_size,
-                tlp_payload: w.tlp_payload.min(sys.pcie.mps) as u64,
-                outstanding: w.outstanding,
-                write_queued: 0,
-                write_left: 0,
-                next_order: 0,
-                expected_order: 0,
-                active: 0,
-                transfer_left: Vec::new(),
-                free_transfers: Vec::new(),
-                current: None,
-                addresses: w.addresses,
-                next_slot: 0,
-                write_addr: 0,
-                engines: transfer::Streams::for_workload(sys, w),
-                write_read: w.direction == DmaDirection::WriteRead,
-                bytes: 0,
-                latency: LatencyRecorder::default(),
-                transfer_latency: LatencyRecorder::default(),
-                transfer_issued: Vec::new(),
-                write_taken: 0,
-                write_issued: SimTime::ZERO,
-                storage: w.storage,
-                ios: 0,
-                media_bytes: 0,
-                doorbell: w.doorbell,
-                transfers_queued: 0,
-                interrupts: 0,
-                done: 0,
-                window_full: OpenSpan::default(),
-                window_ticks: 0,
-                pace: pace::pacers(w),
-            })
-            .collect();
-        let watchdog = watchdog_period(&chans, sys);
-        let mut sim = Simulator {
-            sys,
-            q: EventQueue::new(),
-            rng: Rng::new(sys.seed),
-            tlps: Table::new(),
-            free_tlps: Vec::new(),
-            reqs: Table::new(),
-            free_reqs: Vec::new(),
-            dma: Table::new(),
-            free_dma: Vec::new(),
-            snapshot: vec![ChannelCounters::default(); chans.len()],
-            chans: chans.into(),
-            rx_node: rx_node.into(),
-            rx_port: rx_port.into(),
-            own_input: own_input.into(),
-            tx_port: tx_port.into(),
-            nodes,
-            route,
-            bridges: sys
-                .host_bridges
-                .iter()
-                .map(|b| (Throttle::new(b.bandwidth), b.latency))
-                .collect(),
-            flows,
-            audit: Audit::default(),
-            measuring: false,
-            sent_at_watchdog: Vec::new(),
-            delivered_at_watchdog: 0,
-            watchdog,
-            draining: false,
-            busy_at_warmup: Vec::new(),
-            trace: None,
-            errors: false,
-            progress: progress::Progress::default(),
-            sockets: socket::SocketLinks::new(sys),
-        };
-        sim.errors = sim.chans.iter().any(|c| c.phy.byte_error > 0.0);
-        sim
-    }
-
+impl Simulator<'_> {
     /// Runs to the scenario's duration.
     pub fn run(self) -> Result<RunResult, RunError> {
         self.run_reporting(&mut |_| true)
