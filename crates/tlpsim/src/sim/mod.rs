@@ -497,19 +497,7 @@ impl Simulator<'_> {
                 tlp = next;
             },
             Ev::Node { node, ev } => AnyNode::event(self, node as usize, ev),
-            // An fio workload's I/Os run through its NVMe drive (`node::nvme`).
-            Ev::Start(f) if self.sys.workloads[f as usize].fio.is_some() => self.fio_start(f),
-            Ev::Start(f) if self.flows[f as usize].engines.is_some() => {
-                self.start_transfers(f);
-            }
-            Ev::Start(f) => {
-                if self.flows[f as usize].writes {
-                    self.fill_writes(f);
-                }
-                if self.flows[f as usize].reads {
-                    self.issue_reads(f);
-                }
-            }
+            Ev::Start(f) => self.start_flow(f),
             Ev::Pace { flow, stream } => self.pace_woken(flow, stream as usize),
             Ev::Warmup => self.start_measuring(),
             Ev::Progress => self.look_for_starvation(),
@@ -517,6 +505,25 @@ impl Simulator<'_> {
             Ev::Watchdog => self.credit_watchdog()?,
         }
         Ok(())
+    }
+
+    /// Flow `f` starts issuing (`Ev::Start`): an fio workload's I/Os through its NVMe drive
+    /// (`node::nvme`), a flow run by its endpoint's engines through them (`transfer`), any
+    /// other's write and read streams.
+    #[cold]
+    fn start_flow(&mut self, f: u32) {
+        if self.sys.workloads[f as usize].fio.is_some() {
+            self.fio_start(f);
+        } else if self.flows[f as usize].engines.is_some() {
+            self.start_transfers(f);
+        } else {
+            if self.flows[f as usize].writes {
+                self.fill_writes(f);
+            }
+            if self.flows[f as usize].reads {
+                self.issue_reads(f);
+            }
+        }
     }
 
     /// The credit deadlock watchdog's look (`Ev::Watchdog`).
