@@ -253,6 +253,23 @@ impl Resource {
     }
 }
 
+/// The measured window every flow's candidates are weighed over: the resources' and the
+/// CPU cores' use in it, and the link directions' results.
+struct Measured<'l> {
+    /// When the window ends.
+    end: SimTime,
+    /// Its length in ticks.
+    window: f64,
+    /// The non-link resources ([`Simulator::resources`] at `end`).
+    resources: Vec<Resource>,
+    /// The share of the window each of `resources` was busy.
+    shares: Vec<f64>,
+    /// The share of the window each CPU core was busy (none without a CPU).
+    cpu: Vec<f64>,
+    /// Every link direction's results.
+    links: &'l [LinkResult],
+}
+
 impl Simulator<'_> {
     /// The non-link resources with the service each gave by `t`: per node its posted-write
     /// sink and memory, shared bus or media (read and write apart when they run at once),
@@ -316,28 +333,41 @@ impl Simulator<'_> {
     ) -> (Vec<ResourceResult>, Vec<Bottleneck>) {
         let window = end.saturating_sub(self.sys.warmup).ticks().max(1) as f64;
         let resources = self.resources(end);
-        let share = |r: &Resource, i: usize| {
-            (r.busy
-                .saturating_sub(at_warmup.get(i).copied().unwrap_or(0)) as f64
-                / window)
-                .min(1.0)
-        };
+        let shares = resources
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                (r.busy
+                    .saturating_sub(at_warmup.get(i).copied().unwrap_or(0)) as f64
+                    / window)
+                    .min(1.0)
+            })
+            .collect();
         // Cores only where the scenario has a CPU.
         let cpu = if self.sys.cpu.is_some() {
             self.cpu_busy(end)
         } else {
             Vec::new()
         };
-        let mut results: Vec<ResourceResult> = resources
+        let m = Measured {
+            end,
+            window,
+            resources,
+            shares,
+            cpu,
+            links,
+        };
+        let mut results: Vec<ResourceResult> = m
+            .resources
             .iter()
-            .enumerate()
-            .map(|(i, r)| ResourceResult {
+            .zip(&m.shares)
+            .map(|(r, &busy)| ResourceResult {
                 name: r.name.clone(),
                 kind: r.kind,
-                busy: share(r, i),
+                busy,
             })
             .collect();
-        results.extend(cpu.iter().enumerate().map(|(k, &busy)| ResourceResult {
+        results.extend(m.cpu.iter().enumerate().map(|(k, &busy)| ResourceResult {
             name: format!("cpu core {k}"),
             kind: "cpu",
             busy,
@@ -346,123 +376,153 @@ impl Simulator<'_> {
             .flows
             .iter()
             .zip(&self.sys.workloads)
-            .map(|(f, w)| {
-                let (src, dst) = (f.source as usize, f.target as usize);
-                // The way its requests or data go; the way back only where answers come
-                // back (reads' completions; a NIC's descriptor and frame reads; an NVMe
-                // drive's doorbells and queue entries).
-                let mut chans = self.path(src, dst);
-                // A flow that only reads sends nothing but its requests toward its target.
-                let requests_only = f.reads && !f.writes && w.bridge.is_none() && w.fio.is_none();
-                let requests = if requests_only { chans.len() } else { 0 };
-                if f.reads || w.bridge.is_some() || w.fio.is_some() {
-                    chans.extend(self.path(dst, src));
-                }
-                let mut nodes = vec![src];
-                nodes.extend(chans.iter().map(|&c| self.rx_node[c] as usize));
-                // Across a socket link: both root complexes (the paths end at each).
-                let (top_src, top_dst) = (self.sockets.top(src), self.sockets.top(dst));
-                if top_src != top_dst {
-                    nodes.extend([top_src, top_dst]);
-                }
-                let mut cands = Vec::new();
-                for (i, &c) in chans.iter().enumerate() {
-                    let mut link = self.link_candidates(c, &links[c], window);
-                    if i < requests {
-                        // A stall behind a saturated request link further on is its
-                        // back-pressure.
-                        let saturated_ahead = chans[i + 1..requests]
-                            .iter()
-                            .any(|&d| links[d].utilization >= SATURATED);
-                        link.retain(|l| l.limit != Limit::Stall || !saturated_ahead);
-                        for l in link.iter_mut().filter(|l| l.limit == Limit::Saturable) {
-                            l.limit = Limit::RequestWire;
-                            l.detail.push_str(&format!(
-                                ": {}'s read requests wait there behind other traffic",
-                                w.name
-                            ));
-                        }
-                    }
-                    cands.extend(link);
-                }
-                let bridges: Vec<usize> = nodes
-                    .iter()
-                    .filter_map(|&n| self.nodes[n].host_bridge())
-                    .collect();
-                for (i, r) in resources.iter().enumerate() {
-                    let on_path = if r.node == NONE as usize {
-                        bridges.contains(&r.bridge)
-                    } else {
-                        nodes.contains(&r.node)
-                    };
-                    // A duplex media's side this flow does not use cannot limit it, nor a
-                    // root's posted-write sink a flow that does not write into that root.
-                    let side_used = match r.used_by {
-                        UsedBy::Every => true,
-                        UsedBy::Writes => f.writes,
-                        UsedBy::WritesInto => f.writes && dst == r.node,
-                        UsedBy::Reads => f.reads,
-                        UsedBy::ReadsFrom => f.reads && dst == r.node,
-                        UsedBy::Through => src != r.node && dst != r.node,
-                        UsedBy::Crossing { from, to } => {
-                            let written = f.writes && (top_src, top_dst) == (from, to);
-                            let read = f.reads && (top_dst, top_src) == (from, to);
-                            written || read
-                        }
-                    };
-                    if !on_path
-                        || !side_used
-                        || cands.iter().any(|c: &Candidate| c.resource == r.name)
-                    {
-                        continue;
-                    }
-                    let busy = share(r, i);
-                    let rate = r
-                        .rate
-                        .map(|b| format!(" of {:.3} GB/s", b / 1e9))
-                        .unwrap_or_default();
-                    cands.push(Candidate {
-                        limit: Limit::Saturable,
-                        kind: r.kind,
-                        resource: r.name.clone(),
-                        busy,
-                        detail: format!("{} is busy {:.0} %{rate}", r.name, busy * 100.0),
-                    });
-                }
-                if let Some(&busy) = self.nic_core(src).and_then(|k| cpu.get(k as usize)) {
-                    let core = self.nic_core(src).unwrap_or(0);
-                    cands.push(Candidate {
-                        limit: Limit::Saturable,
-                        kind: "cpu",
-                        resource: format!("cpu core {core}"),
-                        busy,
-                        detail: format!(
-                            "cpu core {core} (interrupts, register reads, bridging, register \
-                             writes) is busy {:.0} %",
-                            busy * 100.0
-                        ),
-                    });
-                }
-                if let Some(c) = rate_candidate(w, f, window) {
-                    cands.push(c);
-                }
-                if let Some(fio) = w.fio {
-                    cands.push(fio_depth(fio, f.transfer_latency.summary().mean));
-                } else if f.reads {
-                    let full = f.window_ticks + f.window_full.elapsed(end);
-                    let busy = (full as f64 / window).min(1.0);
-                    cands.push(Candidate {
-                        limit: Limit::Window,
-                        kind: "requests",
-                        resource: format!("{} read requests", w.name),
-                        busy,
-                        detail: self.window_detail(w, f, busy),
-                    });
-                }
-                verdict(&cands)
-            })
+            .map(|(f, w)| verdict(&self.candidates(f, w, &m)))
             .collect();
         (results, verdicts)
+    }
+
+    /// Everything that may limit flow `f` of workload `w` over the window `m`: the link
+    /// directions out and back in path order, the node resources on its way in node order,
+    /// the CPU core that serves its NIC, its `rate`, and its I/Os or read requests in
+    /// flight.
+    fn candidates(&self, f: &Flow, w: &WorkloadSpec, m: &Measured<'_>) -> Vec<Candidate> {
+        let (src, dst) = (f.source as usize, f.target as usize);
+        // The way its requests or data go; the way back only where answers come back
+        // (reads' completions; a NIC's descriptor and frame reads; an NVMe drive's
+        // doorbells and queue entries).
+        let mut chans = self.path(src, dst);
+        // A flow that only reads sends nothing but its requests toward its target.
+        let requests_only = f.reads && !f.writes && w.bridge.is_none() && w.fio.is_none();
+        let requests = if requests_only { chans.len() } else { 0 };
+        if f.reads || w.bridge.is_some() || w.fio.is_some() {
+            chans.extend(self.path(dst, src));
+        }
+        let mut nodes = vec![src];
+        nodes.extend(chans.iter().map(|&c| self.rx_node[c] as usize));
+        // Across a socket link: both root complexes (the paths end at each).
+        let tops = (self.sockets.top(src), self.sockets.top(dst));
+        if tops.0 != tops.1 {
+            nodes.extend([tops.0, tops.1]);
+        }
+        let mut cands = self.path_candidates(&chans, requests, w, m);
+        self.resource_candidates(f, &nodes, tops, m, &mut cands);
+        if let Some(&busy) = self.nic_core(src).and_then(|k| m.cpu.get(k as usize)) {
+            let core = self.nic_core(src).unwrap_or(0);
+            cands.push(Candidate {
+                limit: Limit::Saturable,
+                kind: "cpu",
+                resource: format!("cpu core {core}"),
+                busy,
+                detail: format!(
+                    "cpu core {core} (interrupts, register reads, bridging, register \
+                     writes) is busy {:.0} %",
+                    busy * 100.0
+                ),
+            });
+        }
+        if let Some(c) = rate_candidate(w, f, m.window) {
+            cands.push(c);
+        }
+        if let Some(fio) = w.fio {
+            cands.push(fio_depth(fio, f.transfer_latency.summary().mean));
+        } else if f.reads {
+            let full = f.window_ticks + f.window_full.elapsed(m.end);
+            let busy = (full as f64 / m.window).min(1.0);
+            cands.push(Candidate {
+                limit: Limit::Window,
+                kind: "requests",
+                resource: format!("{} read requests", w.name),
+                busy,
+                detail: self.window_detail(w, f, busy),
+            });
+        }
+        cands
+    }
+
+    /// The candidates of the channels `chans` of workload `w`'s path, the first `requests`
+    /// of which carry only its read requests: those are wires the requests wait on, and a
+    /// stall on one behind a saturated request link further on is that link's
+    /// back-pressure, not a limit.
+    fn path_candidates(
+        &self,
+        chans: &[usize],
+        requests: usize,
+        w: &WorkloadSpec,
+        m: &Measured<'_>,
+    ) -> Vec<Candidate> {
+        let mut cands = Vec::new();
+        for (i, &c) in chans.iter().enumerate() {
+            let mut link = self.link_candidates(c, &m.links[c], m.window);
+            if i < requests {
+                let saturated_ahead = chans[i + 1..requests]
+                    .iter()
+                    .any(|&d| m.links[d].utilization >= SATURATED);
+                link.retain(|l| l.limit != Limit::Stall || !saturated_ahead);
+                for l in link.iter_mut().filter(|l| l.limit == Limit::Saturable) {
+                    l.limit = Limit::RequestWire;
+                    l.detail.push_str(&format!(
+                        ": {}'s read requests wait there behind other traffic",
+                        w.name
+                    ));
+                }
+            }
+            cands.extend(link);
+        }
+        cands
+    }
+
+    /// Adds to `cands` the non-link resources of flow `f` on its way through `nodes` (and
+    /// their host bridges) that it uses, none named twice; `tops` are the root complexes
+    /// of its source's and target's trees.
+    fn resource_candidates(
+        &self,
+        f: &Flow,
+        nodes: &[usize],
+        (top_src, top_dst): (usize, usize),
+        m: &Measured<'_>,
+        cands: &mut Vec<Candidate>,
+    ) {
+        let (src, dst) = (f.source as usize, f.target as usize);
+        let bridges: Vec<usize> = nodes
+            .iter()
+            .filter_map(|&n| self.nodes[n].host_bridge())
+            .collect();
+        for (r, &busy) in m.resources.iter().zip(&m.shares) {
+            let on_path = if r.node == NONE as usize {
+                bridges.contains(&r.bridge)
+            } else {
+                nodes.contains(&r.node)
+            };
+            // A duplex media's side this flow does not use cannot limit it, nor a root's
+            // posted-write sink a flow that does not write into that root.
+            let side_used = match r.used_by {
+                UsedBy::Every => true,
+                UsedBy::Writes => f.writes,
+                UsedBy::WritesInto => f.writes && dst == r.node,
+                UsedBy::Reads => f.reads,
+                UsedBy::ReadsFrom => f.reads && dst == r.node,
+                UsedBy::Through => src != r.node && dst != r.node,
+                UsedBy::Crossing { from, to } => {
+                    let written = f.writes && (top_src, top_dst) == (from, to);
+                    let read = f.reads && (top_dst, top_src) == (from, to);
+                    written || read
+                }
+            };
+            if !on_path || !side_used || cands.iter().any(|c| c.resource == r.name) {
+                continue;
+            }
+            let rate = r
+                .rate
+                .map(|b| format!(" of {:.3} GB/s", b / 1e9))
+                .unwrap_or_default();
+            cands.push(Candidate {
+                limit: Limit::Saturable,
+                kind: r.kind,
+                resource: r.name.clone(),
+                busy,
+                detail: format!("{} is busy {:.0} %{rate}", r.name, busy * 100.0),
+            });
+        }
     }
 
     /// Why a flow whose read requests are all in flight `busy` of the time is limited by

@@ -8,14 +8,17 @@
 //! or store-and-forward, crossbar or shared bus) and DMA endpoints. Every run ends with a
 //! self-audit ([`result::Audit`]).
 //!
-//! This module holds the simulator's state, its construction and the event loop; the
-//! transmit side (`transmit`) and the receive side (`receive`) of the links, the DMA flows
-//! (`flow`) and the transfers a DMA endpoint's engines run (`transfer`) are `impl` blocks of
-//! [`Simulator`] in their own files. Each kind of node is a module of `node`, behind the one
+//! This module holds the simulator's state and the event loop; its construction (`build`),
+//! the results at the end of a run (`finish`), the transmit side (`transmit`) and the
+//! receive side (`receive`) of the links, the DMA flows (`flow`) and the transfers a DMA
+//! endpoint's engines run (`transfer`) are `impl` blocks of [`Simulator`] in their own
+//! files. Each kind of node is a module of `node`, behind the one
 //! interface `node::Node`.
 
 pub mod bottleneck;
+mod build;
 pub mod channel;
+mod finish;
 mod flow;
 mod host_memory;
 mod node;
@@ -341,177 +344,7 @@ pub fn run_traced_to(
     Ok((result, trace.unwrap_or_else(|| Trace::new(0)).finish()))
 }
 
-/// The deadlock watchdog's period: twice the longest of the link timers that recover lost
-/// DLLPs and TLPs (the UpdateFC refresh, each replay timer) plus a retrain, so every
-/// recovery they start ends within one period, whatever the run's length.
-fn watchdog_period(chans: &[Channel], sys: &System) -> SimTime {
-    let longest = chans
-        .iter()
-        .zip(sys.links.iter().flat_map(|l| [l, l]))
-        .map(|(c, l)| c.tx_dll.timeout + l.recovery)
-        .fold(FC_REFRESH, SimTime::max);
-    longest + longest
-}
-
-impl<'a> Simulator<'a> {
-    /// Builds the runtime state of `sys`.
-    pub fn new(sys: &'a System) -> Self {
-        let n = sys.nodes.len();
-        // Ports per node: upstream link first, then downstream links in file order.
-        let mut ports: Vec<Vec<usize>> = vec![Vec::new(); n];
-        let mut up_link = vec![usize::MAX; n];
-        for (i, l) in sys.links.iter().enumerate() {
-            up_link[l.down] = i;
-        }
-        for (node, p) in ports.iter_mut().enumerate() {
-            if up_link[node] != usize::MAX {
-                p.push(up_link[node]);
-            }
-        }
-        for (i, l) in sys.links.iter().enumerate() {
-            ports[l.up].push(i);
-        }
-        let port_of = |node: usize, link: usize| {
-            ports[node].iter().position(|&p| p == link).unwrap_or(0) as u32
-        };
-
-        let mps = sys.pcie.mps;
-        let mut error_streams = Rng::new(sys.seed);
-        let mut chans = Vec::new();
-        let (mut rx_node, mut rx_port, mut tx_port) = (Vec::new(), Vec::new(), Vec::new());
-        let mut own_input = Vec::new();
-        for (i, l) in sys.links.iter().enumerate() {
-            for (tx, rx) in [(l.up, l.down), (l.down, l.up)] {
-                // The egress arbiter: weights per input, or oldest first.
-                let (weights, oldest_first): (Vec<u32>, bool) = match &sys.nodes[tx].kind {
-                    NodeKind::Switch {
-                        arbitration: Arbitration::Weighted(w),
-                        ..
-                    } => (w.clone(), false),
-                    NodeKind::Switch { arbitration, .. } => (
-                        vec![1; ports[tx].len()],
-                        *arbitration == Arbitration::Oldest,
-                    ),
-                    NodeKind::Ntb { .. } => (vec![1; ports[tx].len()], false),
-                    // The peer-to-peer TLPs a root complex forwards come in on their root
-                    // port's input, its own TLPs on one more after them.
-                    NodeKind::RootComplex { .. } => (vec![1; ports[tx].len() + 1], false),
-                    _ => (vec![1], false),
-                };
-                let wire = Wire::new(l.gen, l.width, l.flit, l.skp);
-                let mut ch = Channel::new(wire, l.flit, &weights, sys.nodes[rx].credits);
-                ch.arbiter.oldest_first = oldest_first;
-                ch.phy.prop = l.propagation;
-                ch.phy.byte_error = -(8.0 * (-l.ber).ln_1p()); // -ln(1 - p_byte)
-                ch.phy.rng = error_streams.next_stream();
-                let interval =
-                    dll::ack_latency_symbols(l.gen, l.width, mps) as u64 * symbol_ticks(l.gen);
-                ch.rx_dll.ack_interval = match l.ack {
-                    AckPolicy::Timer => SimTime::from_ticks(interval),
-                    AckPolicy::Immediate => SimTime::ZERO,
-                };
-                ch.tx_dll.timeout =
-                    SimTime::from_ticks(3 * interval) + l.propagation + l.propagation;
-                ch.tx_dll.capacity = l.replay_buffer;
-                chans.push(ch);
-                rx_node.push(rx as u32);
-                rx_port.push(port_of(rx, i));
-                tx_port.push(port_of(tx, i));
-                own_input.push(match sys.nodes[tx].kind {
-                    NodeKind::RootComplex { .. } => ports[tx].len() as u32,
-                    _ => 0,
-                });
-            }
-        }
-
-        let route = route::Routes::new(sys);
-
-        let nodes = (0..n).map(|i| AnyNode::build(sys, i, &ports[i])).collect();
-
-        let flows = sys
-            .workloads
-            .iter()
-            .map(|w| Flow {
-                source: w.source as u32,
-                target: w.target as u32,
-                out: route.next(w.source, w.target),
-                reads: w.bridge.is_none() && w.direction.reads(),
-                writes: w.bridge.is_none() && w.direction.writes(),
-                transfer_size: w.transfer_size,
-                tlp_payload: w.tlp_payload.min(sys.pcie.mps) as u64,
-                outstanding: w.outstanding,
-                write_queued: 0,
-                write_left: 0,
-                next_order: 0,
-                expected_order: 0,
-                active: 0,
-                transfer_left: Vec::new(),
-                free_transfers: Vec::new(),
-                current: None,
-                addresses: w.addresses,
-                next_slot: 0,
-                write_addr: 0,
-                engines: transfer::Streams::for_workload(sys, w),
-                write_read: w.direction == DmaDirection::WriteRead,
-                bytes: 0,
-                latency: LatencyRecorder::default(),
-                transfer_latency: LatencyRecorder::default(),
-                transfer_issued: Vec::new(),
-                write_taken: 0,
-                write_issued: SimTime::ZERO,
-                storage: w.storage,
-                ios: 0,
-                media_bytes: 0,
-                doorbell: w.doorbell,
-                transfers_queued: 0,
-                interrupts: 0,
-                done: 0,
-                window_full: OpenSpan::default(),
-                window_ticks: 0,
-                pace: pace::pacers(w),
-            })
-            .collect();
-        let watchdog = watchdog_period(&chans, sys);
-        let mut sim = Simulator {
-            sys,
-            q: EventQueue::new(),
-            rng: Rng::new(sys.seed),
-            tlps: Table::new(),
-            free_tlps: Vec::new(),
-            reqs: Table::new(),
-            free_reqs: Vec::new(),
-            dma: Table::new(),
-            free_dma: Vec::new(),
-            snapshot: vec![ChannelCounters::default(); chans.len()],
-            chans: chans.into(),
-            rx_node: rx_node.into(),
-            rx_port: rx_port.into(),
-            own_input: own_input.into(),
-            tx_port: tx_port.into(),
-            nodes,
-            route,
-            bridges: sys
-                .host_bridges
-                .iter()
-                .map(|b| (Throttle::new(b.bandwidth), b.latency))
-                .collect(),
-            flows,
-            audit: Audit::default(),
-            measuring: false,
-            sent_at_watchdog: Vec::new(),
-            delivered_at_watchdog: 0,
-            watchdog,
-            draining: false,
-            busy_at_warmup: Vec::new(),
-            trace: None,
-            errors: false,
-            progress: progress::Progress::default(),
-            sockets: socket::SocketLinks::new(sys),
-        };
-        sim.errors = sim.chans.iter().any(|c| c.phy.byte_error > 0.0);
-        sim
-    }
-
+impl Simulator<'_> {
     /// Runs to the scenario's duration.
     pub fn run(self) -> Result<RunResult, RunError> {
         self.run_reporting(&mut |_| true)
@@ -664,19 +497,7 @@ impl<'a> Simulator<'a> {
                 tlp = next;
             },
             Ev::Node { node, ev } => AnyNode::event(self, node as usize, ev),
-            // An fio workload's I/Os run through its NVMe drive (`node::nvme`).
-            Ev::Start(f) if self.sys.workloads[f as usize].fio.is_some() => self.fio_start(f),
-            Ev::Start(f) if self.flows[f as usize].engines.is_some() => {
-                self.start_transfers(f);
-            }
-            Ev::Start(f) => {
-                if self.flows[f as usize].writes {
-                    self.fill_writes(f);
-                }
-                if self.flows[f as usize].reads {
-                    self.issue_reads(f);
-                }
-            }
+            Ev::Start(f) => self.start_flow(f),
             Ev::Pace { flow, stream } => self.pace_woken(flow, stream as usize),
             Ev::Warmup => self.start_measuring(),
             Ev::Progress => self.look_for_starvation(),
@@ -684,6 +505,25 @@ impl<'a> Simulator<'a> {
             Ev::Watchdog => self.credit_watchdog()?,
         }
         Ok(())
+    }
+
+    /// Flow `f` starts issuing (`Ev::Start`): an fio workload's I/Os through its NVMe drive
+    /// (`node::nvme`), a flow run by its endpoint's engines through them (`transfer`), any
+    /// other's write and read streams.
+    #[cold]
+    fn start_flow(&mut self, f: u32) {
+        if self.sys.workloads[f as usize].fio.is_some() {
+            self.fio_start(f);
+        } else if self.flows[f as usize].engines.is_some() {
+            self.start_transfers(f);
+        } else {
+            if self.flows[f as usize].writes {
+                self.fill_writes(f);
+            }
+            if self.flows[f as usize].reads {
+                self.issue_reads(f);
+            }
+        }
     }
 
     /// The credit deadlock watchdog's look (`Ev::Watchdog`).
@@ -846,168 +686,5 @@ impl<'a> Simulator<'a> {
         self.audit.tlps_delivered += 1;
         self.audit.payload_delivered += t.payload as u64;
         self.free_tlps.push(id);
-    }
-
-    // ---- results --------------------------------------------------------------------
-
-    /// What the nodes report (see `node::Node::report`), in workload order.
-    fn node_reports(&self) -> NodeReport {
-        let mut out = NodeReport::default();
-        for (n, node) in self.nodes.iter().enumerate() {
-            node.report(n, self.sys, &mut out);
-        }
-        out.ethernet.sort_by_key(|e| e.0);
-        out
-    }
-
-    fn finish(mut self, wall_s: f64) -> RunResult {
-        let now = self.sys.duration;
-        let window = (self.sys.duration - self.sys.warmup).as_secs_f64();
-        let mut links = Vec::new();
-        let mut hops = 0;
-        for (c, ch) in self.chans.iter_mut().enumerate() {
-            ch.end_stall(now);
-            ch.end_replay_stall(now);
-            ch.account_queue(now);
-            ch.counters.busy_ticks = ch.phy.wire.busy_ticks();
-            hops += ch.counters.tlps + ch.counters.replays;
-            let a = ch.counters;
-            let b = self.snapshot[c];
-            let window_ticks = (self.sys.duration - self.sys.warmup).ticks() as f64;
-            links.push(LinkResult {
-                name: self.sys.links[c / 2].name.clone(),
-                direction: if c % 2 == 0 { "down" } else { "up" },
-                utilization: ((a.busy_ticks - b.busy_ticks) as f64 / window_ticks).min(1.0),
-                payload_gbps: (a.payload_bytes - b.payload_bytes) as f64 * 8.0 / window / 1e9,
-                tlps: a.tlps - b.tlps,
-                dllps: a.dllps - b.dllps,
-                replays: a.replays - b.replays,
-                retrains: a.retrains - b.retrains,
-                credit_stall_fraction: ((a.credit_stall_ticks - b.credit_stall_ticks) as f64
-                    / window_ticks)
-                    .min(1.0),
-                bad_tlps: a.bad_tlps - b.bad_tlps,
-                bad_dllps: a.bad_dllps - b.bad_dllps,
-                nullified: a.nullified - b.nullified,
-                queue_mean_tlps: (a.queue_area - b.queue_area) as f64 / window_ticks,
-                queue_max_tlps: ch.arbiter.queue_max as u64,
-            });
-        }
-        let at_warmup = std::mem::take(&mut self.busy_at_warmup);
-        let (resources, bottlenecks) = self.bottlenecks(now, &at_warmup, &links);
-        let ethernet: Vec<_> = self
-            .node_reports()
-            .ethernet
-            .into_iter()
-            .map(|e| e.1)
-            .collect();
-        let fio = self.fio_results(window);
-        let mut starved = Vec::new();
-        let flows: Vec<FlowResult> = self
-            .flows
-            .iter()
-            .zip(&self.sys.workloads)
-            .zip(bottlenecks)
-            .enumerate()
-            .map(|(i, ((f, w), bottleneck))| {
-                let (completion_timeouts, starving, bottleneck) =
-                    self.progress_of(i, &w.name, now, bottleneck);
-                // A bridging workload's bytes are those of the frames it forwarded.
-                let bytes = match ethernet.iter().find(|e| e.name == w.name) {
-                    Some(e) => e.forwarded_frames * e.frame_size as u64,
-                    None => f.bytes + f.media_bytes,
-                };
-                let flow = FlowResult {
-                    name: w.name.clone(),
-                    bytes,
-                    throughput_gbps: bytes as f64 * 8.0 / window / 1e9,
-                    throughput_gbytes_per_s: bytes as f64 / window / 1e9,
-                    latency_ns: f.latency.summary(),
-                    transfer_latency_ns: f.transfer_latency.summary(),
-                    requests: f.latency.count(),
-                    transfers: f.transfer_latency.count(),
-                    interrupts: f.interrupts,
-                    target: self.sys.nodes[w.target].name.clone(),
-                    address: w
-                        .address
-                        .as_ref()
-                        .map(|a| a.describe(&self.sys.nodes, w.target)),
-                    bottleneck,
-                    memcpy: w.memcpy.map(|d| d.word()),
-                    memcpy_gbytes_per_s: w.memcpy.map(|_| bytes as f64 / window / 1e9),
-                    completion_timeouts,
-                    starved: starving.is_some(),
-                    starved_on: starving.as_ref().map(|s| s.waits_on.clone()),
-                };
-                starved.extend(starving);
-                flow
-            })
-            .collect();
-        for t in self.tlps.iter().filter(|t| t.live) {
-            self.audit.tlps_in_flight += 1;
-            self.audit.payload_in_flight += t.payload as u64;
-        }
-        self.audit.conclude();
-        let warnings = self.few_units_warnings(&flows, window);
-        let socket_links = self.socket_link_results(&resources);
-        RunResult {
-            simulated_s: window,
-            wall_s,
-            events: self.q.events(),
-            tlp_hops: hops,
-            flows,
-            links,
-            socket_links,
-            resources,
-            ethernet,
-            fio,
-            starved,
-            warnings,
-            audit: self.audit,
-        }
-    }
-
-    /// A warning per flow (not Ethernet bridging, counted in frames) that completed fewer
-    /// than [`result::FEW_UNITS`] units in the `window` seconds measured, with a duration
-    /// that would give that many: in proportion where some completed, else ten times this
-    /// one.
-    fn few_units_warnings(&self, flows: &[FlowResult], window: f64) -> Vec<String> {
-        let us = |s: f64| s * 1e6;
-        let warmup = self.sys.warmup.as_ns_f64() / 1e9;
-        let mut out = Vec::new();
-        for (f, w) in flows.iter().zip(&self.sys.workloads) {
-            if w.bridge.is_some() || f.transfers >= result::FEW_UNITS {
-                continue;
-            }
-            let unit = if w.fio.is_some() {
-                "I/Os"
-            } else if w.memcpy.is_some() {
-                "copies"
-            } else {
-                "transfers"
-            };
-            let (what, why, needed) = match f.transfers {
-                0 => (
-                    "none",
-                    "it has no rate or latency to report".to_string(),
-                    warmup + 10.0 * (window + warmup),
-                ),
-                done => (
-                    "only a few",
-                    format!("its rate and latency rest on {done}"),
-                    warmup + window * 1.2 * result::FEW_UNITS as f64 / done as f64,
-                ),
-            };
-            out.push(format!(
-                "flow {} completed {what} of its {unit} in the {:.1} us measured ({} in all): \
-                 {why}; set [simulation] duration to about {:.0} us or more for {} or more",
-                w.name,
-                us(window),
-                f.transfers,
-                us(needed).ceil(),
-                result::FEW_UNITS
-            ));
-        }
-        out
     }
 }

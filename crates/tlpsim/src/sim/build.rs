@@ -1,0 +1,229 @@
+//! Building a [`Simulator`] from a `System`: every node's ports, one [`Channel`] per link
+//! direction (its egress arbiter, wire, data link layer timers and bit error stream), the
+//! routes, the nodes and the DMA flows.
+
+use super::*;
+use crate::fabric::{Credits, LinkSpec, WorkloadSpec};
+
+/// Each node's ports as indices of `sys.links`: its upstream link first, then its
+/// downstream links in file order.
+fn port_links(sys: &System) -> Vec<Vec<usize>> {
+    let n = sys.nodes.len();
+    let mut ports: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut up_link = vec![usize::MAX; n];
+    for (i, l) in sys.links.iter().enumerate() {
+        up_link[l.down] = i;
+    }
+    for (node, p) in ports.iter_mut().enumerate() {
+        if up_link[node] != usize::MAX {
+            p.push(up_link[node]);
+        }
+    }
+    for (i, l) in sys.links.iter().enumerate() {
+        ports[l.up].push(i);
+    }
+    ports
+}
+
+/// The egress arbiter of a node of `kind` with `ports` ports: its weights per input, and
+/// whether it serves the oldest TLP first.
+fn arbiter_inputs(kind: &NodeKind, ports: usize) -> (Vec<u32>, bool) {
+    match kind {
+        NodeKind::Switch {
+            arbitration: Arbitration::Weighted(w),
+            ..
+        } => (w.clone(), false),
+        NodeKind::Switch { arbitration, .. } => {
+            (vec![1; ports], *arbitration == Arbitration::Oldest)
+        }
+        NodeKind::Ntb { .. } => (vec![1; ports], false),
+        // The peer-to-peer TLPs a root complex forwards come in on their root port's
+        // input, its own TLPs on one more after them.
+        NodeKind::RootComplex { .. } => (vec![1; ports + 1], false),
+        _ => (vec![1], false),
+    }
+}
+
+/// One direction of link `l` with the egress arbiter `(weights, oldest_first)`, toward a
+/// receiver that advertises `credits`, at max payload `mps`, its bit errors drawn from
+/// `errors`.
+fn channel(
+    l: &LinkSpec,
+    (weights, oldest_first): (Vec<u32>, bool),
+    credits: Credits,
+    mps: u32,
+    errors: Rng,
+) -> Channel {
+    let wire = Wire::new(l.gen, l.width, l.flit, l.skp);
+    let mut ch = Channel::new(wire, l.flit, &weights, credits);
+    ch.arbiter.oldest_first = oldest_first;
+    ch.phy.prop = l.propagation;
+    ch.phy.byte_error = -(8.0 * (-l.ber).ln_1p()); // -ln(1 - p_byte)
+    ch.phy.rng = errors;
+    let interval = dll::ack_latency_symbols(l.gen, l.width, mps) as u64 * symbol_ticks(l.gen);
+    ch.rx_dll.ack_interval = match l.ack {
+        AckPolicy::Timer => SimTime::from_ticks(interval),
+        AckPolicy::Immediate => SimTime::ZERO,
+    };
+    ch.tx_dll.timeout = SimTime::from_ticks(3 * interval) + l.propagation + l.propagation;
+    ch.tx_dll.capacity = l.replay_buffer;
+    ch
+}
+
+/// The link directions of a system (channel `2 * link` down, `2 * link + 1` up) and, per
+/// channel, the node it delivers to and the ports at both ends.
+struct Channels {
+    chans: Vec<Channel>,
+    rx_node: Vec<u32>,
+    rx_port: Vec<u32>,
+    tx_port: Vec<u32>,
+    /// The egress input of the TLPs that start at the transmitting node.
+    own_input: Vec<u32>,
+}
+
+impl Channels {
+    /// Every link direction of `sys`, whose nodes have the ports `ports`.
+    fn new(sys: &System, ports: &[Vec<usize>]) -> Self {
+        let port_of = |node: usize, link: usize| {
+            ports[node].iter().position(|&p| p == link).unwrap_or(0) as u32
+        };
+        let mut error_streams = Rng::new(sys.seed);
+        let mut out = Channels {
+            chans: Vec::new(),
+            rx_node: Vec::new(),
+            rx_port: Vec::new(),
+            tx_port: Vec::new(),
+            own_input: Vec::new(),
+        };
+        for (i, l) in sys.links.iter().enumerate() {
+            for (tx, rx) in [(l.up, l.down), (l.down, l.up)] {
+                let arbiter = arbiter_inputs(&sys.nodes[tx].kind, ports[tx].len());
+                let credits = sys.nodes[rx].credits;
+                let errors = error_streams.next_stream();
+                out.chans
+                    .push(channel(l, arbiter, credits, sys.pcie.mps, errors));
+                out.rx_node.push(rx as u32);
+                out.rx_port.push(port_of(rx, i));
+                out.tx_port.push(port_of(tx, i));
+                out.own_input.push(match sys.nodes[tx].kind {
+                    NodeKind::RootComplex { .. } => ports[tx].len() as u32,
+                    _ => 0,
+                });
+            }
+        }
+        out
+    }
+}
+
+impl Flow {
+    /// The state of workload `w`'s flow before it starts, its TLPs leaving on channel `out`.
+    fn new(sys: &System, w: &WorkloadSpec, out: u32) -> Self {
+        Flow {
+            source: w.source as u32,
+            target: w.target as u32,
+            out,
+            reads: w.bridge.is_none() && w.direction.reads(),
+            writes: w.bridge.is_none() && w.direction.writes(),
+            transfer_size: w.transfer_size,
+            tlp_payload: w.tlp_payload.min(sys.pcie.mps) as u64,
+            outstanding: w.outstanding,
+            write_queued: 0,
+            write_left: 0,
+            next_order: 0,
+            expected_order: 0,
+            active: 0,
+            transfer_left: Vec::new(),
+            free_transfers: Vec::new(),
+            current: None,
+            addresses: w.addresses,
+            next_slot: 0,
+            write_addr: 0,
+            engines: transfer::Streams::for_workload(sys, w),
+            write_read: w.direction == DmaDirection::WriteRead,
+            bytes: 0,
+            latency: LatencyRecorder::default(),
+            transfer_latency: LatencyRecorder::default(),
+            transfer_issued: Vec::new(),
+            write_taken: 0,
+            write_issued: SimTime::ZERO,
+            storage: w.storage,
+            ios: 0,
+            media_bytes: 0,
+            doorbell: w.doorbell,
+            transfers_queued: 0,
+            interrupts: 0,
+            done: 0,
+            window_full: OpenSpan::default(),
+            window_ticks: 0,
+            pace: pace::pacers(w),
+        }
+    }
+}
+
+/// The deadlock watchdog's period: twice the longest of the link timers that recover lost
+/// DLLPs and TLPs (the UpdateFC refresh, each replay timer) plus a retrain, so every
+/// recovery they start ends within one period, whatever the run's length.
+fn watchdog_period(chans: &[Channel], sys: &System) -> SimTime {
+    let longest = chans
+        .iter()
+        .zip(sys.links.iter().flat_map(|l| [l, l]))
+        .map(|(c, l)| c.tx_dll.timeout + l.recovery)
+        .fold(FC_REFRESH, SimTime::max);
+    longest + longest
+}
+
+impl<'a> Simulator<'a> {
+    /// Builds the runtime state of `sys`.
+    pub fn new(sys: &'a System) -> Self {
+        let ports = port_links(sys);
+        let ch = Channels::new(sys, &ports);
+        let route = route::Routes::new(sys);
+        let nodes = (0..sys.nodes.len())
+            .map(|i| AnyNode::build(sys, i, &ports[i]))
+            .collect();
+        let flows = sys
+            .workloads
+            .iter()
+            .map(|w| Flow::new(sys, w, route.next(w.source, w.target)))
+            .collect();
+        let watchdog = watchdog_period(&ch.chans, sys);
+        let mut sim = Simulator {
+            sys,
+            q: EventQueue::new(),
+            rng: Rng::new(sys.seed),
+            tlps: Table::new(),
+            free_tlps: Vec::new(),
+            reqs: Table::new(),
+            free_reqs: Vec::new(),
+            dma: Table::new(),
+            free_dma: Vec::new(),
+            snapshot: vec![ChannelCounters::default(); ch.chans.len()],
+            chans: ch.chans.into(),
+            rx_node: ch.rx_node.into(),
+            rx_port: ch.rx_port.into(),
+            own_input: ch.own_input.into(),
+            tx_port: ch.tx_port.into(),
+            nodes,
+            route,
+            bridges: sys
+                .host_bridges
+                .iter()
+                .map(|b| (Throttle::new(b.bandwidth), b.latency))
+                .collect(),
+            flows,
+            audit: Audit::default(),
+            measuring: false,
+            sent_at_watchdog: Vec::new(),
+            delivered_at_watchdog: 0,
+            watchdog,
+            draining: false,
+            busy_at_warmup: Vec::new(),
+            trace: None,
+            errors: false,
+            progress: progress::Progress::default(),
+            sockets: socket::SocketLinks::new(sys),
+        };
+        sim.errors = sim.chans.iter().any(|c| c.phy.byte_error > 0.0);
+        sim
+    }
+}
