@@ -356,13 +356,13 @@ impl NodeKind {
 
     /// Whether links may hang below it (a root complex, a switch, a bridge).
     pub fn has_downstream_ports(&self) -> bool {
-        !matches!(
-            self,
+        match self {
+            NodeKind::RootComplex { .. } | NodeKind::Switch { .. } | NodeKind::Ntb { .. } => true,
             NodeKind::Endpoint { .. }
-                | NodeKind::Memory { .. }
-                | NodeKind::Nvme { .. }
-                | NodeKind::Gpu { .. }
-        )
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => false,
+        }
     }
 
     /// What a workload targeting it finds there.
@@ -386,7 +386,10 @@ impl NodeKind {
             NodeKind::Endpoint { tags, .. }
             | NodeKind::Nvme { tags, .. }
             | NodeKind::Gpu { tags, .. } => Some(tags),
-            _ => None,
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Memory { .. } => None,
         }
     }
 
@@ -401,7 +404,12 @@ impl NodeKind {
                 ..
             } => Some(device),
             NodeKind::Gpu { engines, .. } => Some(engines),
-            _ => None,
+            NodeKind::Endpoint { .. }
+            | NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. } => None,
         }
     }
 }

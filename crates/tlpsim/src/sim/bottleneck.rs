@@ -592,7 +592,13 @@ impl Simulator<'_> {
                     posted_write_rate,
                     ..
                 } if ty.class() == FcClass::Posted => memory_bandwidth.or(*posted_write_rate),
-                _ => None,
+                NodeKind::RootComplex { .. }
+                | NodeKind::Switch { .. }
+                | NodeKind::Ntb { .. }
+                | NodeKind::Endpoint { .. }
+                | NodeKind::Memory { .. }
+                | NodeKind::Nvme { .. }
+                | NodeKind::Gpu { .. } => None,
             };
             let why = match sink {
                 Some(rate) => format!(

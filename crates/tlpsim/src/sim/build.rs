@@ -40,7 +40,11 @@ fn arbiter_inputs(kind: &NodeKind, ports: usize) -> (Vec<u32>, bool) {
         // The peer-to-peer TLPs a root complex forwards come in on their root port's
         // input, its own TLPs on one more after them.
         NodeKind::RootComplex { .. } => (vec![1; ports + 1], false),
-        _ => (vec![1], false),
+        // An endpoint's one port.
+        NodeKind::Endpoint { .. }
+        | NodeKind::Memory { .. }
+        | NodeKind::Nvme { .. }
+        | NodeKind::Gpu { .. } => (vec![1], false),
     }
 }
 
@@ -105,10 +109,9 @@ impl Channels {
                 out.rx_node.push(rx as u32);
                 out.rx_port.push(port_of(rx, i));
                 out.tx_port.push(port_of(tx, i));
-                out.own_input.push(match sys.nodes[tx].kind {
-                    NodeKind::RootComplex { .. } => ports[tx].len() as u32,
-                    _ => 0,
-                });
+                let root = matches!(sys.nodes[tx].kind, NodeKind::RootComplex { .. });
+                out.own_input
+                    .push(if root { ports[tx].len() as u32 } else { 0 });
             }
         }
         out

@@ -369,7 +369,13 @@ impl AnyNode {
         match self {
             AnyNode::Switch(s) => Some(&s.crossing),
             AnyNode::Ntb(b) => Some(&b.crossing),
-            _ => None,
+            AnyNode::Root(_)
+            | AnyNode::Dma(_)
+            | AnyNode::Storage(_)
+            | AnyNode::Nic(_)
+            | AnyNode::Memory(_)
+            | AnyNode::Nvme(_)
+            | AnyNode::Gpu(_) => None,
         }
     }
 
@@ -395,7 +401,13 @@ impl AnyNode {
         match self {
             AnyNode::Dma(d) => Some(d),
             AnyNode::Gpu(g) => Some(&mut g.engines),
-            _ => None,
+            AnyNode::Root(_)
+            | AnyNode::Switch(_)
+            | AnyNode::Ntb(_)
+            | AnyNode::Storage(_)
+            | AnyNode::Nic(_)
+            | AnyNode::Memory(_)
+            | AnyNode::Nvme(_) => None,
         }
     }
 
@@ -405,7 +417,13 @@ impl AnyNode {
         match self {
             AnyNode::Memory(m) => Some(m),
             AnyNode::Gpu(g) => Some(&mut g.bar),
-            _ => None,
+            AnyNode::Root(_)
+            | AnyNode::Switch(_)
+            | AnyNode::Ntb(_)
+            | AnyNode::Dma(_)
+            | AnyNode::Storage(_)
+            | AnyNode::Nic(_)
+            | AnyNode::Nvme(_) => None,
         }
     }
 
@@ -414,7 +432,14 @@ impl AnyNode {
     pub(in crate::sim) fn media(&mut self) -> Option<&mut Media> {
         match self {
             AnyNode::Storage(s) => Some(&mut s.media),
-            _ => None,
+            AnyNode::Root(_)
+            | AnyNode::Switch(_)
+            | AnyNode::Ntb(_)
+            | AnyNode::Dma(_)
+            | AnyNode::Nic(_)
+            | AnyNode::Memory(_)
+            | AnyNode::Nvme(_)
+            | AnyNode::Gpu(_) => None,
         }
     }
 
@@ -422,7 +447,14 @@ impl AnyNode {
     pub(in crate::sim) fn host_bridge(&self) -> Option<usize> {
         match self {
             AnyNode::Root(r) => r.bridge,
-            _ => None,
+            AnyNode::Switch(_)
+            | AnyNode::Ntb(_)
+            | AnyNode::Dma(_)
+            | AnyNode::Storage(_)
+            | AnyNode::Nic(_)
+            | AnyNode::Memory(_)
+            | AnyNode::Nvme(_)
+            | AnyNode::Gpu(_) => None,
         }
     }
 }
