@@ -155,3 +155,43 @@ def test_h100_reference_numbers_are_the_medians_of_the_raw_runs():
     for series in ("host_to_device", "device_to_host", "bidirectional_h2d", "bidirectional_d2h"):
         medians = [round(statistics.median(run[i][series] for run in runs), 2) for i in range(len(sizes))]
         assert table[series] == pytest.approx(medians, abs=1e-9), series
+
+
+def test_the_registry_lists_pciebench_once_and_runs_it_through_the_core(monkeypatch):
+    from tlpsim import _core, validation
+
+    assert validation.systems() == _core.systems() and _core.systems().count("pciebench") == 1
+    assert _core.front_systems() == [("pciebench", "tlpsim.pciebench")]
+    row = {
+        "system": "pciebench", "table": "hsw/bw_dma_sz_sweep", "series": "BW_DMA_RD HWarm", "column": "64B",
+        "unit": "Gb/s", "published": 10.0, "simulated": 11.0, "error": 0.1, "role": "predict", "limit": None,
+        "fold": "cross-host", "low": 9.5, "high": 12.5,
+    }  # fmt: skip
+
+    class Fixed:
+        """The pciebench system's front-end side, answering with one fixed row."""
+
+        def cells(self):
+            return 2
+
+        def compute(self, progress):
+            progress(1, 2)
+            progress(2, 2)
+            return [dict(row)], ["pciebench: lat_cmd_details (not a DMA)"], ["fitted"]
+
+        def summary_lines(self, rows):
+            return [f"{len(rows)} pciebench rows"]
+
+    monkeypatch.setattr(validation, "front_system", lambda name: Fixed())
+    steps = []
+    report = tlpsim.validate("pciebench", lambda done, total: steps.append((done, total)))
+    # The row went through the core's one path, field for field and in order.
+    assert list(report) == [row] and list(report[0]) == list(row)
+    assert report.unmodelled_tables == ["pciebench: lat_cmd_details (not a DMA)"]
+    assert report.details == {"pciebench": ["fitted"]} and report.pciebench == ["fitted"]
+    assert report.group_lines() == ["1 pciebench rows"]
+    # The core counts the front end's cells in the progress it reports.
+    assert steps == [(0, 2), (1, 2), (2, 2)]
+    # The core alone does not compute the system, and says so in one line.
+    with pytest.raises(tlpsim.ConfigError, match="^system pciebench is computed by the front end"):
+        _core.validate("pciebench")
