@@ -3,31 +3,66 @@
 //! one validation path through a Python object with two methods, `cells(system) -> int` and
 //! `compute(system, step) -> (rows, unmodelled)`, `rows` being dicts with the validation
 //! row's fields. `step(done)` reports the cells done and returns False once the validation
-//! is to stop. The object stays on the Python side; only its answers cross.
+//! is to stop.
+//!
+//! The core runs on a worker thread; the Python calls are made on the thread that called
+//! `validate` (the main thread, where Ctrl-C raises KeyboardInterrupt inside the Python work
+//! at once, as it did before the system joined the registry): [`PyFront`] sends each call
+//! there as a [`Request`] and waits for its answer, and [`serve`] makes it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
 use tlpsim::validation::{Front, FrontRows, Role, ValidationRow};
 
-/// A Python object computing the front end's validation systems, and the first exception it
-/// raised (given back to Python as itself, not as a core error).
+/// The least time between two progress calls of a front system's cells.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// A call of the Python front end, sent to the thread that serves them.
+pub(crate) enum Request {
+    /// `cells(system)`.
+    Cells {
+        /// The system asked about.
+        system: String,
+        /// Where the answer goes.
+        reply: Sender<PyResult<usize>>,
+    },
+    /// `compute(system, step)`.
+    Compute {
+        /// The system to compute.
+        system: String,
+        /// Where `step(done)` sends its counts.
+        step: Sender<usize>,
+        /// What `step` answers: false once the validation is to stop.
+        keep_going: Arc<AtomicBool>,
+        /// Where the answer goes.
+        reply: Sender<PyResult<FrontRows>>,
+    },
+}
+
+/// The core's side of the Python front end: sends each call to the serving thread, and keeps
+/// the first exception it raised (given back to Python as itself, not as a core error).
 pub(crate) struct PyFront {
-    obj: Py<PyAny>,
+    /// Where the calls go (a lock: the core may call from any thread).
+    requests: Mutex<Sender<Request>>,
+    /// The first exception the front end raised.
     raised: Mutex<Option<PyErr>>,
 }
 
 impl PyFront {
-    /// Wraps the Python object `obj`.
-    pub(crate) fn new(obj: Py<PyAny>) -> Self {
-        PyFront {
-            obj,
+    /// A front end, and the receiver its calls arrive on for [`serve`] to make.
+    pub(crate) fn new() -> (Self, Receiver<Request>) {
+        let (tx, rx) = channel();
+        let front = PyFront {
+            requests: Mutex::new(tx),
             raised: Mutex::new(None),
-        }
+        };
+        (front, rx)
     }
 
     /// The exception the front end raised, if any (taken: asked once).
@@ -43,6 +78,74 @@ impl PyFront {
         }
         tlpsim::ConfigError::Conflict(line)
     }
+
+    /// Sends `request` to the serving thread.
+    fn send(&self, request: Request) -> tlpsim::error::Result<()> {
+        let gone = || tlpsim::ConfigError::Conflict("the front end is gone".into());
+        self.requests
+            .lock()
+            .map_err(|_| gone())?
+            .send(request)
+            .map_err(|_| gone())
+    }
+}
+
+/// Makes the call `request` of the Python object `front` on this thread and sends its answer.
+/// A KeyboardInterrupt raised inside it is returned (after the answer, an error, is sent) for
+/// the caller to raise once the validation ends.
+pub(crate) fn serve(py: Python<'_>, front: &Py<PyAny>, request: Request) -> Option<PyErr> {
+    let interrupt = |e: &PyErr| {
+        e.is_instance_of::<PyKeyboardInterrupt>(py)
+            .then(|| e.clone_ref(py))
+    };
+    match request {
+        Request::Cells { system, reply } => {
+            let answer = front
+                .call_method1(py, "cells", (system,))
+                .and_then(|n| n.extract::<usize>(py));
+            let stop = answer.as_ref().err().and_then(interrupt);
+            let _ = reply.send(answer);
+            stop
+        }
+        Request::Compute {
+            system,
+            step,
+            keep_going,
+            reply,
+        } => {
+            let answer = compute(py, front, &system, step, keep_going);
+            let stop = answer.as_ref().err().and_then(interrupt);
+            let _ = reply.send(answer);
+            stop
+        }
+    }
+}
+
+/// `front.compute(system, step)`, its rows converted.
+fn compute(
+    py: Python<'_>,
+    front: &Py<PyAny>,
+    system: &str,
+    tx: Sender<usize>,
+    keep_going: Arc<AtomicBool>,
+) -> PyResult<FrontRows> {
+    let step = PyCFunction::new_closure(
+        py,
+        None,
+        None,
+        move |args: &Bound<'_, PyTuple>, _: Option<&Bound<'_, PyDict>>| -> PyResult<bool> {
+            let done: usize = args.get_item(0)?.extract()?;
+            // The core may have finished waiting (an error elsewhere); nothing to tell then.
+            let _ = tx.send(done);
+            Ok(keep_going.load(Ordering::Relaxed))
+        },
+    )?;
+    let out = front.call_method1(py, "compute", (system, step))?;
+    let (rows, unmodelled): (Vec<Bound<'_, PyDict>>, Vec<String>) = out.extract(py)?;
+    Ok(FrontRows {
+        rows: rows.iter().map(row_of).collect::<PyResult<_>>()?,
+        unmodelled,
+    })
 }
 
 /// A row dict of the front end as the core's row.
@@ -87,12 +190,15 @@ fn row_of(d: &Bound<'_, PyDict>) -> PyResult<ValidationRow> {
 
 impl Front for PyFront {
     fn cells(&self, system: &str) -> tlpsim::error::Result<usize> {
-        Python::attach(|py| {
-            self.obj
-                .call_method1(py, "cells", (system,))?
-                .extract::<usize>(py)
-        })
-        .map_err(|e| self.keep(e))
+        let (reply, answer) = channel();
+        self.send(Request::Cells {
+            system: system.to_string(),
+            reply,
+        })?;
+        answer
+            .recv()
+            .map_err(|_| tlpsim::ConfigError::Conflict("the front end did not answer".into()))?
+            .map_err(|e| self.keep(e))
     }
 
     fn compute(
@@ -100,52 +206,48 @@ impl Front for PyFront {
         system: &str,
         progress: &dyn Fn(usize) -> bool,
     ) -> tlpsim::error::Result<FrontRows> {
-        // The Python work runs on a thread of its own, its `step` sending each count here,
-        // where the core's progress is called (it is not 'static, so Python cannot hold it).
-        let (tx, rx) = channel::<usize>();
+        let (step, steps) = channel::<usize>();
+        let (reply, answer) = channel();
         let keep_going = Arc::new(AtomicBool::new(true));
-        let result = std::thread::scope(|scope| {
-            let job = scope.spawn(|| {
-                Python::attach(|py| -> PyResult<FrontRows> {
-                    let go = Arc::clone(&keep_going);
-                    let step = PyCFunction::new_closure(
-                        py,
-                        None,
-                        None,
-                        move |args: &Bound<'_, PyTuple>,
-                              _: Option<&Bound<'_, PyDict>>|
-                              -> PyResult<bool> {
-                            let done: usize = args.get_item(0)?.extract()?;
-                            // The receiver outlives the call; a closed one stops nothing.
-                            let _ = tx.send(done);
-                            Ok(go.load(Ordering::Relaxed))
-                        },
-                    )?;
-                    let out = self.obj.call_method1(py, "compute", (system, step))?;
-                    let (rows, unmodelled): (Vec<Bound<'_, PyDict>>, Vec<String>) =
-                        out.extract(py)?;
-                    Ok(FrontRows {
-                        rows: rows.iter().map(row_of).collect::<PyResult<_>>()?,
-                        unmodelled,
-                    })
-                })
-            });
-            loop {
-                match rx.recv_timeout(Duration::from_millis(20)) {
-                    Ok(done) => {
-                        if !progress(done) {
-                            keep_going.store(false, Ordering::Relaxed);
-                        }
-                    }
-                    Err(RecvTimeoutError::Timeout) if !job.is_finished() => {}
-                    Err(_) => break,
+        self.send(Request::Compute {
+            system: system.to_string(),
+            step,
+            keep_going: Arc::clone(&keep_going),
+            reply,
+        })?;
+        // The counts come here, where the core's progress is called (it is not 'static, so
+        // Python cannot hold it), until the answer does. Only the latest count is passed on,
+        // at most every PROGRESS_EVERY: each call takes the GIL from the Python work.
+        let done = |n: usize| {
+            if !progress(n) {
+                keep_going.store(false, Ordering::Relaxed);
+            }
+        };
+        let mut latest = None;
+        let mut passed_on = Instant::now();
+        let result = loop {
+            match steps.recv_timeout(Duration::from_millis(20)) {
+                Ok(n) => latest = Some(n),
+                Err(RecvTimeoutError::Timeout) => {}
+                // `step` is gone: the call has ended, its answer is sent or on its way.
+                Err(RecvTimeoutError::Disconnected) => break answer.recv(),
+            }
+            latest = steps.try_iter().last().or(latest);
+            if let Ok(result) = answer.try_recv() {
+                break Ok(result);
+            }
+            if passed_on.elapsed() >= PROGRESS_EVERY {
+                if let Some(n) = latest.take() {
+                    done(n);
+                    passed_on = Instant::now();
                 }
             }
-            while let Ok(done) = rx.try_recv() {
-                progress(done);
-            }
-            job.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
-        });
-        result.map_err(|e| self.keep(e))
+        };
+        if let Some(n) = steps.try_iter().last().or(latest) {
+            done(n);
+        }
+        result
+            .map_err(|_| tlpsim::ConfigError::Conflict("the front end did not answer".into()))?
+            .map_err(|e| self.keep(e))
     }
 }

@@ -324,9 +324,12 @@ fn validate<'py>(
     progress: Option<Py<PyAny>>,
     front: Option<Py<PyAny>>,
 ) -> PyResult<(Vec<Bound<'py, PyDict>>, Vec<String>)> {
-    let front = front.map(front::PyFront::new);
+    let (core_front, requests) = front::PyFront::new();
+    // Only this thread takes requests; the lock makes the receiver shareable for `detach`.
+    let requests = std::sync::Mutex::new(requests);
     // Cells run on worker threads, where Python cannot see signals: this thread waits for
-    // them and checks for Ctrl-C meanwhile; after one, no further cell starts.
+    // them and checks for Ctrl-C meanwhile; after one, no further cell starts. It also makes
+    // the front end's Python calls the core asks for (a Ctrl-C inside them stops it there).
     use std::sync::atomic::{AtomicBool, Ordering};
     let stop = AtomicBool::new(false);
     let mut interrupted: Option<PyErr> = None;
@@ -344,23 +347,30 @@ fn validate<'py>(
                         }
                         !stop.load(Ordering::Relaxed)
                     },
-                    front.as_ref().map(|f| f as &dyn validation::Front),
+                    front
+                        .as_ref()
+                        .map(|_| &core_front as &dyn validation::Front),
                 )
             });
             // Every check drains pending signals; the first interrupt is the one raised (a
             // second Ctrl-C while the running cells finish must not surface later, inside
             // the caller's handler of the first).
-            let mut poll = || {
-                if let Err(e) = Python::attach(|py| py.check_signals()) {
+            let mut stopped = |e: Option<PyErr>| {
+                if let Some(e) = e {
                     interrupted.get_or_insert(e);
                     stop.store(true, Ordering::Relaxed);
                 }
             };
+            let signals = || Python::attach(|py| py.check_signals()).err();
+            let requests = requests.lock().unwrap_or_else(|e| e.into_inner());
             while !worker.is_finished() {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                poll();
+                let wait = std::time::Duration::from_millis(50);
+                if let (Ok(request), Some(obj)) = (requests.recv_timeout(wait), &front) {
+                    stopped(Python::attach(|py| front::serve(py, obj, request)));
+                }
+                stopped(signals());
             }
-            poll();
+            stopped(signals());
             // A panic in a cell reaches Python with its message, as without the worker.
             worker
                 .join()
@@ -371,7 +381,7 @@ fn validate<'py>(
         return Err(e);
     }
     // An exception of the front end reaches Python as itself.
-    if let (Err(_), Some(e)) = (&report, front.as_ref().and_then(front::PyFront::raised)) {
+    if let (Err(_), Some(e)) = (&report, core_front.raised()) {
         return Err(e);
     }
     let report = report.map_err(to_py)?;
