@@ -57,12 +57,12 @@ def test_a_misspelt_set_name_gets_the_closest(cli):
 
 def test_validate_help_lists_every_system_the_code_has(cli, monkeypatch):
     from tlpsim import _core
-    from tlpsim.validation import PCIEBENCH, systems
+    from tlpsim.validation import systems
 
     monkeypatch.setenv("COLUMNS", "400")
     proc = cli("validate", "--help")
     assert proc.returncode == 0
-    assert systems() == [*_core.systems(), PCIEBENCH] and "modern" in systems()
+    assert systems() == _core.systems() and {"modern", "pciebench"} <= set(systems())
     assert f"One system: {', '.join(systems())}." in proc.stdout
 
 

@@ -62,6 +62,15 @@ def test_ctrl_c_stops_validate_with_one_line(interrupt):
     assert "Traceback" not in proc.stderr and proc.stdout == "" and took < 20
 
 
+def test_ctrl_c_stops_the_front_ends_system_at_once(interrupt):
+    # pciebench's fits and runs are the Python front end's, on the main thread: Ctrl-C stops
+    # them there, not after the device fit or the fold in progress.
+    proc, took = interrupt("validate", "--only", "pciebench", twice=True)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.startswith("tlpsim: interrupted after ") and "simulated cells" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == "" and took < 10
+
+
 def test_unknown_system_exit_2(cli):
     proc = cli("validate", "--only", "t5221")
     assert proc.returncode == 2 and "t5220" in proc.stderr
@@ -155,3 +164,44 @@ def test_h100_reference_numbers_are_the_medians_of_the_raw_runs():
     for series in ("host_to_device", "device_to_host", "bidirectional_h2d", "bidirectional_d2h"):
         medians = [round(statistics.median(run[i][series] for run in runs), 2) for i in range(len(sizes))]
         assert table[series] == pytest.approx(medians, abs=1e-9), series
+
+
+def test_the_registry_lists_pciebench_once_and_runs_it_through_the_core(monkeypatch):
+    from tlpsim import _core, validation
+
+    assert validation.systems() == _core.systems() and _core.systems().count("pciebench") == 1
+    assert _core.front_systems() == [("pciebench", "tlpsim.pciebench")]
+    row = {
+        "system": "pciebench", "table": "hsw/bw_dma_sz_sweep", "series": "BW_DMA_RD HWarm", "column": "64B",
+        "unit": "Gb/s", "published": 10.0, "simulated": 11.0, "error": 0.1, "role": "predict", "limit": None,
+        "fold": "cross-host", "low": 9.5, "high": 12.5,
+    }  # fmt: skip
+
+    class Fixed:
+        """The pciebench system's front-end side, answering with one fixed row."""
+
+        def cells(self):
+            return 2
+
+        def compute(self, progress):
+            progress(1, 2)
+            progress(2, 2)
+            return [dict(row)], ["pciebench: lat_cmd_details (not a DMA)"], ["fitted"]
+
+        def summary_lines(self, rows):
+            return [f"{len(rows)} pciebench rows"]
+
+    monkeypatch.setattr(validation, "front_system", lambda name: Fixed())
+    steps = []
+    report = tlpsim.validate("pciebench", lambda done, total: steps.append((done, total)))
+    # The row went through the core's one path, field for field and in order.
+    assert list(report) == [row] and list(report[0]) == list(row)
+    assert report.unmodelled_tables == ["pciebench: lat_cmd_details (not a DMA)"]
+    assert report.details == {"pciebench": ["fitted"]} and report.pciebench == ["fitted"]
+    assert report.group_lines() == ["1 pciebench rows"]
+    # The core counts the front end's cells in the progress it reports (its counts passed on
+    # at most every 0.1 s, the last one always).
+    assert steps[0] == (0, 2) and steps[-1] == (2, 2) and steps == sorted(steps)
+    # The core alone does not compute the system, and says so in one line.
+    with pytest.raises(tlpsim.ConfigError, match="^system pciebench is computed by the front end"):
+        _core.validate("pciebench")

@@ -1,7 +1,7 @@
 //! Embeds the validation suite's system folders (`validation/*/`) in the library: every folder
-//! with a `reference.toml` becomes one entry of the table that
-//! `src/validation/registry.rs` includes, so adding a system is adding a folder, with no Rust
-//! edit. The discovery itself is `src/validation/discover.rs`, which the tests also run.
+//! with a `reference.toml` (or a `front.toml`: a system the front end computes) becomes one
+//! entry of the table that `src/validation/registry.rs` includes, so adding a system is
+//! adding a folder, with no Rust edit. The discovery itself is `src/validation/discover.rs`, which the tests also run.
 
 #[path = "src/validation/discover.rs"]
 mod discover;
@@ -22,7 +22,7 @@ fn main() {
         discover::discover(&root).unwrap_or_else(|e| panic!("validation folders: {e}"));
     for dir in skipped {
         println!(
-            "cargo:warning={} has no reference.toml, so it is not a validated system",
+            "cargo:warning={} has no reference.toml or front.toml, so it is not a validated system",
             dir.display()
         );
     }

@@ -8,35 +8,71 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tlpsim import _core
-from tlpsim._core import ConfigError
 from tlpsim.files import write_atomic
 
 #: Field order of a validation row (DESIGN.md).
 ROW_FIELDS = ("system", "table", "series", "column", "unit", "published", "simulated", "error", "role")
 
 
-#: The validation system of the shipped pcie-bench directories, run by :mod:`tlpsim.pciebench`
-#: after the core's systems.
-PCIEBENCH = "pciebench"
-
-
 def systems() -> list[str]:
-    """Every system ``validate(only=...)`` takes: the core's (the folders of ``validation/``),
-    then :data:`PCIEBENCH`."""
-    return [*_core.systems(), PCIEBENCH]
+    """Every system ``validate(only=...)`` takes: the validation registry's, sorted by name
+    (the folders of ``validation/``, ``pciebench`` among them)."""
+    return _core.systems()
+
+
+def front_system(name: str):
+    """The front-end side of registry system ``name`` whose cells the ``tlpsim`` package
+    computes (``validation/NAME/front.toml`` names the package; its
+    ``validation_system(name)`` gives an object with ``cells()``, ``compute(progress)``,
+    ``charts(details, directory)`` and ``summary_lines(rows)``)."""
+    import importlib
+
+    return importlib.import_module(dict(_core.front_systems())[name]).validation_system(name)
+
+
+class _FrontEnd:
+    """What :func:`validate` hands the core for the systems the front end computes: the core
+    asks ``cells(system)`` for its progress total, then ``compute(system, step)`` for the rows
+    and unmodelled lines; what else each system computed (``pciebench``: its fitted
+    directories) stays in :attr:`details` for the report."""
+
+    def __init__(self) -> None:
+        self.details: dict[str, Any] = {}
+
+    def cells(self, system: str) -> int:
+        """How many cells ``system`` simulates."""
+        return front_system(system).cells()
+
+    def compute(self, system: str, step: Callable[[int], bool]) -> tuple[list[dict], list[str]]:
+        """``system``'s rows and unmodelled lines; ``step(done)`` as cells finish, which says
+        False when the core stops the validation (then no further cell starts)."""
+
+        def progress(done: int, _total: int) -> None:
+            if not step(done):
+                raise KeyboardInterrupt
+
+        rows, unmodelled, self.details[system] = front_system(system).compute(progress)
+        return rows, unmodelled
 
 
 class ValidationReport(list):
-    """The validation rows (dicts with :data:`ROW_FIELDS` and ``limit``), plus the tables not
-    modelled yet and the ``pciebench`` system's fitted directories (``pciebench``: a list of
-    :class:`tlpsim.pciebench.FitReport`, for its charts)."""
+    """The validation rows (dicts with :data:`ROW_FIELDS` and ``limit``; a front-end system's
+    with ``fold``, ``low`` and ``high`` too), plus the tables not modelled yet and what each
+    front-end system computed besides its rows (``details``: ``pciebench``'s fitted
+    directories, a list of :class:`tlpsim.pciebench.FitReport`, for its charts)."""
 
-    def __init__(self, rows: list[dict], unmodelled_tables: list[str], pciebench: list | None = None):
+    def __init__(self, rows: list[dict], unmodelled_tables: list[str], details: dict[str, Any] | None = None):
         super().__init__(rows)
         self.unmodelled_tables = unmodelled_tables
-        self.pciebench = pciebench or []
+        self.details = details or {}
+
+    @property
+    def pciebench(self) -> list:
+        """The ``pciebench`` system's fitted directories (empty without its rows)."""
+        return self.details.get("pciebench", [])
 
     def to_pandas(self):
         """The rows as a pandas DataFrame: one row per cell, the columns of
@@ -49,18 +85,22 @@ class ValidationReport(list):
         return pd.DataFrame(list(self), columns=list(columns))
 
     def summaries(self) -> list[SystemSummary]:
-        """One accuracy summary per system, over its predicted cells (``pciebench``: its
-        cross-host cells, the out-of-sample figures; its group lines give both folds)."""
+        """One accuracy summary per system, over its predicted cells (a system with folds:
+        its cross-host cells, the out-of-sample figures; its group lines give both folds)."""
         out_of_sample = [r for r in self if r.get("fold", "cross-host") == "cross-host"]
         return [summarize(system, [r for r in out_of_sample if r["system"] == system]) for system in _systems_in(self)]
 
     def group_lines(self) -> list[str]:
-        """The ``pciebench`` system's accuracy per test group (bandwidth vs size, latency vs
-        size, window sweeps ...), its IOMMU window sweeps' falls and its remote-socket
-        penalties, one line each; empty without its rows."""
-        from tlpsim.pciebench.summary import summary_lines
-
-        return summary_lines([r for r in self if r["system"] == PCIEBENCH])
+        """The front-end systems' own summary lines (``pciebench``: accuracy per test group,
+        its IOMMU window sweeps' falls, its remote-socket penalties), one line each; empty
+        without their rows."""
+        fronts = dict(_core.front_systems())
+        return [
+            line
+            for system in _systems_in(self)
+            if system in fronts
+            for line in front_system(system).summary_lines([r for r in self if r["system"] == system])
+        ]
 
 
 @dataclass(frozen=True)
@@ -169,72 +209,41 @@ def validate(only: str | None = None, progress: Callable[[int, int], None] | Non
     cell, at full load), or None.
 
     ``only`` restricts the run to one system (one of :func:`systems`); an unknown name raises
-    :class:`tlpsim.ConfigError`. The ``pciebench`` rows (the nine shipped pcie-bench
-    directories, :mod:`tlpsim.pciebench`) come after the core's systems' rows.
-    ``progress(done, total)`` is called as simulated cells finish. Ctrl-C stops the
-    validation: no further cell starts, and KeyboardInterrupt is raised once the running
-    ones finish.
+    :class:`tlpsim.ConfigError`. Every system goes through the core's one path; the rows of
+    those the front end computes (``pciebench``: the nine shipped pcie-bench directories,
+    :mod:`tlpsim.pciebench`) come after the others'. ``progress(done, total)`` is called as
+    simulated cells finish. Ctrl-C stops the validation: no further cell starts, and
+    KeyboardInterrupt is raised once the running ones finish.
     """
-    from tlpsim.pciebench import cells_of, validate_reports
-    from tlpsim.pciebench.shipped import shipped
-
-    known = systems()
-    if only is not None and only not in known:
-        raise ConfigError(f"system {only} is not allowed; allowed: {', '.join(sorted(known))}")
-    with_pciebench = only in (None, PCIEBENCH)
-    extra = sum(len(cells_of(s.data)) for s in shipped()) if with_pciebench else 0
-    core_total = [0]
-
-    def core_step(done: int, total: int) -> None:
-        core_total[0] = total
-        if progress:
-            progress(done, total + extra)
-
-    rows, unmodelled = _core.validate(only, core_step) if only != PCIEBENCH else ([], [])
-    reports = []
-    if with_pciebench:
-
-        def step(done: int, total: int) -> None:
-            if progress:
-                progress(core_total[0] + done, core_total[0] + total)
-
-        reports = validate_reports(step)
-        rows += [r for report in reports for r in report.rows]
-        unmodelled += _unmodelled_pciebench(reports)
-    return ValidationReport(rows, unmodelled, reports)
-
-
-def _unmodelled_pciebench(reports: list) -> list[str]:
-    """The pcie-bench result files without cells, one line per reason."""
-    by_reason: dict[str, dict[str, None]] = {}
-    for report in reports:
-        for n in report.not_modelled:
-            by_reason.setdefault(n.reason, {})[n.file.removesuffix(".txt")] = None
-    return [f"{PCIEBENCH}: {', '.join(sorted(files))} ({reason})" for reason, files in by_reason.items()]
+    front = _FrontEnd()
+    rows, unmodelled = _core.validate(only, progress, front)
+    return ValidationReport(rows, unmodelled, front.details)
 
 
 def write_charts(report: ValidationReport, directory: Path) -> list[Path]:
     """One PNG per published table, as the seed reports chart them: grouped bars per column
     of the table (frame size, workload ...), published (solid) beside tlpsim (hatched) for
     each series (with and without the switch ...), one panel per unit, labelled axes and the
-    legend outside the bars; for ``pciebench``, one PNG per directory in the style of the
-    pcie-bench paper."""
+    legend outside the bars; a front-end system's own charts (``pciebench``: one PNG per
+    directory in the style of the pcie-bench paper), all in the order of the systems' rows."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     paths = []
-    tables = dict.fromkeys((r["system"], r["table"]) for r in report if r["system"] != PCIEBENCH)
-    for system, table in tables:
+    fronts = dict(_core.front_systems())
+    charted: set[str] = set()
+    for system, table in dict.fromkeys((r["system"], r["table"]) for r in report):
+        if system in fronts:
+            if system not in charted and system in report.details:
+                paths += front_system(system).charts(report.details[system], directory)
+            charted.add(system)
+            continue
         rows = [r for r in report if r["system"] == system and r["table"] == table]
         path = directory / f"{system}.{table}.png"
         _table_chart(plt, f"{system}.{table}", rows, path)
         paths.append(path)
-    if report.pciebench:
-        from tlpsim.pciebench.charts import write_charts as write_pciebench_charts
-
-        paths += write_pciebench_charts(report.pciebench, directory)
     return paths
 
 

@@ -9,6 +9,8 @@ use pyo3::types::PyDict;
 use tlpsim::analytic::{CompletionSize, DllpPolicy, LinkBandwidth, LinkConfig, LinkRequest};
 use tlpsim::validation;
 
+mod front;
+
 create_exception!(
     _core,
     ConfigError,
@@ -322,49 +324,69 @@ fn message_bandwidth<'py>(
     Ok(d)
 }
 
-/// Validation rows (dicts with the DESIGN.md fields) and the tables not modelled yet.
+/// Validation rows (dicts with the DESIGN.md fields) and the tables not modelled yet, of
+/// every system of the registry or of `only`. The systems the front end computes
+/// (`front_systems()`) come from `front`, an object with `cells(system) -> int` and
+/// `compute(system, step) -> (rows, unmodelled)` (see `front.rs`); their rows come last and
+/// carry `fold`, `low` and `high` where they have a fold.
 /// `progress(done, total)`, if given, is called as simulated cells finish (from worker
 /// threads, with the GIL taken for the call). A Ctrl-C stops the validation: no further
 /// cell starts, and KeyboardInterrupt is raised once the running ones finish.
 #[pyfunction]
-#[pyo3(signature = (only=None, progress=None))]
+#[pyo3(signature = (only=None, progress=None, front=None))]
 fn validate<'py>(
     py: Python<'py>,
     only: Option<&str>,
     progress: Option<Py<PyAny>>,
+    front: Option<Py<PyAny>>,
 ) -> PyResult<(Vec<Bound<'py, PyDict>>, Vec<String>)> {
+    let (core_front, requests) = front::PyFront::new();
+    // Only this thread takes requests; the lock makes the receiver shareable for `detach`.
+    let requests = std::sync::Mutex::new(requests);
     // Cells run on worker threads, where Python cannot see signals: this thread waits for
-    // them and checks for Ctrl-C meanwhile; after one, no further cell starts.
+    // them and checks for Ctrl-C meanwhile; after one, no further cell starts. It also makes
+    // the front end's Python calls the core asks for (a Ctrl-C inside them stops it there).
     use std::sync::atomic::{AtomicBool, Ordering};
     let stop = AtomicBool::new(false);
     let mut interrupted: Option<PyErr> = None;
     let report = py.detach(|| {
         std::thread::scope(|scope| {
             let worker = scope.spawn(|| {
-                validation::validate_with_progress(only, &|done, total| {
-                    if let Some(cb) = &progress {
-                        // A failing progress callback must not stop the validation.
-                        Python::attach(|py| {
-                            let _ = cb.call1(py, (done, total));
-                        });
-                    }
-                    !stop.load(Ordering::Relaxed)
-                })
+                validation::validate_with(
+                    only,
+                    &|done, total| {
+                        if let Some(cb) = &progress {
+                            // A failing progress callback must not stop the validation.
+                            Python::attach(|py| {
+                                let _ = cb.call1(py, (done, total));
+                            });
+                        }
+                        !stop.load(Ordering::Relaxed)
+                    },
+                    front
+                        .as_ref()
+                        .map(|_| &core_front as &dyn validation::Front),
+                )
             });
             // Every check drains pending signals; the first interrupt is the one raised (a
             // second Ctrl-C while the running cells finish must not surface later, inside
             // the caller's handler of the first).
-            let mut poll = || {
-                if let Err(e) = Python::attach(|py| py.check_signals()) {
+            let mut stopped = |e: Option<PyErr>| {
+                if let Some(e) = e {
                     interrupted.get_or_insert(e);
                     stop.store(true, Ordering::Relaxed);
                 }
             };
+            let signals = || Python::attach(|py| py.check_signals()).err();
+            let requests = requests.lock().unwrap_or_else(|e| e.into_inner());
             while !worker.is_finished() {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                poll();
+                let wait = std::time::Duration::from_millis(50);
+                if let (Ok(request), Some(obj)) = (requests.recv_timeout(wait), &front) {
+                    stopped(Python::attach(|py| front::serve(py, obj, request)));
+                }
+                stopped(signals());
             }
-            poll();
+            stopped(signals());
             // A panic in a cell reaches Python with its message, as without the worker.
             worker
                 .join()
@@ -372,6 +394,10 @@ fn validate<'py>(
         })
     });
     if let Some(e) = interrupted {
+        return Err(e);
+    }
+    // An exception of the front end reaches Python as itself.
+    if let (Err(_), Some(e)) = (&report, core_front.raised()) {
         return Err(e);
     }
     let report = report.map_err(to_py)?;
@@ -390,16 +416,31 @@ fn validate<'py>(
             d.set_item("error", r.error)?;
             d.set_item("role", r.role.as_str())?;
             d.set_item("limit", r.limit.as_deref())?;
+            if let Some(fold) = &r.fold {
+                d.set_item("fold", fold)?;
+                d.set_item("low", r.band.map(|b| b.0))?;
+                d.set_item("high", r.band.map(|b| b.1))?;
+            }
             Ok(d)
         })
         .collect::<PyResult<Vec<_>>>()?;
     Ok((rows, report.unmodelled_tables))
 }
 
-/// The seed systems known to the validation suite.
+/// The systems of the validation registry (the folders of `validation/`), sorted by name.
 #[pyfunction]
 fn systems() -> Vec<String> {
     validation::systems()
+}
+
+/// The registry's systems whose cells the front end computes, as (name, `computed_by`)
+/// pairs sorted by name (`validation/SYSTEM/front.toml`).
+#[pyfunction]
+fn front_systems() -> Vec<(String, String)> {
+    validation::front_systems()
+        .into_iter()
+        .map(|(name, f)| (name, f.computed_by))
+        .collect()
 }
 
 /// The shipped pcie-bench files (`data/pcie-bench/*/`: `bw_*.txt`, `lat_*.txt`,
@@ -432,6 +473,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(message_bandwidth, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(systems, m)?)?;
+    m.add_function(wrap_pyfunction!(front_systems, m)?)?;
     m.add_function(wrap_pyfunction!(parse_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(one_line, m)?)?;
     m.add_function(wrap_pyfunction!(pcie_bench_files, m)?)?;

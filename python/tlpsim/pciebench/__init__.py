@@ -3,6 +3,8 @@ calibrated from a few cells, every other measurement predicted.
 
 - :func:`fit_directory` - fit a directory's host, predict its other cells (a :class:`FitReport`).
 - :func:`validate_rows` - the nine shipped directories as validation rows.
+- :func:`validation_system` - the ``pciebench`` system of the validation registry, as the
+  core's one validation path asks for it (``validation/pciebench/front.toml``).
 - :func:`cells_of`, :func:`scenario_text`, :func:`simulate`, :func:`fit` - the steps.
 
 The protocol (free parameters, calibrate cells, fixed values) is :mod:`tlpsim.pciebench.protocol`.
@@ -24,6 +26,7 @@ from tlpsim.pciebench.pipeline import (
 )
 from tlpsim.pciebench.runner import Outcome, run_cells, simulate
 from tlpsim.pciebench.summary import GroupSummary, group_summaries
+from tlpsim.pciebench.system import validation_system
 
 __all__ = [
     "SYSTEM",
@@ -54,4 +57,5 @@ __all__ = [
     "toml_value",
     "validate_reports",
     "validate_rows",
+    "validation_system",
 ]

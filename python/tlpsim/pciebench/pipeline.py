@@ -34,6 +34,7 @@ __all__ = [
     "load_directory",
     "protocol_setup",
     "source_machine",
+    "validate_cell_count",
     "validate_reports",
     "validate_rows",
 ]
@@ -360,6 +361,25 @@ def _host_of(source: Source) -> str | None:
     return source_machine(source).cpu
 
 
+def _plan(sources: Sequence[Source]) -> list[tuple[Source, str]]:
+    """(directory, calibration directory of its device fit) of each fold of each source:
+    another host's calibration directory (``cross-host``) and its own host's (``in-sample``)
+    where it has one, in that order."""
+    plan: list[tuple[Source, str]] = []
+    for s in sources:
+        host = _host_of(s)
+        others = [d for cpu, d in protocol.CALIBRATION_DIRECTORIES.items() if cpu != host]
+        own = protocol.CALIBRATION_DIRECTORIES.get(host) if host is not None else None
+        plan += [(s, d) for d in others[:1]] + ([(s, own)] if own is not None else [])
+    return plan
+
+
+def validate_cell_count(sources: Sequence[Source] | None = None) -> int:
+    """How many cells :func:`validate_reports` simulates (each source's, once per fold),
+    found without fitting anything."""
+    return sum(len(cells_of(s.data)) for s, _ in _plan(shipped() if sources is None else sources))
+
+
 def validate_reports(
     progress: Callable[[int, int], None] | None = None,
     workers: int = WORKERS,
@@ -373,13 +393,8 @@ def validate_reports(
     from tlpsim.pciebench.bands import band_table, with_bands
 
     sources = shipped() if sources is None else sources
-    devices = {cpu: shipped_device_fit(d) for cpu, d in protocol.CALIBRATION_DIRECTORIES.items()}
-    plan: list[tuple[Source, DeviceFit]] = []
-    for s in sources:
-        host = _host_of(s)
-        others = [d for cpu, d in devices.items() if cpu != host]
-        own = devices.get(host) if host is not None else None
-        plan += [(s, d) for d in others[:1]] + ([(s, own)] if own is not None else [])
+    devices = {d: shipped_device_fit(d) for d in protocol.CALIBRATION_DIRECTORIES.values()}
+    plan = [(s, devices[d]) for s, d in _plan(sources)]
     total = sum(len(cells_of(s.data)) for s, _ in plan)
     reports = []
     offset = 0

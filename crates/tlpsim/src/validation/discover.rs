@@ -1,6 +1,7 @@
 //! Finds the validated systems: every folder of `validation/` that holds a `reference.toml`
 //! is one system, named by the folder, with its cells (`cells.toml`) and scenario templates
-//! (`topologies/*.toml`, each named by its file stem).
+//! (`topologies/*.toml`, each named by its file stem); a folder that holds a `front.toml`
+//! instead is a system whose cells the front end computes (`pciebench`).
 //!
 //! `build.rs` includes this file to embed what it finds in the library (a fresh install has no
 //! `validation/` folder next to it); the tests run the same discovery on folders of their own.
@@ -14,16 +15,20 @@ use std::path::{Path, PathBuf};
 pub struct SystemDir {
     /// The folder's name, which is the system's name (`pes24n3a`).
     pub name: String,
-    /// `reference.toml`: the document's published numbers.
-    pub reference: PathBuf,
+    /// `reference.toml`: the document's published numbers (None for a front system).
+    pub reference: Option<PathBuf>,
+    /// `front.toml`: what a system whose cells the front end computes compares (None for
+    /// a system the core computes).
+    pub front: Option<PathBuf>,
     /// `cells.toml`, if the folder has one (a system without cells has no row yet).
     pub cells: Option<PathBuf>,
     /// `topologies/*.toml` as (file stem, path), sorted by name.
     pub topologies: Vec<(String, PathBuf)>,
 }
 
-/// The system folders under `root`, sorted by name. Folders without a `reference.toml` are
-/// not systems; they are returned as the second list so that the caller can warn about them.
+/// The system folders under `root`, sorted by name. Folders with neither a `reference.toml`
+/// nor a `front.toml` are not systems; they are returned as the second list so that the
+/// caller can warn about them. A folder with both is an error.
 pub fn discover(root: &Path) -> Result<(Vec<SystemDir>, Vec<PathBuf>), String> {
     let mut systems = Vec::new();
     let mut skipped = Vec::new();
@@ -31,10 +36,17 @@ pub fn discover(root: &Path) -> Result<(Vec<SystemDir>, Vec<PathBuf>), String> {
         if !dir.is_dir() {
             continue;
         }
-        let reference = dir.join("reference.toml");
-        if !reference.is_file() {
+        let reference = Some(dir.join("reference.toml")).filter(|p| p.is_file());
+        let front = Some(dir.join("front.toml")).filter(|p| p.is_file());
+        if reference.is_none() && front.is_none() {
             skipped.push(dir);
             continue;
+        }
+        if reference.is_some() && front.is_some() {
+            return Err(format!(
+                "{}: a system folder holds a reference.toml or a front.toml, not both",
+                dir.display()
+            ));
         }
         let name = file_name(&dir)?;
         if !is_identifier(&name) {
@@ -48,6 +60,7 @@ pub fn discover(root: &Path) -> Result<(Vec<SystemDir>, Vec<PathBuf>), String> {
         systems.push(SystemDir {
             name,
             reference,
+            front,
             cells,
             topologies,
         });
@@ -108,12 +121,14 @@ pub fn generate(systems: &[SystemDir]) -> String {
          &[\n",
     );
     for s in systems {
-        let cells = s.cells.as_deref().map_or("\"\"".to_string(), include);
+        let file = |p: &Option<PathBuf>| p.as_deref().map_or("\"\"".to_string(), include);
         out.push_str(&format!(
             "    SystemSource {{\n        name: {:?},\n        reference: {},\n        \
-             cells: {cells},\n        topologies: &[\n",
+             front: {},\n        cells: {},\n        topologies: &[\n",
             s.name,
-            include(&s.reference),
+            file(&s.reference),
+            file(&s.front),
+            file(&s.cells),
         ));
         for (name, path) in &s.topologies {
             out.push_str(&format!("            ({name:?}, {}),\n", include(path)));

@@ -7,8 +7,10 @@
 //! (the scenario templates its cells run), beside one shared device catalog
 //! (`validation/catalog.toml`). `build.rs` finds the folders and compiles their files into
 //! the library, so a fresh install validates without the source tree and a new system that
-//! uses existing measures needs no Rust. A published value is only read to be compared; it
-//! never enters a model.
+//! uses existing measures needs no Rust. A folder with a `front.toml` instead is a system
+//! whose cells the front end computes (`pciebench`, [`Front`]): listed, selected and
+//! reported like the others, its rows handed in by the caller. A published value is only
+//! read to be compared; it never enters a model.
 
 use crate::error::Result;
 use serde::Deserialize;
@@ -17,6 +19,7 @@ mod catalog;
 mod cell;
 #[cfg(test)]
 mod discover;
+mod front;
 mod measures;
 mod reference;
 mod registry;
@@ -25,6 +28,7 @@ pub mod simulated;
 mod template;
 
 pub use cell::{DllpSpec, LinkSpec};
+pub use front::{Front, FrontRows, FrontSystem};
 
 /// Whether a cell was used to fit a parameter or is a prediction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -72,6 +76,12 @@ pub struct ValidationRow {
     /// (100 %)" or "cpu cpu core 0 (97 %)" (the flows' bottlenecks; for an RFC 2544 cell,
     /// those of its full-load trial); None where it does not apply.
     pub limit: Option<String>,
+    /// The fold of a cross-validated system's row (`cross-host`, `in-sample`); None for a
+    /// system without folds. A row with a fold also carries `band` (fields `low`, `high`).
+    pub fold: Option<String>,
+    /// The 90 % band `(low, high)` around a predicted row's value, where its system gives
+    /// one; None for a calibrate row or a system without bands.
+    pub band: Option<(f64, f64)>,
 }
 
 /// The rows of a validation run plus the published tables not modelled yet.
@@ -94,12 +104,23 @@ pub fn published(reference: &str) -> Option<f64> {
     reference::number(&self::reference(), reference)
 }
 
-/// The validated systems (the folders of `validation/`), sorted by name.
+/// The validated systems (the folders of `validation/`, the front end's systems among them),
+/// sorted by name.
 pub fn systems() -> Vec<String> {
-    reference().keys().cloned().collect()
+    registry::embedded_systems()
 }
 
-/// Runs every validation cell (of one system if `only` is given).
+/// The systems whose cells the front end computes (`validation/SYSTEM/front.toml`), by name.
+pub fn front_systems() -> Vec<(String, FrontSystem)> {
+    registry::Registry::embedded()
+        .expect("the validation/ files are valid (checked by tests)")
+        .fronts
+        .into_iter()
+        .collect()
+}
+
+/// Runs every validation cell (of one system if `only` is given) that the core computes; the
+/// front end's systems are listed in `unmodelled_tables` as not run (see [`validate_with`]).
 pub fn validate(only: Option<&str>) -> Result<ValidationReport> {
     validate_with_progress(only, &|_, _| true)
 }
@@ -110,7 +131,24 @@ pub fn validate_with_progress(
     only: Option<&str>,
     progress: &(dyn Fn(usize, usize) -> bool + Sync),
 ) -> Result<ValidationReport> {
-    runner::validate(&registry::Registry::embedded()?, only, progress, true)
+    validate_with(only, progress, None)
+}
+
+/// [`validate_with_progress`] with the front end's systems computed by `front` (their rows
+/// after the others', their cells counted in `progress`); without one, `only` naming such a
+/// system is an error.
+pub fn validate_with(
+    only: Option<&str>,
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
+    front: Option<&dyn Front>,
+) -> Result<ValidationReport> {
+    runner::validate(
+        &registry::Registry::embedded()?,
+        only,
+        progress,
+        true,
+        front,
+    )
 }
 
 #[cfg(test)]
@@ -127,8 +165,15 @@ mod tests {
             report.rows.len(),
             22 + 30 + 34 + 56 + 64 + 2 + 32 + 13 + 22 + 40 + 16 + 16
         );
-        // Only the GPU peer-to-peer matrices wait for a model (docs/validation-gaps.md).
-        assert_eq!(report.unmodelled_tables, ["modern.gpu_p2p"]);
+        // Only the GPU peer-to-peer matrices wait for a model (docs/validation-gaps.md); the
+        // front end's pciebench is not run without a front end.
+        assert_eq!(
+            report.unmodelled_tables,
+            [
+                "modern.gpu_p2p",
+                "pciebench: not run (computed by the front end, tlpsim.pciebench)"
+            ]
+        );
         for row in &report.rows {
             assert!(
                 row.published.is_finite() && row.simulated.is_finite(),
@@ -181,7 +226,7 @@ mod tests {
         assert_eq!(ntb.rows.len(), 7 + 32);
         let e = validate(Some("pes24")).unwrap_err().to_string();
         assert!(
-            e.contains("ixp12xx, modern, ntb, pes24n3a, pes24t6, t5220"),
+            e.contains("ixp12xx, modern, ntb, pciebench, pes24n3a, pes24t6, t5220"),
             "{e}"
         );
     }
@@ -250,7 +295,7 @@ mod tests {
             .filter(|c| !c.quantity.is_closed_form())
             .map(|c| reference::system_and_table(&c.reference))
             .collect();
-        let closed_form = runner::validate(&registry, None, &|_, _| true, false).unwrap();
+        let closed_form = runner::validate(&registry, None, &|_, _| true, false, None).unwrap();
         assert_eq!(closed_form.rows.len(), 22);
         for row in closed_form
             .rows

@@ -118,5 +118,7 @@ pub(crate) fn row_for(
         error: (simulated - published) / published,
         role: cell.role,
         limit: None,
+        fold: None,
+        band: None,
     })
 }

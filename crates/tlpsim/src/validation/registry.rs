@@ -1,6 +1,7 @@
 //! The registry of validated systems: the files of every `validation/SYSTEM/` folder (found
-//! by `build.rs` and embedded in the library), parsed into one reference table, the cells in
-//! report order, the scenario templates by system, and the shared device catalog.
+//! by `build.rs` and embedded in the library), parsed into the one list of systems, one
+//! reference table, the cells in report order, the scenario templates by system, the systems
+//! the front end computes (`front.toml`) and the shared device catalog.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +9,7 @@ use serde::Deserialize;
 
 use super::catalog;
 use super::cell::{Cell, CellFile};
+use super::front::FrontSystem;
 use crate::error::{ConfigError, Result};
 
 /// The files of one system folder, as text.
@@ -15,8 +17,11 @@ use crate::error::{ConfigError, Result};
 pub(crate) struct SystemSource<'a> {
     /// The folder's name: the system (`pes24n3a`).
     pub(crate) name: &'a str,
-    /// `reference.toml`: the published numbers, all under `[NAME.table]` keys.
+    /// `reference.toml`: the published numbers, all under `[NAME.table]` keys (empty for a
+    /// front system).
     pub(crate) reference: &'a str,
+    /// `front.toml` of a system the front end computes (empty for one the core computes).
+    pub(crate) front: &'a str,
     /// `cells.toml` (empty for a system without cells).
     pub(crate) cells: &'a str,
     /// `topologies/*.toml` as (file stem, text).
@@ -44,6 +49,10 @@ fn conflict(m: String) -> ConfigError {
 /// The systems' cells, templates, published numbers and the device catalog.
 #[derive(Debug, Clone)]
 pub(crate) struct Registry {
+    /// Every system, sorted by name: the one list `only` is checked against.
+    pub(crate) systems: Vec<String>,
+    /// The systems the front end computes, by name.
+    pub(crate) fronts: BTreeMap<String, FrontSystem>,
     /// Every system's published numbers, keyed `system.table...`.
     pub(crate) reference: toml::Table,
     /// Every cell, in report order.
@@ -57,6 +66,11 @@ pub(crate) struct Registry {
 /// The published numbers of the embedded systems, merged.
 pub(crate) fn embedded_reference() -> Result<toml::Table> {
     merged_reference(EMBEDDED)
+}
+
+/// The names of the embedded systems, sorted (the folders of `validation/`).
+pub(crate) fn embedded_systems() -> Vec<String> {
+    EMBEDDED.iter().map(|s| s.name.to_string()).collect()
 }
 
 /// The reference files of `systems` in one table; each file may only hold its own system.
@@ -93,6 +107,17 @@ impl Registry {
         let reference = merged_reference(systems)?;
         let mut cells = Vec::new();
         let mut topologies = BTreeMap::new();
+        let mut fronts = BTreeMap::new();
+        for s in systems.iter().filter(|s| !s.front.is_empty()) {
+            if !s.cells.is_empty() || !s.topologies.is_empty() {
+                return Err(conflict(format!(
+                    "validation/{}: a front system's cells are the front end's; it holds no \
+                     cells.toml or topologies/",
+                    s.name
+                )));
+            }
+            fronts.insert(s.name.to_string(), FrontSystem::parse(s.name, s.front)?);
+        }
         for s in systems {
             for (name, text) in s.topologies {
                 topologies.insert((s.name.to_string(), name.to_string()), text.to_string());
@@ -104,7 +129,11 @@ impl Registry {
                 cells.push(cell);
             }
         }
+        let mut names: Vec<String> = systems.iter().map(|s| s.name.to_string()).collect();
+        names.sort();
         let registry = Registry {
+            systems: names,
+            fronts,
             reference,
             cells: in_report_order(cells, order)?,
             topologies,
@@ -214,12 +243,14 @@ fn in_report_order(mut cells: Vec<Cell>, order: &str) -> Result<Vec<Cell>> {
 mod tests {
     use super::*;
     use crate::validation::discover::{discover, generate, SystemDir};
+    use crate::validation::runner;
     use std::path::{Path, PathBuf};
 
     /// A system folder's files read into memory, as `build.rs` embeds them.
     struct Owned {
         name: String,
         reference: String,
+        front: String,
         cells: String,
         topologies: Vec<(String, String)>,
     }
@@ -229,7 +260,8 @@ mod tests {
         dirs.iter()
             .map(|d| Owned {
                 name: d.name.clone(),
-                reference: text(&d.reference),
+                reference: d.reference.as_deref().map(text).unwrap_or_default(),
+                front: d.front.as_deref().map(text).unwrap_or_default(),
                 cells: d.cells.as_deref().map(text).unwrap_or_default(),
                 topologies: d
                     .topologies
@@ -256,6 +288,7 @@ mod tests {
             .map(|(o, t)| SystemSource {
                 name: &o.name,
                 reference: &o.reference,
+                front: &o.front,
                 cells: &o.cells,
                 topologies: t,
             })
@@ -289,7 +322,15 @@ mod tests {
         let names: Vec<_> = found.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             names,
-            ["ixp12xx", "modern", "ntb", "pes24n3a", "pes24t6", "t5220"]
+            [
+                "ixp12xx",
+                "modern",
+                "ntb",
+                "pciebench",
+                "pes24n3a",
+                "pes24t6",
+                "t5220"
+            ]
         );
         // Read from the folders or compiled in, the registry is the same.
         let from_disk = load_owned(&read(&dirs), ORDER_TOML).unwrap();
@@ -320,6 +361,7 @@ mod tests {
         let bad = SystemSource {
             name: "abc",
             reference: "[xyz.table]\nvalue = 1\n",
+            front: "",
             cells: "",
             topologies: &[],
         };
@@ -338,6 +380,7 @@ mod tests {
             let s = SystemSource {
                 name: "abc",
                 reference: "[abc.table]\nunit = \"GB/s\"\nvalue = 1\n",
+                front: "",
                 cells,
                 topologies: &[("one", "")],
             };
@@ -417,9 +460,14 @@ mod tests {
 
         let owned = read(&dirs);
         let registry = load_owned(&owned, "").unwrap();
-        let report =
-            crate::validation::runner::validate(&registry, Some("example_sys"), &|_, _| true, true)
-                .unwrap();
+        let report = crate::validation::runner::validate(
+            &registry,
+            Some("example_sys"),
+            &|_, _| true,
+            true,
+            None,
+        )
+        .unwrap();
         assert!(report.unmodelled_tables.is_empty());
         let [raw, dma] = &report.rows[..] else {
             panic!("{:?}", report.rows)
@@ -446,6 +494,7 @@ mod tests {
         let new = SystemSource {
             name: "aaa",
             reference: "[aaa.capacity]\nunit = \"Gbit/s\"\nraw = 2.5\n",
+            front: "",
             cells: "[[cell]]\nreference = \"aaa.capacity.raw\"\ncolumn = \"x1\"\n\
                     quantity = \"raw_gbps\"\nlink = { gen = 1, width = 1 }\n",
             topologies: &[],
@@ -464,6 +513,174 @@ mod tests {
         assert_eq!(
             e,
             "validation/order.toml: no cell compares a number of t5220.nope"
+        );
+    }
+
+    /// A front end answering with fixed rows, as the Python package does for `pciebench`.
+    struct FakeFront {
+        rows: Vec<crate::validation::ValidationRow>,
+    }
+
+    impl crate::validation::Front for FakeFront {
+        fn cells(&self, system: &str) -> Result<usize> {
+            assert_eq!(system, "aaa");
+            Ok(3)
+        }
+        fn compute(
+            &self,
+            system: &str,
+            progress: &dyn Fn(usize) -> bool,
+        ) -> Result<crate::validation::FrontRows> {
+            assert_eq!(system, "aaa");
+            assert!(progress(1) && progress(3));
+            Ok(crate::validation::FrontRows {
+                rows: self.rows.clone(),
+                unmodelled: vec!["aaa: lat_cmd (not a DMA)".into()],
+            })
+        }
+    }
+
+    fn front_row(system: &str) -> crate::validation::ValidationRow {
+        crate::validation::ValidationRow {
+            system: system.into(),
+            table: "host/bw".into(),
+            series: "BW_DMA_RD".into(),
+            column: "64B".into(),
+            unit: "Gb/s".into(),
+            published: 10.0,
+            simulated: 11.0,
+            error: 0.1,
+            role: crate::validation::Role::Predict,
+            limit: None,
+            fold: Some("cross-host".into()),
+            band: Some((9.0, 12.0)),
+        }
+    }
+
+    /// A front system (`front.toml`, like `pciebench`) is one of the registry's systems: in
+    /// the one list `only` is checked against, its cells counted in the progress, its rows
+    /// and unmodelled lines after the other systems' (though its name sorts first).
+    #[test]
+    fn a_front_system_goes_through_the_one_path() {
+        let front = SystemSource {
+            name: "aaa",
+            reference: "",
+            front: "about = \"fixed rows\"\ncomputed_by = \"a test\"\n",
+            cells: "",
+            topologies: &[],
+        };
+        let closed = SystemSource {
+            name: "zzz",
+            reference: "[zzz.capacity]\nunit = \"Gbit/s\"\nraw = 2.5\n\n[zzz.other]\nx = 1\n",
+            front: "",
+            cells: "[[cell]]\nreference = \"zzz.capacity.raw\"\ncolumn = \"x1\"\n\
+                    quantity = \"raw_gbps\"\nlink = { gen = 1, width = 1 }\n",
+            topologies: &[],
+        };
+        let registry = Registry::load(&[front, closed], catalog::CATALOG_TOML, "").unwrap();
+        assert_eq!(registry.systems, ["aaa", "zzz"]);
+        let fake = FakeFront {
+            rows: vec![front_row("aaa")],
+        };
+        let seen = std::sync::Mutex::new(Vec::new());
+        let progress = |d: usize, t: usize| {
+            seen.lock().unwrap().push((d, t));
+            true
+        };
+        let run = |only| runner::validate(&registry, only, &progress, true, Some(&fake));
+        let all = run(None).unwrap();
+        let systems: Vec<_> = all.rows.iter().map(|r| r.system.as_str()).collect();
+        assert_eq!(systems, ["zzz", "aaa"]);
+        assert_eq!(all.rows[1], front_row("aaa"));
+        assert_eq!(
+            all.unmodelled_tables,
+            ["zzz.other", "aaa: lat_cmd (not a DMA)"]
+        );
+        // No simulated cell of its own: the front's three cells are the whole count.
+        assert_eq!(*seen.lock().unwrap(), [(0, 3), (1, 3), (3, 3)]);
+        let only = run(Some("aaa")).unwrap();
+        assert_eq!(only.rows, [front_row("aaa")]);
+        // Without a front end, the system is refused by name, or listed as not run.
+        let none = runner::validate(&registry, Some("aaa"), &progress, true, None)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            none,
+            "system aaa is computed by the front end (a test), and this validation was given none"
+        );
+        let all = runner::validate(&registry, None, &progress, true, None).unwrap();
+        assert_eq!(all.rows.len(), 1);
+        assert_eq!(
+            all.unmodelled_tables,
+            [
+                "zzz.other",
+                "aaa: not run (computed by the front end, a test)"
+            ]
+        );
+        // A front end's row must be its system's.
+        let stray = FakeFront {
+            rows: vec![front_row("zzz")],
+        };
+        let e = runner::validate(&registry, None, &progress, true, Some(&stray))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "the front end's rows of aaa hold a row of system zzz");
+        // A front system's folder holds no cells of its own.
+        let with_cells = SystemSource {
+            cells: "[[cell]]\n",
+            ..front
+        };
+        let e = Registry::load(&[with_cells], catalog::CATALOG_TOML, "")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("validation/aaa: a front system's cells"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn pciebench_is_a_system_of_the_registry() {
+        let registry = Registry::embedded().unwrap();
+        assert_eq!(
+            registry
+                .systems
+                .iter()
+                .filter(|s| *s == "pciebench")
+                .count(),
+            1
+        );
+        assert_eq!(crate::validation::systems(), registry.systems);
+        let front = &registry.fronts["pciebench"];
+        assert_eq!(front.computed_by, "tlpsim.pciebench");
+        assert_eq!(registry.fronts.len(), 1);
+    }
+
+    /// A folder with a `front.toml` is found as a front system; one with both files is an
+    /// error.
+    #[test]
+    fn discovery_finds_front_systems() {
+        let root = std::env::temp_dir().join(format!("tlpsim-front-system-{}", std::process::id()));
+        let dir = root.join("bench");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("front.toml"),
+            "about = \"x\"\ncomputed_by = \"y\"\n",
+        )
+        .unwrap();
+        let found = discover(&root);
+        std::fs::write(dir.join("reference.toml"), "").unwrap();
+        let both = discover(&root);
+        let _ = std::fs::remove_dir_all(&root);
+        let (dirs, skipped) = found.unwrap();
+        assert!(skipped.is_empty());
+        assert_eq!(dirs[0].name, "bench");
+        assert!(dirs[0].reference.is_none() && dirs[0].front.is_some());
+        assert!(generate(&dirs).contains("front: include_str!("));
+        let e = both.unwrap_err();
+        assert!(
+            e.ends_with("holds a reference.toml or a front.toml, not both"),
+            "{e}"
         );
     }
 }

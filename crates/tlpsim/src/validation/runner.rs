@@ -1,11 +1,13 @@
 //! Runs a validation: the selected cells' values (closed-form ones at once, simulated ones on
-//! every core), each set beside its published number, in report order.
+//! every core), each set beside its published number, in report order, then the rows of the
+//! systems the front end computes.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::cell::Cell;
+use super::front::{rows_of, Front, FrontSystem};
 use super::measures::Computed;
 use super::reference::{row_for, system_and_table};
 use super::registry::Registry;
@@ -13,19 +15,36 @@ use super::{ValidationReport, ValidationRow};
 use crate::error::{ConfigError, Result};
 
 /// The rows of the cells of `only` (every system if None), and the reference tables no cell
-/// covers. With `simulate` false only the closed-form cells are computed.
+/// covers. With `simulate` false only the closed-form cells are computed. The systems the
+/// front end computes come after the others, from `front`; without one, `only` naming such
+/// a system is an error and a validation of every system lists them as not run.
 pub(crate) fn validate(
     registry: &Registry,
     only: Option<&str>,
     progress: &(dyn Fn(usize, usize) -> bool + Sync),
     simulate: bool,
+    front: Option<&dyn Front>,
 ) -> Result<ValidationReport> {
     let root = &registry.reference;
     if let Some(s) = only {
-        if !root.contains_key(s) {
-            let known: Vec<_> = root.keys().map(String::as_str).collect();
-            return Err(ConfigError::not_allowed("system", s, known.join(", ")));
+        if !registry.systems.iter().any(|k| k == s) {
+            return Err(ConfigError::not_allowed(
+                "system",
+                s,
+                registry.systems.join(", "),
+            ));
         }
+    }
+    let fronts: Vec<(&String, &FrontSystem)> = registry
+        .fronts
+        .iter()
+        .filter(|(name, _)| simulate && only.is_none_or(|s| s == name.as_str()))
+        .collect();
+    if let (Some(s), None, Some((_, f))) = (only, front, fronts.first()) {
+        return Err(ConfigError::Conflict(format!(
+            "system {s} is computed by the front end ({}), and this validation was given none",
+            f.computed_by
+        )));
     }
     let selected: Vec<&Cell> = registry
         .cells
@@ -38,7 +57,13 @@ pub(crate) fn validate(
         .copied()
         .filter(|c| !c.quantity.is_closed_form())
         .collect();
-    let mut values = compute_all(registry, &simulated, progress).into_iter();
+    let mut front_cells = Vec::with_capacity(fronts.len());
+    for (name, _) in &fronts {
+        front_cells.push(front.map_or(Ok(0), |f| f.cells(name))?);
+    }
+    let total = simulated.len() + front_cells.iter().sum::<usize>();
+    let core_progress = |done: usize, _: usize| progress(done, total);
+    let mut values = compute_all(registry, &simulated, &core_progress).into_iter();
     let mut rows = Vec::with_capacity(selected.len());
     for cell in selected {
         let computed = if cell.quantity.is_closed_form() {
@@ -50,9 +75,24 @@ pub(crate) fn validate(
         };
         rows.push(row(root, cell, computed)?);
     }
+    let mut unmodelled = unmodelled_tables(registry, only);
+    let mut done = simulated.len();
+    for ((name, system), cells) in fronts.into_iter().zip(front_cells) {
+        let Some(front) = front else {
+            unmodelled.push(format!(
+                "{name}: not run (computed by the front end, {})",
+                system.computed_by
+            ));
+            continue;
+        };
+        let computed = rows_of(front, name, &|d| progress(done + d, total))?;
+        rows.extend(computed.rows);
+        unmodelled.extend(computed.unmodelled);
+        done += cells;
+    }
     Ok(ValidationReport {
         rows,
-        unmodelled_tables: unmodelled_tables(registry, only),
+        unmodelled_tables: unmodelled,
     })
 }
 
