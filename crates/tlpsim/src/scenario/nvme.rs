@@ -12,6 +12,7 @@ use crate::fabric::{
     Addresses, CacheState, DmaDirection, FioRw, FioSpec, NodeId, NodeKind, NvmeSpec, TargetKind,
     WorkloadSpec,
 };
+use crate::units;
 
 defaults! {
     default_queues: i64 = 64;
@@ -74,20 +75,26 @@ pub struct NvmeEndpointSection {
     /// out).
     pub command_rate: Option<f64>,
     /// Rate the media reads at, e.g. "7GB/s" (unlimited when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub read_bandwidth: Option<String>,
     /// Rate the media writes at, e.g. "5GB/s" (unlimited when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub write_bandwidth: Option<String>,
     /// Media time of each read before its data streams out (default "80us").
     #[serde(default = "default_read_latency")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub read_latency: String,
     /// Media time of each write once its data is in (default "20us").
     #[serde(default = "default_write_latency")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub write_latency: String,
     /// Largest I/O one command moves (MDTS), e.g. "128KiB" (unlimited when left out).
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub max_transfer: Option<String>,
     /// Bytes of host write data the controller holds before the media has programmed it
     /// (default "8MiB"): a write's data are fetched only once there is room for them.
     #[serde(default = "default_write_buffer")]
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub write_buffer: String,
 }
 
@@ -129,6 +136,7 @@ pub struct FioWorkloadSection {
     pub rw: RwWord,
     /// Bytes per I/O, a multiple of 512 B (default "4KiB").
     #[serde(default = "default_bs")]
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub bs: String,
     /// I/Os each job keeps in flight, at most the queue's entries less one (default 1).
     #[serde(default = "default_one")]
@@ -148,6 +156,7 @@ pub struct FioWorkloadSection {
     /// workload moves up to numjobs times this): a job submits an I/O once the bytes it
     /// submitted before would have taken this long at the rate, counted from the run's
     /// start (no cap when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub rate: Option<String>,
 }
 

@@ -214,12 +214,14 @@ pub struct DmaWorkloadSection {
     /// Instead of target: the address written or read, in the source's domain, e.g.
     /// "0x8000_0000"; non-transparent bridges' windows translate it into the domain whose
     /// root complex's memory it reaches.
+    #[schemars(pattern(units::ADDRESS_PATTERN))]
     pub target_address: Option<String>,
     /// "read", "write", "both" (a read stream and a write stream), "alternate" (one stream:
     /// write, read, write, ...) or "write-read" (each transfer writes, then reads the same
     /// address); the last two run on a kind = "dma" endpoint.
     pub direction: DirectionWord,
     /// Bytes per transfer, e.g. "4KiB".
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub transfer_size: String,
     /// Transfers in flight (default 4), per stream; 1 with direction = "read" is
     /// pcie-bench's LAT_DMA_RD, with "write-read" its LAT_DMA_WRRD.
@@ -227,6 +229,7 @@ pub struct DmaWorkloadSection {
     pub outstanding: i64,
     /// Largest write TLP payload, e.g. "64B" for an x86 CPU or DMA engine writing whole
     /// cache lines (MPS when left out).
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub tlp_payload: Option<String>,
     /// Writes to a root complex behind a non-transparent bridge: ring the bridge's doorbell
     /// after every this many transfers (1 = a doorbell per frame); the bridge then sends an
@@ -236,6 +239,7 @@ pub struct DmaWorkloadSection {
     /// size plus `host_offset`, rounded up to 64 B, with a slot where a transfer would cross
     /// a 4 KiB boundary passed over (one slot, every transfer at the same address, when left
     /// out).
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub window: Option<String>,
     /// "sequential" or "random" (uniform over the window's slots, from the run's seed)
     /// (default "sequential").
@@ -262,6 +266,7 @@ pub struct DmaWorkloadSection {
     /// and "write-read" the reads and writes of their one stream together; a request waits
     /// until the bytes its stream requested before it would have taken this long at the
     /// rate, counted from the run's start (no cap when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub rate: Option<String>,
 }
 
@@ -284,6 +289,7 @@ pub struct StorageWorkloadSection {
     /// Whose memory (the root complex above the endpoint when left out).
     pub target: Option<String>,
     /// Instead of target: the address written or read, in the source's domain.
+    #[schemars(pattern(units::ADDRESS_PATTERN))]
     pub target_address: Option<String>,
     /// Storage-write I/Os in flight (default 4).
     #[serde(default = "default_outstanding")]
@@ -291,13 +297,16 @@ pub struct StorageWorkloadSection {
     /// Percent of I/Os that are reads, 0 to 100.
     pub read_percent: i64,
     /// Bytes per read I/O, e.g. "310KB" (needed unless read_percent = 0).
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub read_size: Option<String>,
     /// Bytes per write I/O, e.g. "2MB" (needed unless read_percent = 100).
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub write_size: Option<String>,
     /// Random rather than sequential access (default false).
     #[serde(default)]
     pub random: bool,
     /// Largest write TLP payload, e.g. "64B" (MPS when left out).
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub tlp_payload: Option<String>,
     /// Ring a non-transparent bridge's doorbell after every this many transfers (no
     /// doorbell when left out).
@@ -360,10 +369,12 @@ pub struct MemcpyWorkloadSection {
     /// Bytes per copy, 1 B to 1 GiB; the copies repeat back to back for the whole run
     /// (default "512MiB", nvbandwidth's buffer).
     #[serde(default = "default_copy_size")]
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub size: String,
     /// Payload bytes per second each flow may copy, e.g. "20GB/s" (with "both", each of
     /// NAME.h2d and NAME.d2h): a request waits until the bytes before it would have taken
     /// this long at the rate, counted from the run's start (no cap when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub rate: Option<String>,
 }
 
