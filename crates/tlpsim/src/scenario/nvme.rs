@@ -294,12 +294,12 @@ pub fn fio(
         ));
     }
     let root = fabric.topology.root_above(source);
-    let memory = super::workload::memory(place, &w.memory, [&w.target, &None], fabric)?;
+    let memory = super::paths::memory(place, &w.memory, [&w.target, &None], fabric)?;
     let target = match &w.target {
         None => match memory {
             Some(m) => {
                 let m = fabric.nodes.lookup(place, "memory", &m)?;
-                super::workload::check_path(place, fabric, source, m, true)?;
+                super::paths::check_path(place, fabric, source, m, true)?;
                 m
             }
             None => root,
@@ -381,6 +381,6 @@ fn gpu_target(
         ));
     }
     // The drive reads the BAR for writes: those completions come back on their own path.
-    super::workload::check_path(place, fabric, source, t, true)?;
+    super::paths::check_path(place, fabric, source, t, true)?;
     Ok(t)
 }
