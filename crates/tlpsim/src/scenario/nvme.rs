@@ -264,35 +264,7 @@ pub fn fio(
             ),
         ));
     }
-    let numjobs = values::count(place, "numjobs", w.numjobs, 1..=4096, "1 to 4096")?;
-    let entries = spec.queue_depth - 1;
-    let iodepth = values::count(
-        place,
-        "iodepth",
-        w.iodepth,
-        1..=entries as i64,
-        format!(
-            "1 to {entries} (the drive's queue_depth {} less the one entry a queue keeps \
-             empty)",
-            spec.queue_depth
-        )
-        .as_str(),
-    )?;
-    // Jobs share queue pairs once every pair has one: a shared queue holds all their I/Os.
-    let jobs = earlier_jobs + numjobs;
-    let per_queue = jobs.div_ceil(spec.queues);
-    if per_queue as u64 * iodepth as u64 > entries as u64 {
-        return Err(BuildError::conflict(
-            place,
-            format!(
-                "{jobs} fio jobs on {:?} share its {} queue pairs, {per_queue} on one queue \
-                 of {entries} usable entries: iodepth {iodepth} x {per_queue} does not fit; \
-                 lower iodepth or numjobs, or give the drive more queues or a deeper \
-                 queue_depth",
-                w.endpoint, spec.queues
-            ),
-        ));
-    }
+    let (numjobs, iodepth) = jobs(place, w, spec, earlier_jobs)?;
     let root = fabric.topology.root_above(source);
     let memory = super::paths::memory(place, &w.memory, [&w.target, &None], fabric)?;
     let target = match &w.target {
@@ -337,6 +309,46 @@ pub fn fio(
         memcpy: None,
         rate,
     })
+}
+
+/// An fio workload's `numjobs` and `iodepth`, checked to fit the drive's queues with the
+/// `earlier_jobs` of its earlier fio workloads.
+fn jobs(
+    place: &Place,
+    w: &FioWorkloadSection,
+    spec: &NvmeSpec,
+    earlier_jobs: u32,
+) -> Result<(u32, u32), BuildError> {
+    let numjobs = values::count(place, "numjobs", w.numjobs, 1..=4096, "1 to 4096")?;
+    let entries = spec.queue_depth - 1;
+    let iodepth = values::count(
+        place,
+        "iodepth",
+        w.iodepth,
+        1..=entries as i64,
+        format!(
+            "1 to {entries} (the drive's queue_depth {} less the one entry a queue keeps \
+             empty)",
+            spec.queue_depth
+        )
+        .as_str(),
+    )?;
+    // Jobs share queue pairs once every pair has one: a shared queue holds all their I/Os.
+    let jobs = earlier_jobs + numjobs;
+    let per_queue = jobs.div_ceil(spec.queues);
+    if per_queue as u64 * iodepth as u64 > entries as u64 {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "{jobs} fio jobs on {:?} share its {} queue pairs, {per_queue} on one queue \
+                 of {entries} usable entries: iodepth {iodepth} x {per_queue} does not fit; \
+                 lower iodepth or numjobs, or give the drive more queues or a deeper \
+                 queue_depth",
+                w.endpoint, spec.queues
+            ),
+        ));
+    }
+    Ok((numjobs, iodepth))
 }
 
 /// `bytes` as a size a person reads: "128 KiB", "1 GiB", "4096 B".
