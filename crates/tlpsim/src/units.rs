@@ -3,6 +3,53 @@
 use crate::engine::time::SimTime;
 use crate::error::{ConfigError, Result};
 
+/// A number as [`split_number`] reads it, unsigned or with `+` (a regular expression: the
+/// grammar of Rust's `f64` parse without `inf` and `nan`).
+macro_rules! number_pattern {
+    () => {
+        r"\+?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
+    };
+}
+
+/// The JSON Schema `pattern` of a duration: what [`parse_duration`] reads, but for a `-0` and
+/// the range (a negative number is refused; whitespace is `\s`).
+pub const DURATION_PATTERN: &str =
+    concat!(r"^\s*", number_pattern!(), r"\s*(s|ms|us|µs|ns|ps)\s*$");
+
+/// The JSON Schema `pattern` of a requester's `completion_timeout`: a duration, or `off`.
+pub const DURATION_OR_OFF_PATTERN: &str = concat!(
+    r"^\s*(off|",
+    number_pattern!(),
+    r"\s*(s|ms|us|µs|ns|ps))\s*$"
+);
+
+/// The JSON Schema `pattern` of a byte count: what [`parse_bytes`] reads, but for a `-0` and
+/// the range (whether the count is whole is left to tlpsim).
+pub const BYTES_PATTERN: &str = concat!(
+    r"^\s*",
+    number_pattern!(),
+    r"\s*(B|KiB|MiB|GiB|KB|kB|MB|GB)?\s*$"
+);
+
+/// The JSON Schema `pattern` of a data rate: what [`parse_bandwidth`] reads, but for the range.
+pub const RATE_PATTERN: &str = concat!(
+    r"^\s*",
+    number_pattern!(),
+    r"\s*(GB/s|MB/s|KB/s|B/s|Gb/s|Gbps|Mb/s)\s*$"
+);
+
+/// The JSON Schema `pattern` of a signalling rate: a number and `GT/s`, as
+/// [`parse_gt_per_s`] reads it (which numbers are generations is left to tlpsim).
+pub const GT_PER_S_PATTERN: &str = concat!(r"^\s*", number_pattern!(), r"\s*GT/s\s*$");
+
+/// The JSON Schema `pattern` of an address: what [`parse_address`] reads (hex or decimal with
+/// underscores anywhere, or a byte count with a unit), but for a `-0` and the 64-bit range.
+pub const ADDRESS_PATTERN: &str = concat!(
+    r"^\s*(_*0_*[xX]_*\+?_*[0-9a-fA-F][_0-9a-fA-F]*|_*[0-9][_0-9]*|",
+    number_pattern!(),
+    r"\s*(B|KiB|MiB|GiB|KB|kB|MB|GB)?)\s*$"
+);
+
 /// Splits "150 ns" into (150.0, "ns"); the number may have a fraction or exponent.
 fn split_number(text: &str) -> Option<(f64, &str)> {
     let t = text.trim();
@@ -39,20 +86,23 @@ fn parse_scaled(
     scaled.ok_or_else(|| ConfigError::not_allowed(setting, format!("{text:?}"), allowed))
 }
 
+/// The units of a duration and their picoseconds.
+const DURATION_UNITS: &[(&str, f64)] = &[
+    ("s", 1e12),
+    ("ms", 1e9),
+    ("us", 1e6),
+    ("µs", 1e6),
+    ("ns", 1e3),
+    ("ps", 1.0),
+];
+
 /// Parses a duration: a number and one of `s`, `ms`, `us` (or `µs`), `ns`, `ps`.
 pub fn parse_duration(setting: &'static str, text: &str) -> Result<SimTime> {
     let ticks_per_ps = SimTime::TICKS_PER_PS as f64;
     let ps = parse_scaled(
         setting,
         text,
-        &[
-            ("s", 1e12),
-            ("ms", 1e9),
-            ("us", 1e6),
-            ("µs", 1e6),
-            ("ns", 1e3),
-            ("ps", 1.0),
-        ],
+        DURATION_UNITS,
         "a duration >= 0 with a unit: s, ms, us, ns, ps (e.g. \"150ns\")",
         |ps| ps >= 0.0 && ps * ticks_per_ps < u64::MAX as f64,
     )?;
@@ -63,26 +113,25 @@ pub fn parse_duration(setting: &'static str, text: &str) -> Result<SimTime> {
 const BYTES_ALLOWED: &str = "a whole number of bytes, optionally with B, KiB, MiB, GiB \
      (1024-based) or KB, MB, GB (1000-based) (e.g. \"4KiB\")";
 
+/// The units of a byte count and their bytes.
+const BYTES_UNITS: &[(&str, f64)] = &[
+    ("", 1.0),
+    ("B", 1.0),
+    ("KiB", 1024.0),
+    ("MiB", 1048576.0),
+    ("GiB", 1073741824.0),
+    ("KB", 1e3),
+    ("kB", 1e3),
+    ("MB", 1e6),
+    ("GB", 1e9),
+];
+
 /// Parses a byte count: a whole number with an optional unit `B`, `KiB`, `MiB`, `GiB`,
 /// `KB`, `MB`, `GB` (decimal), or none (bytes).
 pub fn parse_bytes(setting: &'static str, text: &str) -> Result<u64> {
-    let bytes = parse_scaled(
-        setting,
-        text,
-        &[
-            ("", 1.0),
-            ("B", 1.0),
-            ("KiB", 1024.0),
-            ("MiB", 1048576.0),
-            ("GiB", 1073741824.0),
-            ("KB", 1e3),
-            ("kB", 1e3),
-            ("MB", 1e6),
-            ("GB", 1e9),
-        ],
-        BYTES_ALLOWED,
-        |b| b >= 0.0 && b.fract() == 0.0 && b < u64::MAX as f64,
-    )?;
+    let bytes = parse_scaled(setting, text, BYTES_UNITS, BYTES_ALLOWED, |b| {
+        b >= 0.0 && b.fract() == 0.0 && b < u64::MAX as f64
+    })?;
     Ok(bytes as u64)
 }
 
@@ -114,21 +163,24 @@ pub fn parse_address(setting: &'static str, text: &str) -> Result<u64> {
     }
 }
 
+/// The units of a data rate and their bytes per second.
+const RATE_UNITS: &[(&str, f64)] = &[
+    ("GB/s", 1e9),
+    ("MB/s", 1e6),
+    ("KB/s", 1e3),
+    ("B/s", 1.0),
+    ("Gb/s", 1e9 / 8.0),
+    ("Gbps", 1e9 / 8.0),
+    ("Mb/s", 1e6 / 8.0),
+];
+
 /// Parses a data rate into bytes per second: a number and one of `GB/s`, `MB/s`, `KB/s`,
 /// `B/s` (decimal bytes) or `Gb/s`, `Mb/s` (bits).
 pub fn parse_bandwidth(setting: &'static str, text: &str) -> Result<f64> {
     parse_scaled(
         setting,
         text,
-        &[
-            ("GB/s", 1e9),
-            ("MB/s", 1e6),
-            ("KB/s", 1e3),
-            ("B/s", 1.0),
-            ("Gb/s", 1e9 / 8.0),
-            ("Gbps", 1e9 / 8.0),
-            ("Mb/s", 1e6 / 8.0),
-        ],
+        RATE_UNITS,
         "a rate of at least 1KB/s with a unit: GB/s, MB/s, KB/s, B/s, Gb/s, Mb/s (e.g. \"2.5GB/s\")",
         // The floor keeps every transfer's service time well within simulated time's range.
         |r| r >= 1e3,
@@ -153,6 +205,9 @@ pub fn parse_gt_per_s(setting: &'static str, text: &str) -> Result<u32> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+    use proptest::string::string_regex;
+
     use super::*;
 
     #[test]
@@ -214,5 +269,74 @@ mod tests {
         assert_eq!(parse_gt_per_s("rate", "2.5GT/s").unwrap(), 1);
         assert_eq!(parse_gt_per_s("rate", "128GT/s").unwrap(), 7);
         assert!(parse_gt_per_s("rate", "3GT/s").is_err());
+    }
+
+    /// Strings `pattern` matches, as proptest generates them (its anchors dropped).
+    fn matching(pattern: &'static str) -> impl Strategy<Value = String> {
+        let core = pattern.strip_prefix('^').and_then(|p| p.strip_suffix('$'));
+        string_regex(core.expect("the pattern is anchored")).expect("the pattern compiles")
+    }
+
+    /// The number `text` starts with and the scale of its unit, which `units` must list.
+    fn scaled(text: &str, units: &[(&str, f64)]) -> (f64, f64) {
+        let (v, unit) = split_number(text).unwrap_or_else(|| panic!("{text:?}: no number"));
+        let found = units.iter().find(|(u, _)| *u == unit);
+        (
+            v,
+            found.unwrap_or_else(|| panic!("{text:?}: unit {unit:?}")).1,
+        )
+    }
+
+    /// Whether a byte count `text` (from [`BYTES_PATTERN`]) is small and whole, so that
+    /// [`parse_bytes`] must take it.
+    fn small_whole_bytes(text: &str) -> bool {
+        let (v, scale) = scaled(text, BYTES_UNITS);
+        v <= 1e3 && (v * scale).fract() == 0.0
+    }
+
+    proptest! {
+        #[test]
+        fn what_the_duration_patterns_match_parses(
+            text in matching(DURATION_PATTERN),
+            or_off in matching(DURATION_OR_OFF_PATTERN),
+        ) {
+            let (v, _) = scaled(&text, DURATION_UNITS);
+            prop_assert!(v > 1e3 || parse_duration("d", &text).is_ok(), "{:?}", text);
+            if or_off.trim() != "off" {
+                let (v, _) = scaled(&or_off, DURATION_UNITS);
+                prop_assert!(v > 1e3 || parse_duration("d", &or_off).is_ok(), "{:?}", or_off);
+            }
+        }
+
+        #[test]
+        fn what_the_bytes_pattern_matches_parses(text in matching(BYTES_PATTERN)) {
+            prop_assert!(!small_whole_bytes(&text) || parse_bytes("b", &text).is_ok(), "{:?}", text);
+        }
+
+        #[test]
+        fn what_the_rate_patterns_match_parses(
+            text in matching(RATE_PATTERN),
+            gt in matching(GT_PER_S_PATTERN),
+        ) {
+            let (v, scale) = scaled(&text, RATE_UNITS);
+            let in_range = v <= 1e12 && v * scale >= 1e3;
+            prop_assert!(!in_range || parse_bandwidth("r", &text).is_ok(), "{:?}", text);
+            let (v, _) = scaled(&gt, &[("GT/s", 1.0)]);
+            let known = crate::pcie::phy::GENERATIONS.iter().any(|g| g.gt_per_s() == v);
+            prop_assert_eq!(known, parse_gt_per_s("g", &gt).is_ok(), "{:?}", gt);
+        }
+
+        #[test]
+        fn what_the_address_pattern_matches_parses(text in matching(ADDRESS_PATTERN)) {
+            let t: String = text.trim().chars().filter(|&c| c != '_').collect();
+            let must = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                hex.trim_start_matches('+').trim_start_matches('0').len() <= 16
+            } else if t.chars().all(|c| c.is_ascii_digit()) {
+                t.parse::<u64>().is_ok()
+            } else {
+                small_whole_bytes(&text)
+            };
+            prop_assert!(!must || parse_address("a", &text).is_ok(), "{:?}", text);
+        }
     }
 }

@@ -4,8 +4,8 @@
 use serde_json::Value;
 use tlpsim::scenario::{json_schema, load_str};
 
-/// String keys whose values are free text, not words from a fixed set: names of nodes and
-/// flows, and values with units (durations, sizes, rates, addresses).
+/// String keys whose values are free text, not words from a fixed set nor quantities with a
+/// `pattern`: names of files, nodes and flows.
 const FREE_TEXT: &[&str] = &[
     "include",
     "name",
@@ -15,74 +15,6 @@ const FREE_TEXT: &[&str] = &[
     "root",
     "host_bridge",
     "between",
-    "target_address",
-    "base",
-    "size",
-    "translate",
-    "duration",
-    "warmup",
-    "propagation",
-    "recovery",
-    "completion_timeout",
-    "latency",
-    "latency_by_width",
-    "memory_read_latency",
-    "min",
-    "max",
-    "mean",
-    "media_turnaround",
-    "media_seek",
-    "register_time",
-    "interrupt_interval",
-    "frame_cost",
-    "byte_cost",
-    "interrupt_cost",
-    "replay_buffer",
-    "rx_fifo",
-    "transfer_size",
-    "read_size",
-    "write_size",
-    "tlp_payload",
-    "memory_bandwidth",
-    "posted_write_rate",
-    "core_bandwidth",
-    "bandwidth",
-    "media_read",
-    "media_write",
-    "line_rate",
-    "rate",
-    "bar_size",
-    "read_latency",
-    "write_rate",
-    "window",
-    "request_cost",
-    "transfer_cost",
-    "partial_unit_cost",
-    "transfer_cost_per_kib",
-    "latency_per_kib",
-    "write_buffer",
-    "dma_unit",
-    "descriptor",
-    "status_writeback",
-    "read_bandwidth",
-    "data_path_bandwidth",
-    "llc_size",
-    "llc_hit_latency",
-    "llc_write_latency",
-    "iommu_walk_latency",
-    "iommu_walk_occupancy",
-    "remote_latency",
-    "socket_link_bandwidth",
-    "p2p_bandwidth",
-    "p2p_latency",
-    // An NVMe drive's media and MDTS, an fio workload's I/O size.
-    "write_bandwidth",
-    "write_latency",
-    "max_transfer",
-    "bs",
-    // A DMA endpoint's per-side values: { read = "15ns", write = "17ns" }.
-    "read",
-    "write",
 ];
 
 fn schema() -> Value {
@@ -200,15 +132,19 @@ fn every_word_valued_key_lists_its_words() {
                 let words = words.as_array().expect("enum is a list");
                 assert!(!words.is_empty(), "{path}: an empty enum");
                 assert!(words.iter().all(Value::is_string), "{path}: {words:?}");
-            } else if is_string(alt) && alt.get("const").is_none() && !FREE_TEXT.contains(&key) {
+            } else if is_string(alt)
+                && alt.get("const").is_none()
+                && alt.get("pattern").is_none()
+                && !FREE_TEXT.contains(&key)
+            {
                 free.push(path.clone());
             }
         }
     }
     assert!(
         free.is_empty(),
-        "string keys without an enum (words from a fixed set need one; free text goes in \
-         FREE_TEXT): {free:?}"
+        "string keys without an enum or a pattern (words from a fixed set need an enum, \
+         quantities a pattern; names go in FREE_TEXT): {free:?}"
     );
     // The words themselves, for the keys the issue names.
     let words = |def: &str| root["$defs"][def]["enum"].clone();
@@ -231,6 +167,62 @@ fn every_word_valued_key_lists_its_words() {
         .map(|v| v["properties"]["kind"]["const"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["dma", "storage", "nic", "memory", "nvme", "gpu"]);
+}
+
+/// Every `pattern` in the schema, with the path of its property.
+fn patterns(root: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (path, v) in properties(root) {
+        let mut alts = Vec::new();
+        alternatives(root, v, &mut alts);
+        for alt in alts {
+            if let Some(p) = alt.get("pattern") {
+                out.push((
+                    path.clone(),
+                    p.as_str().expect("a pattern is text").to_string(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_quantity_pattern_is_an_anchored_regular_expression() {
+    let root = schema();
+    let patterns = patterns(&root);
+    assert!(patterns.len() >= 95, "only {} patterns", patterns.len());
+    for (path, p) in &patterns {
+        assert!(
+            p.starts_with('^') && p.ends_with('$'),
+            "{path}: {p} is not anchored"
+        );
+        if let Err(e) = regex_syntax::parse(p) {
+            panic!("{path}: {p} does not compile: {e}");
+        }
+    }
+    // Keys of each kind carry their parser's pattern, however they are written.
+    let of = |path: &str| {
+        let found = patterns.iter().find(|(p, _)| p == path);
+        found.map(|(_, p)| p.as_str()).unwrap_or_default()
+    };
+    assert_eq!(of(".simulation.duration"), tlpsim::units::DURATION_PATTERN);
+    assert_eq!(of(".pcie.replay_buffer"), tlpsim::units::BYTES_PATTERN);
+    assert_eq!(of(".host_bridge.bandwidth"), tlpsim::units::RATE_PATTERN);
+    assert_eq!(of(".link.rate"), tlpsim::units::GT_PER_S_PATTERN);
+    assert_eq!(of(".ntb.window.base"), tlpsim::units::ADDRESS_PATTERN);
+    assert_eq!(
+        of(".root_complex.completion_timeout"),
+        tlpsim::units::DURATION_OR_OFF_PATTERN
+    );
+    assert_eq!(
+        of(".root_complex.memory_read_latency"),
+        tlpsim::units::DURATION_PATTERN
+    );
+    assert_eq!(
+        of(".switch.latency_by_width"),
+        tlpsim::units::DURATION_PATTERN
+    );
 }
 
 #[test]

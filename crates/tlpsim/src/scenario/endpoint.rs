@@ -17,6 +17,7 @@ use super::values::{self, defaults, words, CountSides, CreditsSection, DurationS
 use super::DEFAULT_ENDPOINT_CREDITS;
 use crate::engine::SimTime;
 use crate::fabric::{DmaDevice, DmaEngines, MediaSpec, NicSpec, NodeKind, NodeSpec};
+use crate::units;
 
 defaults! {
     default_zero_ns: String = "0ns";
@@ -157,6 +158,7 @@ pub struct DmaEndpointSection {
     /// tag and counts a completion timeout: 50us to 64s, or "off" (default "50ms", the top
     /// of the spec's default range).
     #[schemars(default = "default_completion_timeout")]
+    #[schemars(pattern(units::DURATION_OR_OFF_PATTERN))]
     pub completion_timeout: Option<String>,
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
@@ -193,6 +195,7 @@ pub struct DmaEndpointSection {
     /// Bytes in one word of its memory, a power of two up to 4 KiB: a request carries at
     /// most its maximum size in whole words (default "1B": no words).
     #[serde(default = "default_dma_unit")]
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub dma_unit: String,
     /// Engine time per word of its memory (`dma_unit`) that a transfer covers only in part,
     /// overlapping its `transfer_cost_per_kib` time (the longer counts), for one side or each
@@ -201,9 +204,11 @@ pub struct DmaEndpointSection {
     pub partial_unit_cost: DurationSides,
     /// Bytes of the descriptor it reads from host memory before each transfer, e.g. "16B"
     /// (no descriptor reads when left out).
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub descriptor: Option<String>,
     /// Bytes of the status it writes to host memory after each transfer, e.g. "16B" (no
     /// status writes when left out).
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub status_writeback: Option<String>,
 }
 
@@ -227,6 +232,7 @@ pub struct StorageEndpointSection {
     /// tag and counts a completion timeout: 50us to 64s, or "off" (default "50ms", the top
     /// of the spec's default range).
     #[schemars(default = "default_completion_timeout")]
+    #[schemars(pattern(units::DURATION_OR_OFF_PATTERN))]
     pub completion_timeout: Option<String>,
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
@@ -236,17 +242,21 @@ pub struct StorageEndpointSection {
     /// named NAME, when left out).
     pub count: Option<i64>,
     /// Rate the drives deliver reads, e.g. "800MB/s".
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub media_read: String,
     /// Rate the drives absorb writes, e.g. "700MB/s".
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub media_write: String,
     /// Time lost when the drives switch between reads and writes (default "0ns").
     #[serde(default = "default_zero_ns")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub media_turnaround: String,
     /// Reads and writes proceed at once, each at its own rate (default false).
     #[serde(default)]
     pub media_duplex: bool,
     /// Access time of a random I/O (default "0ns").
     #[serde(default = "default_zero_ns")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub media_seek: String,
 }
 
@@ -278,6 +288,7 @@ pub struct NicEndpointSection {
     pub ports: i64,
     /// Receive FIFO per port (default "48KiB"); frames that do not fit are dropped.
     #[serde(default = "default_rx_fifo")]
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub rx_fifo: String,
     /// Receive descriptors per port (default 256).
     #[serde(default = "default_ring")]
@@ -287,12 +298,15 @@ pub struct NicEndpointSection {
     pub tx_ring: i64,
     /// Time to absorb a register write or answer a register read (default "100ns").
     #[serde(default = "default_register_time")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub register_time: String,
     /// Least time between interrupts (default "0ns": no moderation).
     #[serde(default = "default_zero_ns")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub interrupt_interval: String,
     /// Ethernet line rate per port (default "1Gb/s").
     #[serde(default = "default_line_rate")]
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub line_rate: String,
 }
 
@@ -316,11 +330,14 @@ pub struct MemoryEndpointSection {
     /// named NAME, when left out).
     pub count: Option<i64>,
     /// Size of its memory BAR, a power of two, e.g. "256MiB"; a transfer stays inside it.
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub bar_size: String,
     /// Read request to the first byte of its completion (default "500ns").
     #[serde(default = "default_bar_read_latency")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub read_latency: String,
     /// Rate its memory absorbs written data, e.g. "12GB/s" (unlimited when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub write_rate: Option<String>,
 }
 
@@ -346,6 +363,7 @@ pub struct GpuEndpointSection {
     /// tag and counts a completion timeout: 50us to 64s, or "off" (default "50ms", the top
     /// of the spec's default range).
     #[schemars(default = "default_completion_timeout")]
+    #[schemars(pattern(units::DURATION_OR_OFF_PATTERN))]
     pub completion_timeout: Option<String>,
     /// Credits it advertises.
     #[schemars(default = "endpoint_credits")]
@@ -367,12 +385,15 @@ pub struct GpuEndpointSection {
     /// Size of its memory BAR, a power of two, e.g. "64GiB" (default "32GiB"); a transfer
     /// into it stays inside it.
     #[serde(default = "default_gpu_bar_size")]
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub bar_size: String,
     /// Read request into its BAR to the first byte of its completion (default "500ns").
     #[serde(default = "default_bar_read_latency")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub read_latency: String,
     /// Rate its memory absorbs data written into its BAR, e.g. "40GB/s" (unlimited when
     /// left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub write_rate: Option<String>,
 }
 

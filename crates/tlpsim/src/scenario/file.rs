@@ -21,6 +21,8 @@ use super::values::defaults;
 use super::workload::WorkloadSection;
 use super::DEFAULT_REPLAY_BUFFER;
 
+use crate::units;
+
 defaults! {
     default_duration: String = "100us";
     default_seed: u64 = 1u64;
@@ -41,8 +43,10 @@ defaults! {
 pub struct SimulationSection {
     /// Simulated time including warmup, e.g. "200us" (default "100us").
     #[serde(default = "default_duration")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub duration: String,
     /// Time before statistics start, e.g. "20us" (when left out: a tenth of duration).
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub warmup: Option<String>,
     /// RNG seed (default 1).
     #[serde(default = "default_seed")]
@@ -92,12 +96,15 @@ pub struct PcieSection {
     pub ber: f64,
     /// Default one-way propagation delay of links (default "0ns").
     #[serde(default = "default_zero_ns")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub propagation: String,
     /// Default replay buffer of links (default "16KiB").
     #[serde(default = "default_replay_buffer")]
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub replay_buffer: String,
     /// Default time links spend in Recovery when they retrain, e.g. "2us" (default: the
     /// spec's shortest Recovery at each link's rate, plus its round trip).
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub recovery: Option<String>,
     /// Default Ack policy of links: "timer" (at the spec's Ack/UpdateFC latency interval) or
     /// "immediate" (an Ack or UpdateFC as soon as one is owed); default "timer".

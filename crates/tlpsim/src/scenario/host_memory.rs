@@ -156,78 +156,21 @@ pub fn host_memory(
             ))
         }
     };
-    // The bounds are the spec's own (`HostMemorySpec::check` holds them too); here they
-    // keep a file's number inside a u32 and name the key's place.
-    let count = |key, v: Option<i64>, min: u32, max: u32, default: u32| match v {
-        Some(v) => values::count(
-            place,
-            key,
-            v,
-            min as i64..=max as i64,
-            &format!("{min} to {max}"),
-        ),
-        None => Ok(default),
-    };
-    let duration = |key, t: &Option<String>, default| -> Result<SimTime, BuildError> {
-        Ok(values::optional_duration(place, key, t)?.unwrap_or(default))
-    };
     let llc = match &rc.llc_size {
         None => None,
-        Some(size) => {
-            let d = LlcSpec::default();
-            Some(LlcSpec {
-                capacity: values::bytes(place, "llc_size", size)?,
-                ways: count("llc_ways", rc.llc_ways, 1, MAX_WAYS, d.ways)?,
-                hit_latency: duration(
-                    "llc_hit_latency",
-                    &rc.llc_hit_latency,
-                    d.hit_latency.min(dram_latency),
-                )?,
-                write_latency: duration(
-                    "llc_write_latency",
-                    &rc.llc_write_latency,
-                    d.write_latency,
-                )?,
-                ddio_ways: match rc.ddio_ways {
-                    Some(w) => {
-                        let ways = 0..=MAX_WAYS as i64;
-                        values::count(place, "ddio_ways", w, ways, "0 to llc_ways")?
-                    }
-                    None => d.ddio_ways,
-                },
-                write_allocate: rc.ddio_write_allocate.unwrap_or(d.write_allocate),
-            })
-        }
+        Some(size) => Some(llc(place, rc, size, dram_latency)?),
     };
     let iommu = match rc.iommu.unwrap_or_default() {
         IommuWord::Off => None,
-        IommuWord::On => {
-            let d = IommuSpec::default();
-            Some(IommuSpec {
-                iotlb_entries: count(
-                    "iotlb_entries",
-                    rc.iotlb_entries,
-                    1,
-                    MAX_IOTLB_ENTRIES,
-                    d.iotlb_entries,
-                )?,
-                page_size: rc.iommu_page_size.unwrap_or_default().into(),
-                walk_latency: duration(
-                    "iommu_walk_latency",
-                    &rc.iommu_walk_latency,
-                    d.walk_latency,
-                )?,
-                walkers: count("iommu_walkers", rc.iommu_walkers, 1, MAX_WALKERS, d.walkers)?,
-                walk_occupancy: values::optional_duration(
-                    place,
-                    "iommu_walk_occupancy",
-                    &rc.iommu_walk_occupancy,
-                )?,
-            })
-        }
+        IommuWord::On => Some(iommu(place, rc)?),
     };
     let d = RemoteSocketSpec::default();
-    let remote_latency = duration("remote_latency", &rc.remote_latency, d.remote_latency)?;
+    let remote_latency = duration_or(
+        place,
+        "remote_latency",
+        &rc.remote_latency,
+        d.remote_latency,
+    )?;
     let socket_link_bandwidth =
         values::optional_rate(place, "socket_link_bandwidth", &rc.socket_link_bandwidth)?;
     let remote = match rc.memory_socket.unwrap_or_default() {
@@ -247,4 +190,107 @@ pub fn host_memory(
     };
     spec.check().map_err(at(place))?;
     Ok(Some(Box::new(spec)))
+}
+
+/// A count key of the host memory model in `min..=max`, `default` when left out. The bounds
+/// are the spec's own (`HostMemorySpec::check` holds them too); here they keep a file's
+/// number inside a u32 and name the key's place.
+fn bounded(
+    place: &Place,
+    key: &'static str,
+    v: Option<i64>,
+    min: u32,
+    max: u32,
+    default: u32,
+) -> Result<u32, BuildError> {
+    match v {
+        Some(v) => values::count(
+            place,
+            key,
+            v,
+            min as i64..=max as i64,
+            &format!("{min} to {max}"),
+        ),
+        None => Ok(default),
+    }
+}
+
+/// A duration key of the host memory model, `default` when left out.
+fn duration_or(
+    place: &Place,
+    key: &'static str,
+    t: &Option<String>,
+    default: SimTime,
+) -> Result<SimTime, BuildError> {
+    Ok(values::optional_duration(place, key, t)?.unwrap_or(default))
+}
+
+/// `rc`'s last-level cache of `size` bytes (its hit latency by default at most
+/// `dram_latency`).
+fn llc(
+    place: &Place,
+    rc: &RootComplexSection,
+    size: &str,
+    dram_latency: SimTime,
+) -> Result<LlcSpec, BuildError> {
+    let d = LlcSpec::default();
+    Ok(LlcSpec {
+        capacity: values::bytes(place, "llc_size", size)?,
+        ways: bounded(place, "llc_ways", rc.llc_ways, 1, MAX_WAYS, d.ways)?,
+        hit_latency: duration_or(
+            place,
+            "llc_hit_latency",
+            &rc.llc_hit_latency,
+            d.hit_latency.min(dram_latency),
+        )?,
+        write_latency: duration_or(
+            place,
+            "llc_write_latency",
+            &rc.llc_write_latency,
+            d.write_latency,
+        )?,
+        ddio_ways: match rc.ddio_ways {
+            Some(w) => {
+                let ways = 0..=MAX_WAYS as i64;
+                values::count(place, "ddio_ways", w, ways, "0 to llc_ways")?
+            }
+            None => d.ddio_ways,
+        },
+        write_allocate: rc.ddio_write_allocate.unwrap_or(d.write_allocate),
+    })
+}
+
+/// `rc`'s IOMMU.
+fn iommu(place: &Place, rc: &RootComplexSection) -> Result<IommuSpec, BuildError> {
+    let d = IommuSpec::default();
+    Ok(IommuSpec {
+        iotlb_entries: bounded(
+            place,
+            "iotlb_entries",
+            rc.iotlb_entries,
+            1,
+            MAX_IOTLB_ENTRIES,
+            d.iotlb_entries,
+        )?,
+        page_size: rc.iommu_page_size.unwrap_or_default().into(),
+        walk_latency: duration_or(
+            place,
+            "iommu_walk_latency",
+            &rc.iommu_walk_latency,
+            d.walk_latency,
+        )?,
+        walkers: bounded(
+            place,
+            "iommu_walkers",
+            rc.iommu_walkers,
+            1,
+            MAX_WALKERS,
+            d.walkers,
+        )?,
+        walk_occupancy: values::optional_duration(
+            place,
+            "iommu_walk_occupancy",
+            &rc.iommu_walk_occupancy,
+        )?,
+    })
 }

@@ -34,17 +34,21 @@ pub struct LinkSection {
     /// Generation 1–7 (`[pcie]` gen when left out).
     pub gen: Option<i64>,
     /// Rate instead of gen, e.g. "8GT/s".
+    #[schemars(pattern(units::GT_PER_S_PATTERN))]
     pub rate: Option<String>,
     /// Lanes: 1, 2, 4, 8, 12, 16, 32 (`[pcie]` width when left out).
     pub width: Option<i64>,
     /// One-way propagation delay (`[pcie]` propagation when left out).
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub propagation: Option<String>,
     /// Bit error rate, e.g. 1e-9 (`[pcie]` ber when left out).
     pub ber: Option<f64>,
     /// Replay buffer size, e.g. "8KiB" (`[pcie]` replay_buffer when left out).
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub replay_buffer: Option<String>,
     /// Time the link spends in Recovery when it retrains, e.g. "2us" (`[pcie]` recovery
     /// when left out; by default the spec's shortest Recovery at its rate, plus a round trip).
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub recovery: Option<String>,
     /// SKP ordered sets (`[pcie]` skp when left out).
     pub skp: Option<bool>,

@@ -10,7 +10,8 @@
 //! One module per job: `file` (the format and its parse), `values` (words, units,
 //! latencies, credits), `nodes` (root complexes, switches, host bridges, the CPU),
 //! `endpoint` and `workload` (one section type per kind: a new kind is a word, a variant, a
-//! section type and its build function in that one file), `ntb` (bridges, their windows,
+//! section type and its build function; a workload's in `flows`, `memcpy` or `nvme`, the
+//! checks of where it goes in `paths`), `ntb` (bridges, their windows,
 //! address resolution), `links` (links and the tree), `build` (the order of the steps),
 //! `expand` (an endpoint's `count` as copies), `error` (what can be wrong, and where),
 //! `located` (a TOML error as one line), `set` (one key replaced, for sweeps) and `include`
@@ -21,13 +22,16 @@ mod endpoint;
 mod error;
 mod expand;
 mod file;
+mod flows;
 mod host_memory;
 mod include;
 mod links;
 mod located;
+mod memcpy;
 mod nodes;
 mod ntb;
 mod nvme;
+mod paths;
 mod set;
 mod sockets;
 mod tags;

@@ -17,6 +17,7 @@ use crate::fabric::{
     NodeSpec, PeerForwarding,
 };
 use crate::pcie::phy;
+use crate::units;
 
 defaults! {
     default_port_queue: i64 = 4;
@@ -125,9 +126,11 @@ pub struct RootComplexSection {
     #[serde(default = "default_read_latency")]
     pub memory_read_latency: LatencyValue,
     /// Memory bandwidth shared by reads and writes, e.g. "2.5GB/s" (unlimited when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub memory_bandwidth: Option<String>,
     /// Rate at which it sinks posted write data, before the memory, e.g. "1.6GB/s"
     /// (unlimited when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub posted_write_rate: Option<String>,
     /// Name of a `[[host_bridge]]` between this root complex and memory.
     pub host_bridge: Option<String>,
@@ -151,28 +154,34 @@ pub struct RootComplexSection {
     /// before it gives up on it, frees its tag and counts a completion timeout: 50us to
     /// 64s, or "off" (default "50ms", the top of the spec's default range).
     #[schemars(default = "default_completion_timeout")]
+    #[schemars(pattern(units::DURATION_OR_OFF_PATTERN))]
     pub completion_timeout: Option<String>,
     /// Credits its root ports advertise.
     #[schemars(default = "root_credits")]
     pub credits: Option<CreditsSection>,
     /// Rate its read data path returns completion data at, LLC hits included, e.g.
     /// "7GB/s" (unlimited when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub read_bandwidth: Option<String>,
     /// Rate its data path passes read completion data and posted write data together, LLC
     /// hits included, e.g. "11GB/s": DMA reads and writes at once run slower than either
     /// alone (unlimited when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub data_path_bandwidth: Option<String>,
     /// Host memory model: the last-level cache's size, e.g. "25MiB" (no LLC when left out).
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub llc_size: Option<String>,
     /// The LLC's ways per set (default 20).
     #[schemars(default = "default_llc_ways")]
     pub llc_ways: Option<i64>,
     /// Request to first data of a read that hits the LLC (default "100ns").
     #[schemars(default = "default_llc_hit_latency")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub llc_hit_latency: Option<String>,
     /// From a device write's arrival until its LLC line holds the data: a later read of
     /// the line waits for it (default "0ns").
     #[schemars(default = "default_zero_ns")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub llc_write_latency: Option<String>,
     /// LLC ways per set that device writes allocate into (DDIO; default 2, 0 is off).
     #[schemars(default = "default_ddio_ways")]
@@ -191,6 +200,7 @@ pub struct RootComplexSection {
     pub iommu_page_size: Option<PageSizeWord>,
     /// Time of one IOMMU page walk (default "280ns").
     #[schemars(default = "default_walk_latency")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub iommu_walk_latency: Option<String>,
     /// Page walks in progress at once (default 5).
     #[schemars(default = "default_walkers")]
@@ -198,6 +208,7 @@ pub struct RootComplexSection {
     /// Time a walk holds its walker, e.g. "260ns" (default: the whole walk): the walkers
     /// give iommu_walkers / iommu_walk_occupancy walks per second, each still taking
     /// iommu_walk_latency.
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub iommu_walk_occupancy: Option<String>,
     /// "local" or "remote": the socket the memory sits on (default "local").
     #[schemars(default = "SocketWord::default")]
@@ -205,18 +216,22 @@ pub struct RootComplexSection {
     /// Added to each access that crosses to the other socket (default "53ns"); a line the
     /// other socket's cache holds costs twice it.
     #[schemars(default = "default_remote_latency")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub remote_latency: Option<String>,
     /// Rate of the inter-socket link remote memory data cross, e.g. "19.2GB/s" (unlimited
     /// when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub socket_link_bandwidth: Option<String>,
     /// "forward" or "refuse": peer-to-peer TLPs between its root ports (default "forward").
     #[schemars(default = "P2pWord::default")]
     pub p2p: Option<P2pWord>,
     /// Payload rate of the peer-to-peer TLPs it forwards, e.g. "12GB/s" (unlimited when left
     /// out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub p2p_bandwidth: Option<String>,
     /// Added to each peer-to-peer TLP it forwards, after its last byte is in (default "0ns").
     #[schemars(default = "default_zero_ns")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub p2p_latency: Option<String>,
 }
 
@@ -231,13 +246,16 @@ pub struct SwitchSection {
     pub forwarding: ForwardingWord,
     /// Port-to-port latency (default "150ns").
     #[serde(default = "default_switch_latency")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub latency: String,
     /// Latency by the narrower port's width, e.g. { 4 = "200ns" }.
+    #[schemars(extend("additionalProperties" = { "type": "string", "pattern": units::DURATION_PATTERN }))]
     pub latency_by_width: Option<BTreeMap<String, String>>,
     /// "crossbar" or "shared-bus" (default "crossbar").
     #[serde(default)]
     pub core: CoreWord,
     /// Bandwidth of a shared-bus core, e.g. "4GB/s".
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub core_bandwidth: Option<String>,
     /// "round-robin", "weighted" or "oldest" (the oldest ready TLP of all ingress ports
     /// first); default "round-robin".
@@ -262,9 +280,11 @@ pub struct HostBridgeSection {
     /// Unique name.
     pub name: String,
     /// Bandwidth shared by every root complex behind it, e.g. "2.5GB/s".
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub bandwidth: String,
     /// Latency added each way (default "0ns").
     #[serde(default = "default_zero_ns")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub latency: String,
 }
 
@@ -278,12 +298,15 @@ pub struct CpuSection {
     #[serde(default = "default_one")]
     pub cores: i64,
     /// Software cost per bridged frame, e.g. "2us".
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub frame_cost: String,
     /// Software cost per byte, e.g. "1ns" (default "0ns").
     #[serde(default = "default_zero_ns")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub byte_cost: String,
     /// Cost of taking an interrupt (default "1us").
     #[serde(default = "default_interrupt_cost")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub interrupt_cost: String,
     /// Blocking register reads per interrupt (default 1).
     #[serde(default = "default_one")]

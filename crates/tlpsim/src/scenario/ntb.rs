@@ -39,6 +39,7 @@ pub struct NtbSection {
     pub name: String,
     /// Port-to-port latency, window translation included (default "150ns").
     #[serde(default = "default_ntb_latency")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub latency: String,
     /// Credits each side advertises.
     #[schemars(default = "ntb_credits")]
@@ -57,10 +58,13 @@ pub struct NtbWindowSection {
     /// host below sees: TLPs into it cross upward).
     pub side: SideWord,
     /// BAR address in that side's domain, e.g. "0x8000_0000" (a multiple of size).
+    #[schemars(pattern(units::ADDRESS_PATTERN))]
     pub base: String,
     /// Window size, a power of two, e.g. "256MiB".
+    #[schemars(pattern(units::ADDRESS_PATTERN))]
     pub size: String,
     /// Address on the far side that base maps to, e.g. "0x1_0000_0000" (a multiple of size).
+    #[schemars(pattern(units::ADDRESS_PATTERN))]
     pub translate: String,
 }
 

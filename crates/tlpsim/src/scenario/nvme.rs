@@ -12,6 +12,7 @@ use crate::fabric::{
     Addresses, CacheState, DmaDirection, FioRw, FioSpec, NodeId, NodeKind, NvmeSpec, TargetKind,
     WorkloadSpec,
 };
+use crate::units;
 
 defaults! {
     default_queues: i64 = 64;
@@ -74,20 +75,26 @@ pub struct NvmeEndpointSection {
     /// out).
     pub command_rate: Option<f64>,
     /// Rate the media reads at, e.g. "7GB/s" (unlimited when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub read_bandwidth: Option<String>,
     /// Rate the media writes at, e.g. "5GB/s" (unlimited when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub write_bandwidth: Option<String>,
     /// Media time of each read before its data streams out (default "80us").
     #[serde(default = "default_read_latency")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub read_latency: String,
     /// Media time of each write once its data is in (default "20us").
     #[serde(default = "default_write_latency")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub write_latency: String,
     /// Largest I/O one command moves (MDTS), e.g. "128KiB" (unlimited when left out).
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub max_transfer: Option<String>,
     /// Bytes of host write data the controller holds before the media has programmed it
     /// (default "8MiB"): a write's data are fetched only once there is room for them.
     #[serde(default = "default_write_buffer")]
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub write_buffer: String,
 }
 
@@ -129,6 +136,7 @@ pub struct FioWorkloadSection {
     pub rw: RwWord,
     /// Bytes per I/O, a multiple of 512 B (default "4KiB").
     #[serde(default = "default_bs")]
+    #[schemars(pattern(units::BYTES_PATTERN))]
     pub bs: String,
     /// I/Os each job keeps in flight, at most the queue's entries less one (default 1).
     #[serde(default = "default_one")]
@@ -148,6 +156,7 @@ pub struct FioWorkloadSection {
     /// workload moves up to numjobs times this): a job submits an I/O once the bytes it
     /// submitted before would have taken this long at the rate, counted from the run's
     /// start (no cap when left out).
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub rate: Option<String>,
 }
 
@@ -255,42 +264,14 @@ pub fn fio(
             ),
         ));
     }
-    let numjobs = values::count(place, "numjobs", w.numjobs, 1..=4096, "1 to 4096")?;
-    let entries = spec.queue_depth - 1;
-    let iodepth = values::count(
-        place,
-        "iodepth",
-        w.iodepth,
-        1..=entries as i64,
-        format!(
-            "1 to {entries} (the drive's queue_depth {} less the one entry a queue keeps \
-             empty)",
-            spec.queue_depth
-        )
-        .as_str(),
-    )?;
-    // Jobs share queue pairs once every pair has one: a shared queue holds all their I/Os.
-    let jobs = earlier_jobs + numjobs;
-    let per_queue = jobs.div_ceil(spec.queues);
-    if per_queue as u64 * iodepth as u64 > entries as u64 {
-        return Err(BuildError::conflict(
-            place,
-            format!(
-                "{jobs} fio jobs on {:?} share its {} queue pairs, {per_queue} on one queue \
-                 of {entries} usable entries: iodepth {iodepth} x {per_queue} does not fit; \
-                 lower iodepth or numjobs, or give the drive more queues or a deeper \
-                 queue_depth",
-                w.endpoint, spec.queues
-            ),
-        ));
-    }
+    let (numjobs, iodepth) = jobs(place, w, spec, earlier_jobs)?;
     let root = fabric.topology.root_above(source);
-    let memory = super::workload::memory(place, &w.memory, [&w.target, &None], fabric)?;
+    let memory = super::paths::memory(place, &w.memory, [&w.target, &None], fabric)?;
     let target = match &w.target {
         None => match memory {
             Some(m) => {
                 let m = fabric.nodes.lookup(place, "memory", &m)?;
-                super::workload::check_path(place, fabric, source, m, true)?;
+                super::paths::check_path(place, fabric, source, m, true)?;
                 m
             }
             None => root,
@@ -328,6 +309,46 @@ pub fn fio(
         memcpy: None,
         rate,
     })
+}
+
+/// An fio workload's `numjobs` and `iodepth`, checked to fit the drive's queues with the
+/// `earlier_jobs` of its earlier fio workloads.
+fn jobs(
+    place: &Place,
+    w: &FioWorkloadSection,
+    spec: &NvmeSpec,
+    earlier_jobs: u32,
+) -> Result<(u32, u32), BuildError> {
+    let numjobs = values::count(place, "numjobs", w.numjobs, 1..=4096, "1 to 4096")?;
+    let entries = spec.queue_depth - 1;
+    let iodepth = values::count(
+        place,
+        "iodepth",
+        w.iodepth,
+        1..=entries as i64,
+        format!(
+            "1 to {entries} (the drive's queue_depth {} less the one entry a queue keeps \
+             empty)",
+            spec.queue_depth
+        )
+        .as_str(),
+    )?;
+    // Jobs share queue pairs once every pair has one: a shared queue holds all their I/Os.
+    let jobs = earlier_jobs + numjobs;
+    let per_queue = jobs.div_ceil(spec.queues);
+    if per_queue as u64 * iodepth as u64 > entries as u64 {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "{jobs} fio jobs on {:?} share its {} queue pairs, {per_queue} on one queue \
+                 of {entries} usable entries: iodepth {iodepth} x {per_queue} does not fit; \
+                 lower iodepth or numjobs, or give the drive more queues or a deeper \
+                 queue_depth",
+                w.endpoint, spec.queues
+            ),
+        ));
+    }
+    Ok((numjobs, iodepth))
 }
 
 /// `bytes` as a size a person reads: "128 KiB", "1 GiB", "4096 B".
@@ -372,6 +393,6 @@ fn gpu_target(
         ));
     }
     // The drive reads the BAR for writes: those completions come back on their own path.
-    super::workload::check_path(place, fabric, source, t, true)?;
+    super::paths::check_path(place, fabric, source, t, true)?;
     Ok(t)
 }

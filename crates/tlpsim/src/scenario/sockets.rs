@@ -19,6 +19,7 @@ use super::nodes::NodeTable;
 use super::values;
 use crate::fabric::{NodeKind, SocketLinkSpec};
 use crate::host_memory_spec::RemoteSocketSpec;
+use crate::units;
 
 /// Payload bytes per second each way of the default socket link (4 UPI links at 16 GT/s);
 /// `default_bandwidth` writes it out.
@@ -33,10 +34,12 @@ pub struct SocketLinkSection {
     /// Payload bytes per second in each direction, e.g. "128GB/s" (default "128GB/s": an
     /// Intel Xeon Platinum 8480+'s 4 UPI links at 16 GT/s, 32 GB/s each per direction).
     #[schemars(default = "default_bandwidth")]
+    #[schemars(pattern(units::RATE_PATTERN))]
     pub bandwidth: Option<String>,
     /// One-way latency added to every TLP that crosses it, e.g. "53ns" (default "53ns", the
     /// host memory model's `remote_latency`).
     #[schemars(default = "default_latency")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub latency: Option<String>,
 }
 

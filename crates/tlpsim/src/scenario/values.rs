@@ -154,7 +154,7 @@ pub fn word_schema(words: &[&str]) -> Schema {
 #[serde(untagged)]
 pub enum LatencyValue {
     /// A fixed value such as "500ns".
-    Fixed(String),
+    Fixed(#[schemars(pattern(units::DURATION_PATTERN))] String),
     /// `{ distribution = "uniform", min = "400ns", max = "600ns" }` or
     /// `{ distribution = "exponential", min = "300ns", mean = "500ns" }`.
     Distribution(DistributionSection),
@@ -204,12 +204,15 @@ pub struct DistributionSection {
     /// "uniform" or "exponential".
     pub distribution: DistributionWord,
     /// Smallest value.
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub min: String,
     /// Largest value (uniform).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub max: Option<String>,
     /// Mean value (exponential).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub mean: Option<String>,
 }
 
@@ -219,7 +222,7 @@ pub struct DistributionSection {
 #[serde(untagged)]
 pub enum DurationSides {
     /// The same duration for both sides, such as "15ns".
-    Both(String),
+    Both(#[schemars(pattern(units::DURATION_PATTERN))] String),
     /// `{ read = "15ns", write = "17ns" }`.
     Each(DurationSidesSection),
 }
@@ -230,9 +233,11 @@ pub enum DurationSides {
 pub struct DurationSidesSection {
     /// Its DMA reads' value (the key's default when left out).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub read: Option<String>,
     /// Its DMA writes' value (the key's default when left out).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
     pub write: Option<String>,
 }
 
