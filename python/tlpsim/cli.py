@@ -40,6 +40,25 @@ _SET_KEYS = (
 
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
 
+
+class Engine(str, enum.Enum):
+    """``--engine``: which engine runs the scenario."""
+
+    des = "des"
+    fluid = "fluid"
+
+
+#: ``--engine``: sets ``[simulation] engine`` before the run (the file's own when left out).
+EngineOpt = Annotated[
+    Engine | None,
+    typer.Option(
+        "--engine",
+        help="des: TLP by TLP (the default); fluid: flow-level max-min sharing of closed-form capacities, "
+        "in microseconds, no latencies (default: the scenario's [simulation] engine).",
+        case_sensitive=False,
+    ),
+]
+
 #: ``--unit``: the throughput unit of `run`, `sweep` and `compare` tables (JSON and CSV keep
 #: their fields, each in the unit its name says).
 UnitOpt = Annotated[
@@ -301,11 +320,15 @@ def run_cmd(
             "(default: flows in Gb/s and GB/s, links in Gb/s).",
         ),
     ] = None,
+    engine: EngineOpt = None,
 ) -> None:
     """Simulate a scenario at the TLP level: throughput and latency per flow, per link direction."""
     if trace is not None:
         check_output(trace, "trace", inputs=[scenario], force=force)
-    loaded = load_scenario(scenario, values=_run_set_values(set_ or []))
+    values = _run_set_values(set_ or [])
+    if engine is not None:
+        values["simulation.engine"] = engine.value
+    loaded = load_scenario(scenario, values=values)
     result = _simulate(loaded, scenario.name, trace, trace_limit)
     if trace is not None:
         _say_trace_written(trace, trace_limit)
@@ -481,6 +504,7 @@ def sweep_cmd(
         bool, typer.Option("--resume", help="Run only the points --output lacks (after a stop, kill or failure).")
     ] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")] = False,
+    engine: EngineOpt = None,
     format: FormatOpt = Format.table,
     unit: UnitOpt = Unit.gbps,
 ) -> None:
@@ -490,6 +514,8 @@ def sweep_cmd(
     from tlpsim.sweep import sweep as run_sweep
 
     values = parse_set(set_)
+    if engine is not None:
+        values["simulation.engine"] = [engine.value]
     if output is not None:
         # The input first: --force (or --resume) must never turn the scenario into points.
         check_output(output, "sweep points", inputs=[scenario], force=True)
@@ -603,6 +629,7 @@ def matrix_cmd(
         Path | None, typer.Option("--output", "-o", help="Write the output here (default: stdout).")
     ] = None,
     force: ForceOpt = False,
+    engine: EngineOpt = None,
 ) -> None:
     """Copy-bandwidth matrices as nvbandwidth's copy-engine tests print them: rows are where
     the data come from, columns where they go, in GB/s (10^9 bytes/s), N/A on the diagonal,
@@ -617,6 +644,8 @@ def matrix_cmd(
     if output is not None:
         check_output(output, "output", inputs=[scenario], force=force)
     values = _run_set_values(set_ or [])
+    if engine is not None:
+        values["simulation.engine"] = engine.value
     matrices = _with_count_bar(
         f"matrix {scenario.name}", "cells",
         lambda step: copy_matrices(scenario, [test.value], values=values, jobs=jobs, progress=step),

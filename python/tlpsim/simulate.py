@@ -122,6 +122,9 @@ class RunResult(CoreRecord):
     #: One sentence per flow that completed fewer than 10 of its units (I/Os, copies,
     #: transfers) in the window, naming a duration that would give 10 or more.
     warnings: list[str] = field(default_factory=list)
+    #: The engine that produced it: ``"des"`` (TLP by TLP) or ``"fluid"`` (flow-level: no
+    #: latencies, each flow's ``unloaded_latency_ns`` instead); None for a record without it.
+    engine: str | None = None
     #: Top-level fields of the core's result this version does not name, kept as they came.
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -141,6 +144,7 @@ class RunResult(CoreRecord):
             "starved": [dict(s) for s in self.starved],
             "warnings": list(self.warnings),
             "audit": dict(self.audit),
+            **({} if self.engine is None else {"engine": self.engine}),
             **self.extra,
         }
 

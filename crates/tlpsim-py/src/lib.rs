@@ -83,6 +83,15 @@ impl Scenario {
         self.system.topology_json().to_string()
     }
 
+    /// The engine its `[simulation]` asks for: "des" or "fluid".
+    #[getter]
+    fn engine(&self) -> &'static str {
+        match self.system.engine {
+            tlpsim::fabric::Engine::Des => "des",
+            tlpsim::fabric::Engine::Fluid => "fluid",
+        }
+    }
+
     /// Simulated seconds (duration, warmup included).
     #[getter]
     fn duration_s(&self) -> f64 {
@@ -137,7 +146,8 @@ fn load_scenario(py: Python<'_>, text: &str, origin: &str) -> PyResult<Scenario>
     })
 }
 
-/// Runs a scenario (the GIL is released) and returns the result as JSON text, with the
+/// Runs a scenario (the GIL is released) with the engine its `[simulation]` names (the
+/// fluid engine has no trace and no progress) and returns the result as JSON text, with the
 /// Chrome trace JSON of its first `trace_limit` packets when that is given without
 /// `trace_path`. With `trace_path`, the trace is streamed to that file as the run goes
 /// (memory stays flat) and None comes back in its place; an error writing it raises
@@ -157,6 +167,18 @@ fn run_scenario(
     trace_path: Option<std::path::PathBuf>,
 ) -> PyResult<(String, Option<String>)> {
     let system = &scenario.system;
+    if system.engine == tlpsim::fabric::Engine::Fluid {
+        if trace_limit.is_some() || trace_path.is_some() {
+            return Err(ConfigError::new_err(
+                "a trace records the packets on the wires and the fluid engine has none: run \
+                 with --engine des",
+            ));
+        }
+        return py
+            .detach(|| tlpsim::fluid::run(system))
+            .map(|r| (r.to_json(), None))
+            .map_err(|e| SimulationError::new_err(e.to_string()));
+    }
     let trace_file = match &trace_path {
         Some(path) => Some(std::fs::File::create(path)?),
         None => None,
@@ -182,12 +204,19 @@ fn run_scenario(
             (limit, Some(file)) => {
                 let limit = limit.unwrap_or(tlpsim::sim::trace::DEFAULT_LIMIT);
                 tlpsim::sim::run_traced_to(system, limit, Box::new(file), &mut report)
-                    .map(|(r, written)| (r.to_json(), None, written.err()))
+                    .map(|(r, written)| (tlpsim::fluid::des_json(&r), None, written.err()))
             }
-            (Some(limit), None) => tlpsim::sim::run_traced(system, limit, &mut report)
-                .map(|(r, t)| (r.to_json(), Some(t.to_chrome_json(system)), None)),
+            (Some(limit), None) => {
+                tlpsim::sim::run_traced(system, limit, &mut report).map(|(r, t)| {
+                    (
+                        tlpsim::fluid::des_json(&r),
+                        Some(t.to_chrome_json(system)),
+                        None,
+                    )
+                })
+            }
             (None, None) => tlpsim::sim::run_with_progress(system, &mut report)
-                .map(|r| (r.to_json(), None, None)),
+                .map(|r| (tlpsim::fluid::des_json(&r), None, None)),
         }
     });
     match (result, stopped) {
@@ -196,6 +225,16 @@ fn run_scenario(
         (Ok((json, chrome, None)), None) => Ok((json, chrome)),
         (Err(e), None) => Err(SimulationError::new_err(e.to_string())),
     }
+}
+
+/// Solves a scenario with the flow-level engine (the GIL is released) and returns the result
+/// as JSON text (`"engine": "fluid"`); a scenario it cannot run raises SimulationError
+/// with one line naming why.
+#[pyfunction]
+fn run_fluid(py: Python<'_>, scenario: &Scenario) -> PyResult<String> {
+    py.detach(|| tlpsim::fluid::run(&scenario.system))
+        .map(|r| r.to_json())
+        .map_err(|e| SimulationError::new_err(e.to_string()))
 }
 
 /// The JSON Schema of the scenario format.
@@ -468,6 +507,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_scenario_value, m)?)?;
     m.add_function(wrap_pyfunction!(expand_includes, m)?)?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(run_fluid, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;
     m.add_function(wrap_pyfunction!(link_bandwidth, m)?)?;
     m.add_function(wrap_pyfunction!(message_bandwidth, m)?)?;

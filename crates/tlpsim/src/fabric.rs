@@ -873,9 +873,21 @@ pub struct PcieSettings {
     pub ecrc: bool,
 }
 
+/// Which engine runs a system: the TLP-level simulator or the flow-level model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// The discrete-event simulator (`sim`).
+    #[default]
+    Des,
+    /// The flow-level model (`fluid`).
+    Fluid,
+}
+
 /// A checked, runnable system.
 #[derive(Debug, Clone, PartialEq)]
 pub struct System {
+    /// The engine its `[simulation]` asks for.
+    pub engine: Engine,
     /// Simulated time to run, warmup included.
     pub duration: SimTime,
     /// Time before statistics start.

@@ -10,6 +10,7 @@ pub mod analytic;
 pub mod engine;
 pub mod error;
 pub mod fabric;
+pub mod fluid;
 pub mod host_memory_spec;
 pub mod netperf;
 pub mod np;

@@ -88,6 +88,10 @@ pub fn build(f: &ScenarioFile) -> Result<System, BuildError> {
         )));
     }
     Ok(System {
+        engine: match sim.engine {
+            super::file::EngineWord::Des => crate::fabric::Engine::Des,
+            super::file::EngineWord::Fluid => crate::fabric::Engine::Fluid,
+        },
         duration,
         warmup,
         seed: sim.seed,

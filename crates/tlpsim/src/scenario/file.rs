@@ -51,6 +51,21 @@ pub struct SimulationSection {
     /// RNG seed (default 1).
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// The engine that runs it: "des" (TLP by TLP, the default) or "fluid" (flow-level
+    /// max-min sharing of closed-form capacities; no latencies).
+    #[serde(default)]
+    pub engine: EngineWord,
+}
+
+/// `[simulation] engine`: which engine runs the scenario.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineWord {
+    /// The TLP-level discrete-event simulator.
+    #[default]
+    Des,
+    /// The flow-level model.
+    Fluid,
 }
 
 impl Default for SimulationSection {
@@ -59,6 +74,7 @@ impl Default for SimulationSection {
             duration: default_duration(),
             warmup: None,
             seed: default_seed(),
+            engine: EngineWord::Des,
         }
     }
 }

@@ -1,0 +1,1247 @@
+//! The flow-level engine (`--engine fluid`): throughputs from max-min fair sharing of
+//! closed-form capacities, with no events and no TLPs, in microseconds per scenario.
+//!
+//! A [`System`] becomes *streams* (a DMA workload's writes, its reads, an fio job set's
+//! I/Os), each a mix of TLPs per payload byte on the link directions its data, requests,
+//! completions, doorbells, queue entries and interrupts cross (the tree of links, ACS
+//! redirects, socket links between root complexes: [`path`]), and *resources* with a
+//! capacity in bytes (or commands) per second. Then:
+//!
+//! - **Link directions** carry wire bytes: each TLP's header, data and framing (flit-mode
+//!   packing, SKP and line encoding taken off the capacity, as [`crate::analytic`] does).
+//!   DLLPs are charged to a direction for the TLPs coming the other way: one Ack and one
+//!   UpdateFC per TLP, at most one of each per timer interval of the spec (none in flit
+//!   mode). That charge depends on the rates, so the solve repeats until it settles
+//!   (a fixed point; four rounds).
+//! - **Node resources**, named as the simulator names them: a root complex's memory,
+//!   posted-write sink, read and data paths, peer-to-peer forwarding (payload of TLPs that
+//!   pass between two root ports, neither end a root complex) and host bridge; a switch's
+//!   shared bus (TLP bytes without framing); a memory endpoint's or GPU BAR's write rate; an
+//!   NVMe drive's media (read, write) and command processor (one command per I/O); each
+//!   direction of a socket link (payload).
+//! - **Sharing**: weighted max-min fairness by progressive filling ([`solve`]). A stream's
+//!   weight is its payload bytes per TLP on the link direction where it sends the most TLPs
+//!   per byte (its data's): the simulator's egress arbiters serve one TLP per input in turn,
+//!   so flows through one full link get equal TLP rates, not equal byte rates, when their
+//!   TLPs differ in size (an NVMe drive's 4 KiB I/Os carry three small TLPs of queue traffic
+//!   per 16 data TLPs).
+//! - **Own limits** of a stream (the least of them): a workload's `rate` (per stream, per
+//!   fio job); a read stream's window, requests in flight (tags, transfers in flight, a copy
+//!   engine's reads) × bytes per request over the unloaded round trip of one request
+//!   (Little's law); an fio workload's I/Os in flight × `bs` over the unloaded latency of
+//!   one I/O; a posted-write stream's posted credits at each hop over that hop's credit round
+//!   trip (the TLP's time on the wire, the receiver holding it, the UpdateFC timer, the
+//!   DLLP back). Queueing is modelled only where a resource is full: below saturation the
+//!   round trip is the unloaded one, and a window larger than the fair share only fills a
+//!   queue at the full resource, which the solve's fixed point (rate = window / (unloaded
+//!   round trip + queueing)) gives exactly.
+//!
+//! Latencies are not modelled: every latency summary is null and each flow carries
+//! `unloaded_latency_ns`, the first-byte latency of one request alone on the fabric (of
+//! one I/O, for fio). What it cannot run is refused with one line naming why ([`Refused`]):
+//! Ethernet bridging with a CPU, storage HBAs' I/O mixes, bit errors, host memory models
+//! (LLC, IOMMU), shared outbound queues, DMA engine costs, descriptors and status writes,
+//! mixed read-write streams, scratchpad and NIC register targets.
+
+mod path;
+mod solve;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Instant;
+
+use crate::engine::SimTime;
+use crate::fabric::{
+    AckPolicy, CompletionRule, Core, Forwarding, NodeId, NodeKind, System, TargetKind, WorkloadSpec,
+};
+use crate::pcie::dll::{spec_dllp_fraction, update_fc_latency_symbols, DLLP_BYTES};
+use crate::pcie::tlp::{self, TlpKind};
+use crate::pcie::wire::symbol_ticks;
+use crate::pcie::{flit, phy};
+use crate::sim::bottleneck::{Bottleneck, ResourceResult};
+use crate::sim::result::{
+    Audit, FioResult, FlowResult, LatencySummary, LinkResult, RunResult, SocketLinkResult,
+};
+pub use path::{Hop, Path, Tree};
+pub use solve::{solve, Bound, Demand};
+
+/// A system the fluid engine cannot run, with the reason in one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused(pub String);
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the fluid engine cannot run this scenario: {}; run it with --engine des",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// A fluid run: the simulator's result record and each flow's unloaded latency.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FluidRun {
+    /// Flows, links, resources and verdicts, as the simulator reports them.
+    pub result: RunResult,
+    /// Per flow: the first-byte latency of one request (one I/O for fio) on an idle
+    /// fabric, in ns.
+    pub unloaded_latency_ns: Vec<Option<f64>>,
+}
+
+impl FluidRun {
+    /// The result as JSON: the simulator's fields, `"engine": "fluid"` and each flow's
+    /// `unloaded_latency_ns`.
+    pub fn to_json(&self) -> String {
+        let mut v = serde_json::to_value(&self.result).unwrap_or_default();
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("engine".into(), "fluid".into());
+            if let Some(flows) = obj.get_mut("flows").and_then(|f| f.as_array_mut()) {
+                for (f, l) in flows.iter_mut().zip(&self.unloaded_latency_ns) {
+                    if let Some(o) = f.as_object_mut() {
+                        o.insert("unloaded_latency_ns".into(), (*l).into());
+                    }
+                }
+            }
+        }
+        v.to_string()
+    }
+}
+
+/// A simulator's result as JSON with `"engine": "des"`.
+pub fn des_json(result: &RunResult) -> String {
+    let mut v = serde_json::to_value(result).unwrap_or_default();
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("engine".into(), "des".into());
+    }
+    v.to_string()
+}
+
+/// Solves `sys` with the fluid engine.
+pub fn run(sys: &System) -> Result<FluidRun, Refused> {
+    let start = Instant::now();
+    refuse(sys)?;
+    let mut m = Model::new(sys);
+    for (i, w) in sys.workloads.iter().enumerate() {
+        m.workload(i, w)?;
+    }
+    let mut out = m.solve();
+    out.result.wall_s = start.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// What the fluid engine refuses, before any work.
+fn refuse(sys: &System) -> Result<(), Refused> {
+    let no = |why: String| Err(Refused(why));
+    if sys.cpu.is_some() || sys.workloads.iter().any(|w| w.bridge.is_some()) {
+        return no(
+            "Ethernet bridging by a host CPU is a loop of interrupts and register \
+                   accesses, not a flow"
+                .into(),
+        );
+    }
+    if let Some(l) = sys.links.iter().find(|l| l.ber > 0.0) {
+        return no(format!(
+            "link {} has a bit error rate (replays are not modelled)",
+            l.name
+        ));
+    }
+    for n in &sys.nodes {
+        match &n.kind {
+            NodeKind::RootComplex {
+                host_memory: Some(_),
+                ..
+            } => return no(format!("{} has a host memory model (LLC, IOMMU)", n.name)),
+            NodeKind::RootComplex {
+                shared_outbound: Some(_),
+                ..
+            } => {
+                return no(format!(
+                    "{} has a shared outbound queue (head-of-line order)",
+                    n.name
+                ))
+            }
+            _ => {}
+        }
+        if let Some(d) = n.kind.dma_device() {
+            let simple = |e: &crate::fabric::DmaEngines| {
+                e.request_cost == SimTime::ZERO
+                    && e.transfer_cost == SimTime::ZERO
+                    && e.latency == SimTime::ZERO
+                    && e.latency_per_kib == SimTime::ZERO
+                    && e.transfer_cost_per_kib == SimTime::ZERO
+                    && e.partial_unit_cost == SimTime::ZERO
+            };
+            if !simple(&d.read) || !simple(&d.write) || d.descriptor > 0 || d.status_writeback > 0 {
+                return no(format!(
+                    "{}'s DMA engines have costs, latencies, descriptors or status writes",
+                    n.name
+                ));
+            }
+        }
+    }
+    for w in &sys.workloads {
+        if w.storage.is_some() {
+            return no(format!(
+                "{} is a storage HBA's I/O mix (media turnaround, seeks)",
+                w.name
+            ));
+        }
+        if w.direction.mixed() {
+            return no(format!("{} mixes reads and writes in one stream", w.name));
+        }
+        match sys.nodes[w.target].kind.as_target() {
+            TargetKind::Scratchpad | TargetKind::NicRegisters => {
+                return no(format!("{} targets registers, not memory", w.name))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A resource of the solve.
+struct Res {
+    /// Verdict kind ("link", "memory", ...).
+    kind: &'static str,
+    /// Its name as the simulator writes it ("rc-sw down" for a link direction).
+    name: String,
+    /// Units (bytes, commands) per second.
+    cap: f64,
+}
+
+/// Per payload byte of a stream: what it uses of each resource, and the TLPs and payload it
+/// puts on each link direction.
+#[derive(Default, Clone)]
+struct Mix {
+    uses: BTreeMap<usize, f64>,
+    tlps: BTreeMap<usize, f64>,
+    payload: BTreeMap<usize, f64>,
+}
+
+impl Mix {
+    /// Divides everything by `bytes` (the unit's data bytes).
+    fn per(mut self, bytes: f64) -> Self {
+        for m in [&mut self.uses, &mut self.tlps, &mut self.payload] {
+            for v in m.values_mut() {
+                *v /= bytes;
+            }
+        }
+        self
+    }
+}
+
+/// A limit of a stream's own.
+#[derive(Clone)]
+struct Limit {
+    rate: f64,
+    kind: &'static str,
+    resource: String,
+    detail: String,
+}
+
+/// One stream: a flow's writes, its reads, or its I/Os.
+struct Stream {
+    flow: usize,
+    mix: Mix,
+    weight: f64,
+    limits: Vec<Limit>,
+    /// Data TLPs (or read requests) per payload byte, for `requests`.
+    requests_per_byte: f64,
+    /// Doorbells per payload byte (interrupts at the target).
+    interrupts_per_byte: f64,
+}
+
+/// The system being turned into streams and resources.
+struct Model<'a> {
+    sys: &'a System,
+    tree: Tree<'a>,
+    res: Vec<Res>,
+    by_name: BTreeMap<String, usize>,
+    streams: Vec<Stream>,
+    unloaded: Vec<Option<f64>>,
+}
+
+/// Seconds of a simulated time.
+fn secs(t: SimTime) -> f64 {
+    t.as_secs_f64()
+}
+
+impl<'a> Model<'a> {
+    fn new(sys: &'a System) -> Self {
+        let mut m = Model {
+            sys,
+            tree: Tree::new(sys),
+            res: Vec::new(),
+            by_name: BTreeMap::new(),
+            streams: Vec::new(),
+            unloaded: vec![None; sys.workloads.len()],
+        };
+        for (c, dir) in
+            (0..sys.links.len() * 2).map(|c| (c, if c % 2 == 0 { "down" } else { "up" }))
+        {
+            let l = &sys.links[c / 2];
+            m.add_res("link", format!("{} {dir}", l.name), m.tlp_cap(c));
+        }
+        for (n, node) in sys.nodes.iter().enumerate() {
+            let name = &node.name;
+            match &node.kind {
+                NodeKind::RootComplex {
+                    memory_bandwidth,
+                    posted_write_rate,
+                    read_bandwidth,
+                    data_path_bandwidth,
+                    p2p,
+                    ..
+                } => {
+                    let mut add = |kind, what: String, rate: &Option<f64>| {
+                        if let Some(r) = rate {
+                            m.add_res(kind, what, *r);
+                        }
+                    };
+                    add(
+                        "write_sink",
+                        format!("{name} posted-write sink"),
+                        posted_write_rate,
+                    );
+                    add("memory", format!("{name} memory"), memory_bandwidth);
+                    add(
+                        "read_path",
+                        format!("{name} read data path"),
+                        read_bandwidth,
+                    );
+                    add(
+                        "data_path",
+                        format!("{name} data path (reads and writes)"),
+                        data_path_bandwidth,
+                    );
+                    let p2p_rate = p2p.and_then(|p| p.bandwidth);
+                    add("p2p", format!("{name} peer-to-peer forwarding"), &p2p_rate);
+                }
+                NodeKind::Switch {
+                    core: Core::SharedBus(rate),
+                    ..
+                } => m.add_res("switch_bus", format!("{name} shared bus"), *rate),
+                NodeKind::Memory {
+                    write_rate: Some(r),
+                    ..
+                }
+                | NodeKind::Gpu {
+                    write_rate: Some(r),
+                    ..
+                } => m.add_res("memory", format!("{name} memory (write)"), *r),
+                NodeKind::Nvme { spec, .. } => {
+                    if let Some(r) = spec.command_rate {
+                        m.add_res("command_rate", format!("{name} command processor"), r);
+                    }
+                    if let Some(r) = spec.read_bandwidth {
+                        m.add_res("media", format!("{name} media (read)"), r);
+                    }
+                    if let Some(r) = spec.write_bandwidth {
+                        m.add_res("media", format!("{name} media (write)"), r);
+                    }
+                }
+                _ => {}
+            }
+            let _ = n;
+        }
+        for s in &sys.socket_links {
+            for (a, b) in [(s.a, s.b), (s.b, s.a)] {
+                let name = format!("{}->{} socket link", sys.nodes[a].name, sys.nodes[b].name);
+                m.add_res("socket_link", name, s.bandwidth);
+            }
+        }
+        for b in &sys.host_bridges {
+            m.add_res(
+                "host_bridge",
+                format!("{} host bridge", b.name),
+                b.bandwidth,
+            );
+        }
+        m
+    }
+
+    fn add_res(&mut self, kind: &'static str, name: String, cap: f64) {
+        self.by_name.insert(name.clone(), self.res.len());
+        self.res.push(Res { kind, name, cap });
+    }
+
+    /// Bytes per second link direction `c` gives TLPs (encoding, SKP, flit packing off).
+    fn tlp_cap(&self, c: usize) -> f64 {
+        let l = &self.sys.links[c / 2];
+        let skp = if l.skp {
+            l.gen.encoding().skp_fraction()
+        } else {
+            0.0
+        };
+        let packing = if l.flit { flit::tlp_fraction() } else { 1.0 };
+        phy::encoded_gbps(l.gen, l.width) * 1e9 / 8.0 * (1.0 - skp) * packing
+    }
+
+    /// Wire bytes of a TLP on channel `c`.
+    fn wire(&self, c: usize, kind: TlpKind, payload: u32) -> f64 {
+        let p = &self.sys.pcie;
+        let framing = if self.sys.links[c / 2].flit { 0 } else { 8 };
+        (tlp::tlp_bytes(kind, p.addressing, payload, p.ecrc) + framing) as f64
+    }
+
+    /// Seconds channel `c` takes to carry `bytes`.
+    fn ser(&self, c: usize, bytes: f64) -> f64 {
+        bytes / self.tlp_cap(c)
+    }
+
+    /// The resource called `name`, if the system has it.
+    fn named(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    fn path(&self, a: NodeId, b: NodeId, w: &WorkloadSpec) -> Result<Path, Refused> {
+        self.tree.path(a, b).ok_or_else(|| {
+            Refused(format!(
+                "{}: no way from {} to {}",
+                w.name, self.sys.nodes[a].name, self.sys.nodes[b].name
+            ))
+        })
+    }
+
+    fn is_root(&self, n: NodeId) -> bool {
+        matches!(self.sys.nodes[n].kind, NodeKind::RootComplex { .. })
+    }
+
+    /// Adds `count` TLPs of `kind` with `payload` bytes along `p` to `mix`.
+    fn add_tlp(&self, mix: &mut Mix, p: &Path, kind: TlpKind, payload: u32, count: f64) {
+        let ends = (p.nodes[0], *p.nodes.last().unwrap_or(&p.nodes[0]));
+        let peer = !self.is_root(ends.0) && !self.is_root(ends.1);
+        for (i, hop) in p.hops.iter().enumerate() {
+            match *hop {
+                Hop::Chan(c) => {
+                    *mix.uses.entry(c).or_default() += self.wire(c, kind, payload) * count;
+                    *mix.tlps.entry(c).or_default() += count;
+                    *mix.payload.entry(c).or_default() += payload as f64 * count;
+                }
+                Hop::Socket { from, to, .. } => {
+                    let s = &self.sys.nodes;
+                    let name = format!("{}->{} socket link", s[from].name, s[to].name);
+                    if let Some(r) = self.named(&name) {
+                        *mix.uses.entry(r).or_default() += payload as f64 * count;
+                    }
+                }
+            }
+            // The node this hop reaches, if it passes the TLP on.
+            let n = p.nodes[i + 1];
+            if i + 1 == p.hops.len() {
+                continue;
+            }
+            let name = &self.sys.nodes[n].name;
+            match &self.sys.nodes[n].kind {
+                NodeKind::Switch {
+                    core: Core::SharedBus(_),
+                    ..
+                } => {
+                    let pc = &self.sys.pcie;
+                    let bytes = tlp::tlp_bytes(kind, pc.addressing, payload, pc.ecrc) as f64;
+                    if let Some(r) = self.named(&format!("{name} shared bus")) {
+                        *mix.uses.entry(r).or_default() += bytes * count;
+                    }
+                }
+                NodeKind::RootComplex { .. } if peer => {
+                    if let Some(r) = self.named(&format!("{name} peer-to-peer forwarding")) {
+                        *mix.uses.entry(r).or_default() += payload as f64 * count;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Charges `bytes` of data written into (or read from) node `n`'s memory to its
+    /// resources.
+    fn charge_target(&self, mix: &mut Mix, n: NodeId, bytes: f64, write: bool) {
+        let name = &self.sys.nodes[n].name;
+        let mut names = Vec::new();
+        match &self.sys.nodes[n].kind {
+            NodeKind::RootComplex { host_bridge, .. } => {
+                names.push(format!("{name} memory"));
+                names.push(format!("{name} data path (reads and writes)"));
+                names.push(if write {
+                    format!("{name} posted-write sink")
+                } else {
+                    format!("{name} read data path")
+                });
+                if let Some(b) = host_bridge {
+                    names.push(format!("{} host bridge", self.sys.host_bridges[*b].name));
+                }
+            }
+            NodeKind::Memory { .. } | NodeKind::Gpu { .. } if write => {
+                names.push(format!("{name} memory (write)"));
+            }
+            _ => {}
+        }
+        for r in names.iter().filter_map(|s| self.named(s)) {
+            *mix.uses.entry(r).or_default() += bytes;
+        }
+    }
+
+    /// Seconds a TLP of `kind` with `payload` bytes takes along `p` on an idle fabric, to
+    /// its last byte at the far end (cut-through switches pass it on after their latency,
+    /// store-and-forward ones and root complexes after its last byte).
+    fn one_way(&self, p: &Path, kind: TlpKind, payload: u32) -> f64 {
+        let mut t = 0.0;
+        let mut last_ser = 0.0;
+        for (i, hop) in p.hops.iter().enumerate() {
+            let sender = p.nodes[i];
+            let store = i == 0
+                || match &self.sys.nodes[sender].kind {
+                    NodeKind::Switch { forwarding, .. } => {
+                        *forwarding == Forwarding::StoreAndForward
+                    }
+                    NodeKind::Ntb { .. } => false,
+                    _ => true,
+                };
+            if i > 0 {
+                t += match &self.sys.nodes[sender].kind {
+                    NodeKind::Switch { latency, .. } => secs(*latency),
+                    NodeKind::Ntb { latency, .. } => secs(*latency),
+                    NodeKind::RootComplex { p2p, .. } => {
+                        let ends = (p.nodes[0], *p.nodes.last().unwrap_or(&sender));
+                        if !self.is_root(ends.0) && !self.is_root(ends.1) {
+                            p2p.map_or(0.0, |q| secs(q.latency))
+                        } else {
+                            0.0
+                        }
+                    }
+                    _ => 0.0,
+                };
+            }
+            match *hop {
+                Hop::Chan(c) => {
+                    let ser = self.ser(c, self.wire(c, kind, payload));
+                    let l = &self.sys.links[c / 2];
+                    // Cut-through: only the part of a faster upstream's TLP not yet in.
+                    t += if store {
+                        ser
+                    } else {
+                        (ser - last_ser).max(0.0)
+                    };
+                    t += secs(l.propagation);
+                    last_ser = ser;
+                }
+                Hop::Socket { link, .. } => {
+                    let s = &self.sys.socket_links[link];
+                    t += secs(s.latency) + payload as f64 / s.bandwidth;
+                    last_ser = 0.0;
+                }
+            }
+        }
+        t
+    }
+
+    /// The lowest TLP capacity of the links on `p`, bytes per second.
+    fn narrowest(&self, p: &Path) -> f64 {
+        p.hops
+            .iter()
+            .map(|h| match h {
+                Hop::Chan(c) => self.tlp_cap(*c),
+                Hop::Socket { link, .. } => self.sys.socket_links[*link].bandwidth,
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// Read latency of node `n`'s memory, with its host bridge both ways.
+    fn memory_latency(&self, n: NodeId) -> f64 {
+        match &self.sys.nodes[n].kind {
+            NodeKind::RootComplex {
+                read_latency,
+                host_bridge,
+                ..
+            } => {
+                secs(read_latency.mean())
+                    + host_bridge.map_or(0.0, |b| 2.0 * secs(self.sys.host_bridges[b].latency))
+            }
+            NodeKind::Memory { read_latency, .. } | NodeKind::Gpu { read_latency, .. } => {
+                secs(*read_latency)
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// Completion payload size node `n` answers reads with.
+    fn cpl_size(&self, n: NodeId) -> u32 {
+        let p = &self.sys.pcie;
+        match &self.sys.nodes[n].kind {
+            NodeKind::RootComplex {
+                completion: CompletionRule::Rcb,
+                ..
+            } => p.rcb.min(p.mps),
+            _ => p.mps,
+        }
+    }
+
+    /// Largest write TLP payload of `w`.
+    fn write_payload(&self, w: &WorkloadSpec) -> u32 {
+        w.tlp_payload.min(self.sys.pcie.mps).max(1)
+    }
+
+    /// Adds the TLPs of a read of `bytes` along `req` (requests) and `cpl` (completions),
+    /// requests at most MRRS and never across 4 KiB; returns the requests.
+    fn add_read(&self, mix: &mut Mix, req: &Path, cpl: &Path, bytes: u64, count: f64) -> f64 {
+        let (mrrs, cs) = (
+            self.sys.pcie.mrrs,
+            self.cpl_size(*req.nodes.last().unwrap_or(&0)),
+        );
+        let mut requests = 0.0;
+        for (chunk, n) in groups(bytes, tlp::REQUEST_BOUNDARY as u32) {
+            for (r, m) in groups(chunk as u64, mrrs) {
+                let k = count * n * m;
+                self.add_tlp(mix, req, TlpKind::MRd, 0, k);
+                requests += k;
+                for (c, j) in groups(r as u64, cs) {
+                    self.add_tlp(mix, cpl, TlpKind::CplD, c, k * j);
+                }
+            }
+        }
+        requests
+    }
+
+    /// Adds the posted writes of `bytes` along `p` in TLPs of at most `max`; returns them.
+    fn add_writes(&self, mix: &mut Mix, p: &Path, bytes: u64, max: u32, count: f64) -> f64 {
+        let mut n = 0.0;
+        for (chunk, k) in groups(bytes, tlp::REQUEST_BOUNDARY as u32) {
+            for (piece, j) in groups(chunk as u64, max) {
+                self.add_tlp(mix, p, TlpKind::MWr, piece, count * k * j);
+                n += count * k * j;
+            }
+        }
+        n
+    }
+
+    /// Seconds one read request of `bytes` holds its tag: out, at the memory, its
+    /// completions back (the last at the narrowest link's pace).
+    fn read_round_trip(&self, req: &Path, cpl: &Path, bytes: u32) -> (f64, f64) {
+        let target = *req.nodes.last().unwrap_or(&0);
+        let cs = self.cpl_size(target).min(bytes.max(1));
+        let first = self.one_way(req, TlpKind::MRd, 0)
+            + self.memory_latency(target)
+            + self.one_way(cpl, TlpKind::CplD, cs);
+        let c0 = match cpl.hops.first() {
+            Some(Hop::Chan(c)) => *c,
+            _ => 0,
+        };
+        let all = tlp::sum_over_split(bytes as u64, cs, |c| self.wire(c0, TlpKind::CplD, c));
+        let rest = (all - self.wire(c0, TlpKind::CplD, cs)).max(0.0) / self.narrowest(cpl);
+        (first, first + rest)
+    }
+
+    /// The rate cap of a workload's `rate`, for `streams` streams.
+    fn rate_limit(&self, w: &WorkloadSpec, streams: f64) -> Option<Limit> {
+        let rate = w.rate?;
+        let per = if streams > 1.0 {
+            format!(" per stream, {streams} streams")
+        } else {
+            String::new()
+        };
+        Some(Limit {
+            rate: rate * streams,
+            kind: "rate",
+            resource: format!("{} rate", w.name),
+            detail: format!("its rate of {:.3} GB/s{per} holds it back", rate / 1e9),
+        })
+    }
+
+    /// A writer's posted credits at each hop of `p` over that hop's credit round trip.
+    fn credit_limits(&self, p: &Path, max: u32) -> Vec<Limit> {
+        let mut out = Vec::new();
+        for (i, hop) in p.hops.iter().enumerate() {
+            let Hop::Chan(c) = *hop else { continue };
+            let (tx, rx) = (p.nodes[i], p.nodes[i + 1]);
+            let credits = self.sys.nodes[rx].credits.0;
+            let by_header = credits[0].map(|h| h as f64);
+            let by_data = credits[1].map(|d| (d as f64 / max.div_ceil(16) as f64).floor());
+            let (tlps, ty) = match (by_header, by_data) {
+                (None, None) => continue,
+                (Some(h), None) => (h, "PH"),
+                (None, Some(d)) => (d, "PD"),
+                (Some(h), Some(d)) => {
+                    if h <= d {
+                        (h, "PH")
+                    } else {
+                        (d, "PD")
+                    }
+                }
+            };
+            let l = &self.sys.links[c / 2];
+            let ser = self.ser(c, self.wire(c, TlpKind::MWr, max));
+            // The receiver holds the buffer until it passes the TLP on.
+            let hold = match (&self.sys.nodes[rx].kind, p.hops.get(i + 1)) {
+                (NodeKind::Switch { latency, .. }, Some(Hop::Chan(next))) => {
+                    secs(*latency) + self.ser(*next, self.wire(*next, TlpKind::MWr, max))
+                }
+                _ => 0.0,
+            };
+            let timer = match l.ack {
+                AckPolicy::Timer if !l.flit => {
+                    let sym = update_fc_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
+                    secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)))
+                }
+                _ => 0.0,
+            };
+            let back = self.ser(c ^ 1, DLLP_BYTES as f64);
+            let rtt = ser + 2.0 * secs(l.propagation) + hold + timer + back;
+            let window = tlps * max as f64;
+            let names = &self.sys.nodes;
+            out.push(Limit {
+                rate: window / rtt,
+                kind: "credits",
+                resource: format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
+                detail: format!(
+                    "{} advertises {tlps:.0} TLPs of {max} B of posted credits toward {}, and \
+                     their round trip is {:.0} ns: at most {:.3} GB/s",
+                    names[rx].name,
+                    names[tx].name,
+                    rtt * 1e9,
+                    window / rtt / 1e9
+                ),
+            });
+        }
+        out
+    }
+
+    /// Read tags of node `n`.
+    fn tags(&self, n: NodeId) -> u32 {
+        match &self.sys.nodes[n].kind {
+            NodeKind::RootComplex { read_tags, .. } => *read_tags,
+            NodeKind::Endpoint { tags, .. }
+            | NodeKind::Nvme { tags, .. }
+            | NodeKind::Gpu { tags, .. } => *tags,
+            _ => u32::MAX,
+        }
+    }
+
+    /// The streams of workload `i`.
+    fn workload(&mut self, i: usize, w: &WorkloadSpec) -> Result<(), Refused> {
+        if let Some(fio) = w.fio {
+            return self.fio(i, w, fio);
+        }
+        let (src, dst) = (w.source, w.target);
+        let t = w.transfer_size;
+        let streams = if w.direction == crate::fabric::DmaDirection::Both {
+            2.0
+        } else {
+            1.0
+        };
+        let _ = streams;
+        if w.direction.writes() {
+            let p = self.path(src, dst, w)?;
+            let max = self.write_payload(w);
+            let mut mix = Mix::default();
+            let writes = self.add_writes(&mut mix, &p, t, max, 1.0);
+            self.charge_target(&mut mix, dst, t as f64, true);
+            let mut interrupts = 0.0;
+            if let Some(db) = w.doorbell {
+                let per = 1.0 / db.every.max(1) as f64;
+                let to_bridge = self.path(src, db.ntb, w)?;
+                self.add_tlp(&mut mix, &to_bridge, TlpKind::MWr, 4, per);
+                let below = self
+                    .sys
+                    .links
+                    .iter()
+                    .find(|l| l.up == db.ntb && self.is_root(l.down));
+                if let Some(l) = below {
+                    let msi = self.path(db.ntb, l.down, w)?;
+                    self.add_tlp(&mut mix, &msi, TlpKind::MWr, 4, per);
+                }
+                interrupts = per;
+            }
+            let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
+            limits.extend(self.credit_limits(&p, max));
+            if self.unloaded[i].is_none() {
+                self.unloaded[i] = Some(self.one_way(&p, TlpKind::MWr, max) * 1e9);
+            }
+            self.push(i, mix, t as f64, limits, writes, interrupts);
+        }
+        if w.direction.reads() {
+            let (req, cpl) = (self.path(src, dst, w)?, self.path(dst, src, w)?);
+            let mut mix = Mix::default();
+            let requests = self.add_read(&mut mix, &req, &cpl, t, 1.0);
+            self.charge_target(&mut mix, dst, t as f64, false);
+            let per_request = (t as f64 / requests).min(self.sys.pcie.mrrs as f64);
+            let (first, rtt) = self.read_round_trip(&req, &cpl, per_request.ceil() as u32);
+            self.unloaded[i] = Some(first * 1e9);
+            let device = self.sys.nodes[src].kind.dma_device();
+            let transfers = w.outstanding.max(1) as f64;
+            let engines = device
+                .and_then(|d| d.read.engines)
+                .map_or(transfers, |e| (e as f64).min(transfers));
+            let mut in_flight = (transfers * requests).min(self.tags(src) as f64);
+            let mut why = format!(
+                "{} read transfers of {t} B (or {}'s {} tags)",
+                w.outstanding,
+                self.sys.nodes[src].name,
+                self.tags(src)
+            );
+            if let Some(rpe) = device.and_then(|d| d.read.reads_per_engine) {
+                if engines * rpe as f64 <= in_flight {
+                    in_flight = engines * rpe as f64;
+                    why = format!(
+                        "{engines} copy engine(s) of {} with {rpe} reads each",
+                        self.sys.nodes[src].name
+                    );
+                }
+            }
+            let window = in_flight * per_request;
+            let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
+            limits.push(Limit {
+                rate: window / rtt,
+                kind: "requests",
+                resource: format!("{} read requests", w.name),
+                detail: format!(
+                    "{why} keep {in_flight:.0} requests of {per_request:.0} B in flight over a \
+                     {:.0} ns round trip: throughput is bytes in flight over latency",
+                    rtt * 1e9
+                ),
+            });
+            self.push(i, mix, t as f64, limits, requests, 0.0);
+        }
+        Ok(())
+    }
+
+    /// The stream of an fio workload on an NVMe drive.
+    fn fio(
+        &mut self,
+        i: usize,
+        w: &WorkloadSpec,
+        fio: crate::fabric::FioSpec,
+    ) -> Result<(), Refused> {
+        let (d, t) = (w.source, w.target);
+        let NodeKind::Nvme { spec, .. } = &self.sys.nodes[d].kind else {
+            return Err(Refused(format!(
+                "{}: an fio workload runs on an NVMe drive",
+                w.name
+            )));
+        };
+        let spec = *spec;
+        let h = self.tree.top(d);
+        let (down, up) = (self.path(h, d, w)?, self.path(d, h, w)?);
+        let bs = fio.bs;
+        let mut mix = Mix::default();
+        // The host's doorbells, the entry (and PRP list) fetched, the completion entry and
+        // the MSI-X.
+        self.add_tlp(&mut mix, &down, TlpKind::MWr, 4, 2.0);
+        self.add_read(&mut mix, &up, &down, 64, 1.0);
+        self.charge_target(&mut mix, h, 64.0, false);
+        let prp = if bs.div_ceil(4096) <= 2 {
+            0
+        } else {
+            (bs.div_ceil(4096) - 1) * 8
+        };
+        if prp > 0 {
+            self.add_read(&mut mix, &up, &down, prp, 1.0);
+            self.charge_target(&mut mix, h, prp as f64, false);
+        }
+        self.add_tlp(&mut mix, &up, TlpKind::MWr, 16, 1.0);
+        self.add_tlp(&mut mix, &up, TlpKind::MWr, 4, 1.0);
+        self.charge_target(&mut mix, h, 16.0, true);
+        let name = &self.sys.nodes[d].name;
+        if let Some(r) = self.named(&format!("{name} command processor")) {
+            *mix.uses.entry(r).or_default() += 1.0;
+        }
+        let reads = fio.rw.reads();
+        let media = format!("{name} media ({})", if reads { "read" } else { "write" });
+        if let Some(r) = self.named(&media) {
+            *mix.uses.entry(r).or_default() += bs as f64;
+        }
+        let data = if reads {
+            self.path(d, t, w)?
+        } else {
+            self.path(t, d, w)?
+        };
+        let requests = if reads {
+            self.add_writes(&mut mix, &data, bs, self.write_payload(w), 1.0)
+        } else {
+            let req = self.path(d, t, w)?;
+            self.add_read(&mut mix, &req, &data, bs, 1.0)
+        };
+        self.charge_target(&mut mix, t, bs as f64, reads);
+        // One I/O alone: doorbell, entry fetch, command, media, data, entry, MSI-X.
+        let (_, sqe) = self.read_round_trip(&up, &down, 64);
+        let prp_rtt = if prp > 0 {
+            self.read_round_trip(&up, &down, prp as u32).1
+        } else {
+            0.0
+        };
+        let command = spec.command_rate.map_or(0.0, |r| 1.0 / r);
+        let media_time = if reads {
+            secs(spec.read_latency) + spec.read_bandwidth.map_or(0.0, |b| bs as f64 / b)
+        } else {
+            secs(spec.write_latency) + spec.write_bandwidth.map_or(0.0, |b| bs as f64 / b)
+        };
+        let move_data = if reads {
+            self.one_way(&data, TlpKind::MWr, self.write_payload(w))
+        } else {
+            let req = self.path(d, t, w)?;
+            self.read_round_trip(&req, &data, self.sys.pcie.mrrs).1
+                + bs as f64 / self.narrowest(&data)
+        };
+        let latency = self.one_way(&down, TlpKind::MWr, 4)
+            + sqe
+            + prp_rtt
+            + command
+            + media_time
+            + move_data
+            + self.one_way(&up, TlpKind::MWr, 16)
+            + self.one_way(&up, TlpKind::MWr, 4);
+        self.unloaded[i] = Some(latency * 1e9);
+        let ios = (fio.iodepth * fio.numjobs) as f64;
+        let mut limits: Vec<Limit> = self.rate_limit(w, fio.numjobs as f64).into_iter().collect();
+        limits.push(Limit {
+            rate: ios * bs as f64 / latency,
+            kind: "iodepth",
+            resource: format!("{ios} I/O{} in flight", if ios == 1.0 { "" } else { "s" }),
+            detail: format!(
+                "fio keeps all {} x {} I/Os of {bs} B in flight: throughput is the I/Os in \
+                 flight over the per-I/O latency (unloaded {:.1} us)",
+                fio.iodepth,
+                fio.numjobs,
+                latency * 1e6
+            ),
+        });
+        self.push(i, mix, bs as f64, limits, requests, 0.0);
+        Ok(())
+    }
+
+    /// Adds a stream of flow `flow` whose unit moves `bytes` of data.
+    fn push(
+        &mut self,
+        flow: usize,
+        mix: Mix,
+        bytes: f64,
+        limits: Vec<Limit>,
+        requests: f64,
+        interrupts: f64,
+    ) {
+        let mix = mix.per(bytes);
+        let densest = mix.tlps.values().copied().fold(0.0, f64::max);
+        let weight = if densest > 0.0 { 1.0 / densest } else { 1.0 };
+        self.streams.push(Stream {
+            flow,
+            mix,
+            weight,
+            limits,
+            requests_per_byte: requests / bytes,
+            interrupts_per_byte: interrupts / bytes,
+        });
+    }
+
+    /// DLLP bytes per second channel `c` carries for `tlps_back` TLPs per second coming
+    /// the other way.
+    fn dllp_load(&self, c: usize, tlps_back: f64) -> f64 {
+        let l = &self.sys.links[c / 2];
+        if l.flit || tlps_back <= 0.0 {
+            return 0.0;
+        }
+        let per_tlp = 2.0 * DLLP_BYTES as f64 * tlps_back;
+        match l.ack {
+            AckPolicy::Immediate => per_tlp,
+            AckPolicy::Timer => {
+                let timer =
+                    self.tlp_cap(c) * spec_dllp_fraction(l.gen, l.width, self.sys.pcie.mps, 2);
+                per_tlp.min(timer)
+            }
+        }
+    }
+
+    /// Solves the model and builds the result.
+    fn solve(self) -> FluidRun {
+        let chans = self.sys.links.len() * 2;
+        let base: Vec<f64> = self.res.iter().map(|r| r.cap).collect();
+        let demands: Vec<Demand> = self
+            .streams
+            .iter()
+            .map(|s| Demand {
+                uses: s
+                    .mix
+                    .uses
+                    .iter()
+                    .map(|(&r, &a)| {
+                        // Payload bytes per TLP on a link direction; the densest elsewhere.
+                        let w = match s.mix.tlps.get(&r) {
+                            Some(&t) if r < chans && t > 0.0 => 1.0 / t,
+                            _ => s.weight,
+                        };
+                        (r, a, w)
+                    })
+                    .collect(),
+                limit: s
+                    .limits
+                    .iter()
+                    .map(|l| l.rate)
+                    .fold(f64::INFINITY, f64::min),
+            })
+            .collect();
+        let mut cap = base.clone();
+        let mut dllp = vec![0.0; chans];
+        let (mut rates, mut bounds) = solve(&cap, &demands);
+        for _ in 0..4 {
+            let mut tlps = vec![0.0; chans];
+            for (s, &r) in self.streams.iter().zip(&rates) {
+                for (&c, &n) in &s.mix.tlps {
+                    tlps[c] += n * r;
+                }
+            }
+            for c in 0..chans {
+                dllp[c] = self.dllp_load(c, tlps[c ^ 1]);
+                cap[c] = (base[c] - dllp[c]).max(0.0);
+            }
+            (rates, bounds) = solve(&cap, &demands);
+        }
+        self.report(rates, bounds, &cap, &dllp)
+    }
+
+    /// The result record of a solve.
+    fn report(self, rates: Vec<f64>, bounds: Vec<Bound>, cap: &[f64], dllp: &[f64]) -> FluidRun {
+        let sys = self.sys;
+        let window = secs(sys.duration.saturating_sub(sys.warmup));
+        let chans = sys.links.len() * 2;
+        let mut used = vec![0.0; self.res.len()];
+        let mut tlps = vec![0.0; chans];
+        let mut payload = vec![0.0; chans];
+        for (s, &r) in self.streams.iter().zip(&rates) {
+            let r = if r.is_finite() { r } else { 0.0 };
+            for (&k, &a) in &s.mix.uses {
+                used[k] += a * r;
+            }
+            for (&c, &n) in &s.mix.tlps {
+                tlps[c] += n * r;
+            }
+            for (&c, &p) in &s.mix.payload {
+                payload[c] += p * r;
+            }
+        }
+        let busy = |k: usize| {
+            if k < chans {
+                let l = &sys.links[k / 2];
+                let skp = if l.skp {
+                    l.gen.encoding().skp_fraction()
+                } else {
+                    0.0
+                };
+                let base = cap[k] + dllp[k];
+                (skp + (1.0 - skp) * (used[k] + dllp[k]) / base).min(1.0)
+            } else {
+                (used[k] / self.res[k].cap).min(1.0)
+            }
+        };
+        let links: Vec<LinkResult> = (0..chans)
+            .map(|c| LinkResult {
+                name: sys.links[c / 2].name.clone(),
+                direction: if c % 2 == 0 { "down" } else { "up" },
+                utilization: busy(c),
+                payload_gbps: payload[c] * 8.0 / 1e9,
+                tlps: (tlps[c] * window).round() as u64,
+                dllps: (dllp[c] / DLLP_BYTES as f64 * window).round() as u64,
+                replays: 0,
+                retrains: 0,
+                credit_stall_fraction: 0.0,
+                bad_tlps: 0,
+                bad_dllps: 0,
+                nullified: 0,
+                queue_mean_tlps: 0.0,
+                queue_max_tlps: 0,
+            })
+            .collect();
+        let verdict = |s: &Stream, b: Bound, rate: f64| -> Bottleneck {
+            match b {
+                Bound::Resource(k) if k < chans => {
+                    let l = &sys.links[k / 2];
+                    let (tx, rx) = if k % 2 == 0 {
+                        (l.up, l.down)
+                    } else {
+                        (l.down, l.up)
+                    };
+                    Bottleneck {
+                        kind: "link",
+                        resource: self.res[k].name.clone(),
+                        busy: busy(k),
+                        detail: format!(
+                            "the wire {} -> {} is full ({:.3} Gb/s of TLP payload)",
+                            sys.nodes[tx].name,
+                            sys.nodes[rx].name,
+                            payload[k] * 8.0 / 1e9
+                        ),
+                    }
+                }
+                Bound::Resource(k) => Bottleneck {
+                    kind: self.res[k].kind,
+                    resource: self.res[k].name.clone(),
+                    busy: busy(k),
+                    detail: format!(
+                        "{} is full at {:.3} {}",
+                        self.res[k].name,
+                        self.res[k].cap / 1e9,
+                        if self.res[k].kind == "command_rate" {
+                            "G commands/s"
+                        } else {
+                            "GB/s"
+                        }
+                    ),
+                },
+                Bound::Limit => {
+                    let l = s.limits.iter().fold(None::<&Limit>, |a, l| match a {
+                        Some(a) if a.rate <= l.rate => Some(a),
+                        _ => Some(l),
+                    });
+                    match l {
+                        Some(l) => Bottleneck {
+                            kind: l.kind,
+                            resource: l.resource.clone(),
+                            busy: 1.0,
+                            detail: l.detail.clone(),
+                        },
+                        None => offered(rate),
+                    }
+                }
+                Bound::Unbound => offered(rate),
+            }
+        };
+        let mut flows = Vec::new();
+        let mut fio = Vec::new();
+        for (i, w) in sys.workloads.iter().enumerate() {
+            let mine: Vec<usize> = (0..self.streams.len())
+                .filter(|&s| self.streams[s].flow == i)
+                .collect();
+            let rate: f64 = mine
+                .iter()
+                .map(|&s| rates[s])
+                .filter(|r| r.is_finite())
+                .sum();
+            let bytes = (rate * window).round() as u64;
+            let requests: f64 = mine
+                .iter()
+                .map(|&s| rates[s] * self.streams[s].requests_per_byte)
+                .sum();
+            let interrupts: f64 = mine
+                .iter()
+                .map(|&s| rates[s] * self.streams[s].interrupts_per_byte)
+                .sum();
+            // The stream that moves the most speaks for the flow.
+            let lead = mine.iter().copied().fold(None::<usize>, |a, s| match a {
+                Some(a) if rates[a] >= rates[s] => Some(a),
+                _ => Some(s),
+            });
+            let bottleneck = match lead {
+                Some(s) => verdict(&self.streams[s], bounds[s], rate),
+                None => offered(rate),
+            };
+            let unit = w.fio.map_or(w.transfer_size, |f| f.bs) as f64;
+            flows.push(FlowResult {
+                name: w.name.clone(),
+                bytes,
+                throughput_gbps: rate * 8.0 / 1e9,
+                throughput_gbytes_per_s: rate / 1e9,
+                latency_ns: LatencySummary::default(),
+                transfer_latency_ns: LatencySummary::default(),
+                requests: (requests * window).round() as u64,
+                transfers: (rate * window / unit).floor() as u64,
+                interrupts: (interrupts * window).round() as u64,
+                target: sys.nodes[w.target].name.clone(),
+                address: w.address.as_ref().map(|a| a.describe(&sys.nodes, w.target)),
+                bottleneck,
+                memcpy: w.memcpy.map(|c| c.word()),
+                memcpy_gbytes_per_s: w.memcpy.map(|_| rate / 1e9),
+                completion_timeouts: 0,
+                starved: false,
+                starved_on: None,
+            });
+            if let Some(f) = w.fio {
+                let iops = rate / f.bs as f64;
+                fio.push(FioResult {
+                    name: w.name.clone(),
+                    endpoint: sys.nodes[w.source].name.clone(),
+                    target: sys.nodes[w.target].name.clone(),
+                    rw: f.rw.word(),
+                    bs: f.bs,
+                    iodepth: f.iodepth,
+                    numjobs: f.numjobs,
+                    ios: (iops * window).floor() as u64,
+                    iops,
+                    bandwidth_mb_per_s: rate / 1e6,
+                    bandwidth_gb_per_s: rate / 1e9,
+                    latency_ns: LatencySummary::default(),
+                });
+            }
+        }
+        let mut socket_links = Vec::new();
+        for s in &sys.socket_links {
+            for (a, b) in [(s.a, s.b), (s.b, s.a)] {
+                let dir = format!("{}->{}", sys.nodes[a].name, sys.nodes[b].name);
+                let k = self.named(&format!("{dir} socket link"));
+                socket_links.push(SocketLinkResult {
+                    name: s.name.clone(),
+                    direction: dir,
+                    utilization: k.map_or(0.0, busy),
+                    payload_gbps: k.map_or(0.0, |k| used[k] * 8.0 / 1e9),
+                    bandwidth_gbytes_per_s: s.bandwidth / 1e9,
+                });
+            }
+        }
+        let resources = (chans..self.res.len())
+            .map(|k| ResourceResult {
+                name: self.res[k].name.clone(),
+                kind: self.res[k].kind,
+                busy: busy(k),
+            })
+            .collect();
+        let mut audit = Audit::default();
+        audit.conclude();
+        FluidRun {
+            result: RunResult {
+                simulated_s: window,
+                wall_s: 0.0,
+                events: 0,
+                tlp_hops: links.iter().map(|l| l.tlps).sum(),
+                flows,
+                links,
+                socket_links,
+                resources,
+                ethernet: Vec::new(),
+                fio,
+                starved: Vec::new(),
+                warnings: Vec::new(),
+                audit,
+            },
+            unloaded_latency_ns: self.unloaded,
+        }
+    }
+}
+
+/// The pieces `total` bytes are cut into at `chunk`, as (size, how many): the full ones,
+/// then the partial one.
+fn groups(total: u64, chunk: u32) -> Vec<(u32, f64)> {
+    let (full, rest) = (total / chunk as u64, (total % chunk as u64) as u32);
+    let mut out = Vec::with_capacity(2);
+    if full > 0 {
+        out.push((chunk, full as f64));
+    }
+    if rest > 0 {
+        out.push((rest, 1.0));
+    }
+    out
+}
+
+/// The verdict of a flow nothing holds back but its own offer.
+fn offered(rate: f64) -> Bottleneck {
+    Bottleneck {
+        kind: "offered_load",
+        resource: String::new(),
+        busy: 0.0,
+        detail: format!(
+            "nothing on its path is full and it has no limit of its own: {:.3} GB/s",
+            rate / 1e9
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,146 @@
+use super::*;
+use crate::scenario::load_str;
+
+fn system(text: &str) -> System {
+    load_str(text, "<test>").expect("scenario loads")
+}
+
+/// One endpoint under a root complex on a Gen3 x8 link, with `workloads` appended.
+fn one_link(workloads: &str) -> System {
+    system(&format!(
+        r#"
+[pcie]
+mps = 256
+mrrs = 512
+[[root_complex]]
+name = "rc"
+memory_read_latency = "500ns"
+[[endpoint]]
+name = "ep"
+kind = "dma"
+tags = 256
+[[endpoint]]
+name = "ep2"
+kind = "dma"
+[[switch]]
+name = "sw"
+[[link]]
+between = ["rc", "sw"]
+gen = 3
+width = 8
+[[link]]
+between = ["sw", "ep"]
+gen = 3
+width = 8
+[[link]]
+between = ["sw", "ep2"]
+gen = 3
+width = 8
+{workloads}
+"#
+    ))
+}
+
+const WRITE: &str = r#"
+[[workload]]
+name = "w"
+kind = "dma"
+endpoint = "ep"
+direction = "write"
+transfer_size = "4KiB"
+"#;
+
+#[test]
+fn a_lone_write_fills_its_link_by_the_closed_form() {
+    let r = run(&one_link(WRITE)).expect("runs").result;
+    // 8 GT/s x8, 128b/130b, SKP off the top; MWr of 256 B: 16 B header + 8 framing; a
+    // one-way write carries no DLLPs on its own direction.
+    let l = &one_link(WRITE).links[0];
+    let skp = l.gen.encoding().skp_fraction();
+    let cap = 8.0 * 8.0 * 128.0 / 130.0 * (1.0 - skp);
+    let expect = cap * 256.0 / (256.0 + 16.0 + 8.0);
+    let got = r.flows[0].throughput_gbps;
+    assert!((got - expect).abs() < 1e-6 * expect, "{got} vs {expect}");
+    assert_eq!(r.flows[0].bottleneck.kind, "link");
+    assert!(r.flows[0].latency_ns.p99.is_none());
+}
+
+#[test]
+fn two_writers_through_one_link_get_half_each() {
+    let two = format!(
+        "{WRITE}{}",
+        WRITE
+            .replace("\"w\"", "\"w2\"")
+            .replace("\"ep\"", "\"ep2\"")
+    );
+    let one = run(&one_link(WRITE)).expect("runs").result.flows[0].throughput_gbps;
+    let r = run(&one_link(&two)).expect("runs").result;
+    for f in &r.flows {
+        assert!(
+            (f.throughput_gbps - one / 2.0).abs() < 1e-6 * one,
+            "{}",
+            f.throughput_gbps
+        );
+        assert_eq!(f.bottleneck.resource, "rc-sw up");
+    }
+}
+
+#[test]
+fn a_rate_caps_a_flow_and_the_other_takes_the_rest() {
+    let capped = WRITE.replace("transfer_size", "rate = \"1GB/s\"\ntransfer_size");
+    let two = format!(
+        "{capped}{}",
+        WRITE
+            .replace("\"w\"", "\"w2\"")
+            .replace("\"ep\"", "\"ep2\"")
+    );
+    let one = run(&one_link(WRITE)).expect("runs").result.flows[0].throughput_gbps;
+    let r = run(&one_link(&two)).expect("runs").result;
+    assert!((r.flows[0].throughput_gbps - 8.0).abs() < 1e-9);
+    assert_eq!(r.flows[0].bottleneck.kind, "rate");
+    assert!((r.flows[1].throughput_gbps - (one - 8.0)).abs() < 1e-6 * one);
+}
+
+#[test]
+fn a_tag_limited_read_runs_at_bytes_in_flight_over_its_round_trip() {
+    let read = r#"
+[[workload]]
+name = "r"
+kind = "dma"
+endpoint = "ep"
+direction = "read"
+transfer_size = "512B"
+outstanding = 1
+"#;
+    let sys = one_link(read);
+    let out = run(&sys).expect("runs");
+    let f = &out.result.flows[0];
+    assert_eq!(f.bottleneck.kind, "requests");
+    // One 512 B request in flight: its round trip is the first byte's latency plus the
+    // rest of its completions (64 B each, the RCB) at the link's pace.
+    let m = Model::new(&sys);
+    let (ep, rc) = (sys.node("ep").unwrap(), sys.node("rc").unwrap());
+    let (req, cpl) = (m.tree.path(ep, rc).unwrap(), m.tree.path(rc, ep).unwrap());
+    let (first, rtt) = m.read_round_trip(&req, &cpl, 512);
+    assert!(rtt > 500e-9 && rtt > first);
+    let expect = 512.0 / rtt * 8.0 / 1e9;
+    assert!((f.throughput_gbps - expect).abs() < 1e-9 * expect);
+    assert_eq!(out.unloaded_latency_ns[0], Some(first * 1e9));
+}
+
+#[test]
+fn what_it_cannot_run_is_refused_in_one_line() {
+    let mut sys = one_link(WRITE);
+    sys.links[0].ber = 1e-12;
+    let e = run(&sys).unwrap_err().to_string();
+    assert!(e.contains("bit error rate") && e.contains("--engine des") && !e.contains('\n'));
+}
+
+#[test]
+fn the_json_names_the_engine_and_the_unloaded_latency() {
+    let out = run(&one_link(WRITE)).expect("runs");
+    let v: serde_json::Value = serde_json::from_str(&out.to_json()).unwrap();
+    assert_eq!(v["engine"], "fluid");
+    assert!(v["flows"][0]["unloaded_latency_ns"].as_f64().unwrap() > 0.0);
+    assert!(v["flows"][0]["latency_ns"]["p50"].is_null());
+}
