@@ -621,12 +621,21 @@ impl Simulator<'_> {
                 ),
             });
         }
+        out.push(self.replay_candidate(c, tx, rx, window));
+        out
+    }
+
+    /// The stall candidate of channel `c`'s replay buffer from `tx` to `rx` over a window of
+    /// `window` ticks, or of its sequence number window where the buffer holds all of it.
+    fn replay_candidate(&self, c: usize, tx: &str, rx: &str, window: f64) -> Candidate {
+        let ch = &self.chans[c];
+        let (now, then) = (ch.counters, self.snapshot[c]);
         let replay = ((now.replay_stall_ticks - then.replay_stall_ticks) as f64 / window).min(1.0);
         // A replay buffer that holds the whole sequence number window of the largest TLPs
         // never fills first: the window (2,047 TLPs unacknowledged) is what waits.
         let largest = self.sys.pcie.mps as u64 + 32;
         let window_bound = ch.tx_dll.capacity as u64 >= MAX_UNACKED as u64 * largest;
-        out.push(if window_bound {
+        if window_bound {
             Candidate {
                 limit: Limit::Stall,
                 kind: "sequence_window",
@@ -652,8 +661,7 @@ impl Simulator<'_> {
                     ch.tx_dll.capacity
                 ),
             }
-        });
-        out
+        }
     }
 }
 
