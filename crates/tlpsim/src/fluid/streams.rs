@@ -1,0 +1,361 @@
+//! A workload's streams: the TLPs per payload byte of its writes, its reads or its fio
+//! I/Os on each resource, and the limits of its own (its rate, a read window over the
+//! unloaded round trip, posted credits at each hop, an fio job set's I/Os in flight).
+
+use super::{secs, Hop, Limit, Mix, Model, Path, Refused, Stream};
+use crate::engine::SimTime;
+use crate::fabric::{AckPolicy, DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadSpec};
+use crate::pcie::dll::{update_fc_latency_symbols, DLLP_BYTES};
+use crate::pcie::tlp::TlpKind;
+use crate::pcie::wire::symbol_ticks;
+
+/// The ways the TLPs of an fio workload's I/Os take.
+struct FioWays {
+    /// The drive's root complex, whose memory holds the queues.
+    host: NodeId,
+    /// Host to drive: doorbells, and the completions of the drive's entry fetches.
+    down: Path,
+    /// Drive to host: entry fetches, completion entries, MSI-X.
+    up: Path,
+    /// The data's: drive to target for reads, target to drive for writes.
+    data: Path,
+    /// For writes, the drive's read requests for the data (drive to target).
+    requests: Option<Path>,
+}
+
+impl Model<'_> {
+    /// The rate cap of a workload's `rate`, for `streams` streams.
+    fn rate_limit(&self, w: &WorkloadSpec, streams: f64) -> Option<Limit> {
+        let rate = w.rate?;
+        let per = if streams > 1.0 {
+            format!(" per stream, {streams} streams")
+        } else {
+            String::new()
+        };
+        Some(Limit {
+            rate: rate * streams,
+            kind: "rate",
+            resource: format!("{} rate", w.name),
+            detail: format!("its rate of {:.3} GB/s{per} holds it back", rate / 1e9),
+        })
+    }
+
+    /// A writer's posted credits at each hop of `p` over that hop's credit round trip.
+    fn credit_limits(&self, p: &Path, max: u32) -> Vec<Limit> {
+        let mut out = Vec::new();
+        for (i, hop) in p.hops.iter().enumerate() {
+            let Hop::Chan(c) = *hop else { continue };
+            let (tx, rx) = (p.nodes[i], p.nodes[i + 1]);
+            let credits = self.sys.nodes[rx].credits.0;
+            let by_header = credits[0].map(|h| h as f64);
+            let by_data = credits[1].map(|d| (d as f64 / max.div_ceil(16) as f64).floor());
+            let (tlps, ty) = match (by_header, by_data) {
+                (None, None) => continue,
+                (Some(h), None) => (h, "PH"),
+                (None, Some(d)) => (d, "PD"),
+                (Some(h), Some(d)) => {
+                    if h <= d {
+                        (h, "PH")
+                    } else {
+                        (d, "PD")
+                    }
+                }
+            };
+            let l = &self.sys.links[c / 2];
+            let ser = self.ser(c, self.wire(c, TlpKind::MWr, max));
+            // The receiver holds the buffer until it passes the TLP on.
+            let hold = match (&self.sys.nodes[rx].kind, p.hops.get(i + 1)) {
+                (NodeKind::Switch { latency, .. }, Some(Hop::Chan(next))) => {
+                    secs(*latency) + self.ser(*next, self.wire(*next, TlpKind::MWr, max))
+                }
+                _ => 0.0,
+            };
+            let timer = match l.ack {
+                AckPolicy::Timer if !l.flit => {
+                    let sym = update_fc_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
+                    secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)))
+                }
+                _ => 0.0,
+            };
+            let back = self.ser(c ^ 1, DLLP_BYTES as f64);
+            let rtt = ser + 2.0 * secs(l.propagation) + hold + timer + back;
+            let window = tlps * max as f64;
+            let names = &self.sys.nodes;
+            out.push(Limit {
+                rate: window / rtt,
+                kind: "credits",
+                resource: format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
+                detail: format!(
+                    "{} advertises {tlps:.0} TLPs of {max} B of posted credits toward {}, and \
+                     their round trip is {:.0} ns: at most {:.3} GB/s",
+                    names[rx].name,
+                    names[tx].name,
+                    rtt * 1e9,
+                    window / rtt / 1e9
+                ),
+            });
+        }
+        out
+    }
+
+    /// Read tags of node `n`.
+    fn tags(&self, n: NodeId) -> u32 {
+        match &self.sys.nodes[n].kind {
+            NodeKind::RootComplex { read_tags, .. } => *read_tags,
+            NodeKind::Endpoint { tags, .. }
+            | NodeKind::Nvme { tags, .. }
+            | NodeKind::Gpu { tags, .. } => *tags,
+            _ => u32::MAX,
+        }
+    }
+
+    /// The streams of workload `i`.
+    pub(super) fn workload(&mut self, i: usize, w: &WorkloadSpec) -> Result<(), Refused> {
+        if let Some(fio) = w.fio {
+            return self.fio(i, w, fio);
+        }
+        let (src, dst) = (w.source, w.target);
+        let t = w.transfer_size;
+        let streams = if w.direction == DmaDirection::Both {
+            2.0
+        } else {
+            1.0
+        };
+        let _ = streams;
+        if w.direction.writes() {
+            let p = self.path(src, dst, w)?;
+            let max = self.write_payload(w);
+            let mut mix = Mix::default();
+            let writes = self.add_writes(&mut mix, &p, t, max, 1.0);
+            self.charge_target(&mut mix, dst, t as f64, true);
+            let mut interrupts = 0.0;
+            if let Some(db) = w.doorbell {
+                let per = 1.0 / db.every.max(1) as f64;
+                let to_bridge = self.path(src, db.ntb, w)?;
+                self.add_tlp(&mut mix, &to_bridge, TlpKind::MWr, 4, per);
+                let below = self
+                    .sys
+                    .links
+                    .iter()
+                    .find(|l| l.up == db.ntb && self.is_root(l.down));
+                if let Some(l) = below {
+                    let msi = self.path(db.ntb, l.down, w)?;
+                    self.add_tlp(&mut mix, &msi, TlpKind::MWr, 4, per);
+                }
+                interrupts = per;
+            }
+            let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
+            limits.extend(self.credit_limits(&p, max));
+            if self.unloaded[i].is_none() {
+                self.unloaded[i] = Some(self.one_way(&p, TlpKind::MWr, max) * 1e9);
+            }
+            self.push(i, mix, t as f64, limits, writes, interrupts);
+        }
+        if w.direction.reads() {
+            let (req, cpl) = (self.path(src, dst, w)?, self.path(dst, src, w)?);
+            let mut mix = Mix::default();
+            let requests = self.add_read(&mut mix, &req, &cpl, t, 1.0);
+            self.charge_target(&mut mix, dst, t as f64, false);
+            let per_request = (t as f64 / requests).min(self.sys.pcie.mrrs as f64);
+            let (first, rtt) = self.read_round_trip(&req, &cpl, per_request.ceil() as u32);
+            self.unloaded[i] = Some(first * 1e9);
+            let device = self.sys.nodes[src].kind.dma_device();
+            let transfers = w.outstanding.max(1) as f64;
+            let engines = device
+                .and_then(|d| d.read.engines)
+                .map_or(transfers, |e| (e as f64).min(transfers));
+            let mut in_flight = (transfers * requests).min(self.tags(src) as f64);
+            let mut why = format!(
+                "{} read transfers of {t} B (or {}'s {} tags)",
+                w.outstanding,
+                self.sys.nodes[src].name,
+                self.tags(src)
+            );
+            if let Some(rpe) = device.and_then(|d| d.read.reads_per_engine) {
+                if engines * rpe as f64 <= in_flight {
+                    in_flight = engines * rpe as f64;
+                    why = format!(
+                        "{engines} copy engine(s) of {} with {rpe} reads each",
+                        self.sys.nodes[src].name
+                    );
+                }
+            }
+            let window = in_flight * per_request;
+            let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
+            limits.push(Limit {
+                rate: window / rtt,
+                kind: "requests",
+                resource: format!("{} read requests", w.name),
+                detail: format!(
+                    "{why} keep {in_flight:.0} requests of {per_request:.0} B in flight over a \
+                     {:.0} ns round trip: throughput is bytes in flight over latency",
+                    rtt * 1e9
+                ),
+            });
+            self.push(i, mix, t as f64, limits, requests, 0.0);
+        }
+        Ok(())
+    }
+
+    /// The stream of an fio workload on an NVMe drive.
+    fn fio(&mut self, i: usize, w: &WorkloadSpec, fio: FioSpec) -> Result<(), Refused> {
+        let d = w.source;
+        let NodeKind::Nvme { spec, .. } = &self.sys.nodes[d].kind else {
+            return Err(Refused(format!(
+                "{}: an fio workload runs on an NVMe drive",
+                w.name
+            )));
+        };
+        let spec = *spec;
+        let ways = self.fio_ways(w, fio)?;
+        let bs = fio.bs;
+        let (mix, requests) = self.fio_mix(w, fio, &ways);
+        let latency = self.fio_latency(w, fio, &spec, &ways);
+        self.unloaded[i] = Some(latency * 1e9);
+        let ios = (fio.iodepth * fio.numjobs) as f64;
+        let mut limits: Vec<Limit> = self.rate_limit(w, fio.numjobs as f64).into_iter().collect();
+        limits.push(Limit {
+            rate: ios * bs as f64 / latency,
+            kind: "iodepth",
+            resource: format!("{ios} I/O{} in flight", if ios == 1.0 { "" } else { "s" }),
+            detail: format!(
+                "fio keeps all {} x {} I/Os of {bs} B in flight: throughput is the I/Os in \
+                 flight over the per-I/O latency (unloaded {:.1} us)",
+                fio.iodepth,
+                fio.numjobs,
+                latency * 1e6
+            ),
+        });
+        self.push(i, mix, bs as f64, limits, requests, 0.0);
+        Ok(())
+    }
+
+    /// The ways the TLPs of fio workload `w`'s I/Os take.
+    fn fio_ways(&self, w: &WorkloadSpec, fio: FioSpec) -> Result<FioWays, Refused> {
+        let (d, t) = (w.source, w.target);
+        let host = self.tree.top(d);
+        let (down, up) = (self.path(host, d, w)?, self.path(d, host, w)?);
+        let reads = fio.rw.reads();
+        let data = if reads {
+            self.path(d, t, w)?
+        } else {
+            self.path(t, d, w)?
+        };
+        let requests = if reads {
+            None
+        } else {
+            Some(self.path(d, t, w)?)
+        };
+        Ok(FioWays {
+            host,
+            down,
+            up,
+            data,
+            requests,
+        })
+    }
+
+    /// Bytes of the PRP list an I/O of `bs` bytes has the drive fetch (none up to two
+    /// pages).
+    fn prp_bytes(bs: u64) -> u64 {
+        if bs.div_ceil(4096) <= 2 {
+            0
+        } else {
+            (bs.div_ceil(4096) - 1) * 8
+        }
+    }
+
+    /// The TLP mix of one I/O of fio workload `w` and its data TLPs (or read requests).
+    fn fio_mix(&self, w: &WorkloadSpec, fio: FioSpec, ways: &FioWays) -> (Mix, f64) {
+        let (d, t, h) = (w.source, w.target, ways.host);
+        let (down, up) = (&ways.down, &ways.up);
+        let bs = fio.bs;
+        let mut mix = Mix::default();
+        // The host's doorbells, the entry (and PRP list) fetched, the completion entry and
+        // the MSI-X.
+        self.add_tlp(&mut mix, down, TlpKind::MWr, 4, 2.0);
+        self.add_read(&mut mix, up, down, 64, 1.0);
+        self.charge_target(&mut mix, h, 64.0, false);
+        let prp = Self::prp_bytes(bs);
+        if prp > 0 {
+            self.add_read(&mut mix, up, down, prp, 1.0);
+            self.charge_target(&mut mix, h, prp as f64, false);
+        }
+        self.add_tlp(&mut mix, up, TlpKind::MWr, 16, 1.0);
+        self.add_tlp(&mut mix, up, TlpKind::MWr, 4, 1.0);
+        self.charge_target(&mut mix, h, 16.0, true);
+        let name = &self.sys.nodes[d].name;
+        if let Some(r) = self.named(&format!("{name} command processor")) {
+            *mix.uses.entry(r).or_default() += 1.0;
+        }
+        let reads = fio.rw.reads();
+        let media = format!("{name} media ({})", if reads { "read" } else { "write" });
+        if let Some(r) = self.named(&media) {
+            *mix.uses.entry(r).or_default() += bs as f64;
+        }
+        let requests = match &ways.requests {
+            None => self.add_writes(&mut mix, &ways.data, bs, self.write_payload(w), 1.0),
+            Some(req) => self.add_read(&mut mix, req, &ways.data, bs, 1.0),
+        };
+        self.charge_target(&mut mix, t, bs as f64, reads);
+        (mix, requests)
+    }
+
+    /// Seconds one I/O of fio workload `w` takes alone: doorbell, entry fetch, command,
+    /// media, data, entry, MSI-X.
+    fn fio_latency(&self, w: &WorkloadSpec, fio: FioSpec, spec: &NvmeSpec, ways: &FioWays) -> f64 {
+        let (down, up, data) = (&ways.down, &ways.up, &ways.data);
+        let bs = fio.bs;
+        let prp = Self::prp_bytes(bs);
+        let (_, sqe) = self.read_round_trip(up, down, 64);
+        let prp_rtt = if prp > 0 {
+            self.read_round_trip(up, down, prp as u32).1
+        } else {
+            0.0
+        };
+        let command = spec.command_rate.map_or(0.0, |r| 1.0 / r);
+        let media_time = if fio.rw.reads() {
+            secs(spec.read_latency) + spec.read_bandwidth.map_or(0.0, |b| bs as f64 / b)
+        } else {
+            secs(spec.write_latency) + spec.write_bandwidth.map_or(0.0, |b| bs as f64 / b)
+        };
+        let move_data = match &ways.requests {
+            None => self.one_way(data, TlpKind::MWr, self.write_payload(w)),
+            Some(req) => {
+                self.read_round_trip(req, data, self.sys.pcie.mrrs).1
+                    + bs as f64 / self.narrowest(data)
+            }
+        };
+        self.one_way(down, TlpKind::MWr, 4)
+            + sqe
+            + prp_rtt
+            + command
+            + media_time
+            + move_data
+            + self.one_way(up, TlpKind::MWr, 16)
+            + self.one_way(up, TlpKind::MWr, 4)
+    }
+
+    /// Adds a stream of flow `flow` whose unit moves `bytes` of data.
+    fn push(
+        &mut self,
+        flow: usize,
+        mix: Mix,
+        bytes: f64,
+        limits: Vec<Limit>,
+        requests: f64,
+        interrupts: f64,
+    ) {
+        let mix = mix.per(bytes);
+        let densest = mix.tlps.values().copied().fold(0.0, f64::max);
+        let weight = if densest > 0.0 { 1.0 / densest } else { 1.0 };
+        self.streams.push(Stream {
+            flow,
+            mix,
+            weight,
+            limits,
+            requests_per_byte: requests / bytes,
+            interrupts_per_byte: interrupts / bytes,
+        });
+    }
+}
