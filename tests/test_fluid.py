@@ -73,3 +73,10 @@ def test_fluid_refuses_a_trace_and_what_it_cannot_run_in_one_line(tmp_path: Path
     bad = load_scenario(text, values={"simulation.engine": "fluid"})
     with pytest.raises(_core.SimulationError, match="bit error rate.*--engine des"):
         _core.run_scenario(bad, None, None)
+
+
+def test_a_fluid_run_says_it_has_no_tlp_audit(cli) -> None:
+    """The table view of a fluid run names its engine instead of a TLP audit of zero TLPs."""
+    out = cli("run", "scenarios/gen5-8gpu-server.toml", "--engine", "fluid").stdout
+    assert "fluid engine: flow rates solved" in out and "audit passed" not in out
+    assert "audit passed" in cli("run", "scenarios/gen5-8gpu-server.toml").stdout

@@ -408,14 +408,21 @@ def run_cmd(
             console().print(line)
         a = result.audit
         conserved = a["payload_created"] == a["payload_delivered"] + a["payload_in_flight"]
-        console().print(
-            f"audit {'passed' if a['passed'] else 'FAILED'}: {a['tlps_created']:,} TLPs created, "
-            f"{a['tlps_delivered']:,} delivered, {a['tlps_in_flight']:,} in flight at the end; "
-            f"payload {'conserved' if conserved else 'NOT conserved'}; "
-            f"{a['order_violations']} ordering and {a['credit_violations']} credit violations. "
-            f"{result.simulated_s * 1e6:.1f} us measured after warmup, "
-            f"{result.events:,} events in {result.wall_s:.3f} s"
-        )
+        if result.engine == "fluid":
+            console().print(
+                f"fluid engine: flow rates solved from the links' closed forms and the nodes' limits, "
+                f"no TLP-level audit (run --engine des for one); {result.simulated_s * 1e6:.1f} us "
+                f"window, solved in {result.wall_s:.4f} s"
+            )
+        else:
+            console().print(
+                f"audit {'passed' if a['passed'] else 'FAILED'}: {a['tlps_created']:,} TLPs created, "
+                f"{a['tlps_delivered']:,} delivered, {a['tlps_in_flight']:,} in flight at the end; "
+                f"payload {'conserved' if conserved else 'NOT conserved'}; "
+                f"{a['order_violations']} ordering and {a['credit_violations']} credit violations. "
+                f"{result.simulated_s * 1e6:.1f} us measured after warmup, "
+                f"{result.events:,} events in {result.wall_s:.3f} s"
+            )
     _warn_starved(result)
     if not result.audit["passed"]:
         Console(stderr=True).print(f"tlpsim: audit FAILED: {result.audit}")
