@@ -69,16 +69,26 @@ pub enum NodeKind {
         /// Its memory windows (BARs) on either side, with their translations.
         windows: Vec<NtbWindow>,
     },
-    /// An endpoint (a DMA engine, or a storage HBA with its drives).
-    Endpoint {
+    /// A DMA endpoint: engines that read and write other nodes' memory.
+    Dma {
         /// Read requests it may have outstanding (tags).
         tags: u32,
-        /// A DMA engine's own limits (none for a storage HBA or a NIC).
+        /// Its engines' own limits.
         device: DmaDevice,
-        /// The storage behind an HBA (None for a plain DMA engine).
-        media: Option<MediaSpec>,
-        /// The Ethernet side of a NIC (None unless the endpoint is a NIC).
-        nic: Option<NicSpec>,
+    },
+    /// A storage HBA with its drives behind it.
+    Storage {
+        /// Read requests it may have outstanding (tags).
+        tags: u32,
+        /// The storage behind the HBA.
+        media: MediaSpec,
+    },
+    /// A NIC: an Ethernet side that moves frames by DMA.
+    Nic {
+        /// Read requests it may have outstanding (tags).
+        tags: u32,
+        /// Its Ethernet side.
+        nic: NicSpec,
     },
     /// An endpoint whose BAR is plain memory that other requesters write to and read from
     /// (a GPU's BAR, an NVMe drive's controller memory buffer, an FPGA's on-board RAM).
@@ -144,9 +154,9 @@ impl NodeKind {
             NodeKind::RootComplex { .. } => "a root complex",
             NodeKind::Switch { .. } => "a switch",
             NodeKind::Ntb { .. } => "a non-transparent bridge",
-            NodeKind::Endpoint { media: Some(_), .. } => "a storage endpoint",
-            NodeKind::Endpoint { nic: Some(_), .. } => "a NIC",
-            NodeKind::Endpoint { .. } => "a DMA endpoint",
+            NodeKind::Storage { .. } => "a storage endpoint",
+            NodeKind::Nic { .. } => "a NIC",
+            NodeKind::Dma { .. } => "a DMA endpoint",
             NodeKind::Memory { .. } => "a memory endpoint",
             NodeKind::Nvme { .. } => "an NVMe drive",
             NodeKind::Gpu { .. } => "a GPU",
@@ -160,9 +170,9 @@ impl NodeKind {
             NodeKind::RootComplex { .. } => "root_complex",
             NodeKind::Switch { .. } => "switch",
             NodeKind::Ntb { .. } => "ntb",
-            NodeKind::Endpoint { media: Some(_), .. } => "storage",
-            NodeKind::Endpoint { nic: Some(_), .. } => "nic",
-            NodeKind::Endpoint { .. } => "dma",
+            NodeKind::Storage { .. } => "storage",
+            NodeKind::Nic { .. } => "nic",
+            NodeKind::Dma { .. } => "dma",
             NodeKind::Memory { .. } => "memory",
             NodeKind::Nvme { .. } => "nvme",
             NodeKind::Gpu { .. } => "gpu",
@@ -174,7 +184,9 @@ impl NodeKind {
         matches!(
             self,
             NodeKind::RootComplex { .. }
-                | NodeKind::Endpoint { .. }
+                | NodeKind::Dma { .. }
+                | NodeKind::Storage { .. }
+                | NodeKind::Nic { .. }
                 | NodeKind::Nvme { .. }
                 | NodeKind::Gpu { .. }
         )
@@ -184,7 +196,9 @@ impl NodeKind {
     pub fn has_downstream_ports(&self) -> bool {
         match self {
             NodeKind::RootComplex { .. } | NodeKind::Switch { .. } | NodeKind::Ntb { .. } => true,
-            NodeKind::Endpoint { .. }
+            NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
             | NodeKind::Gpu { .. } => false,
@@ -197,8 +211,10 @@ impl NodeKind {
             NodeKind::RootComplex { .. } => TargetKind::HostMemory,
             NodeKind::Switch { .. } => TargetKind::Nothing,
             NodeKind::Ntb { .. } => TargetKind::Scratchpad,
-            NodeKind::Endpoint { nic: Some(_), .. } => TargetKind::NicRegisters,
-            NodeKind::Endpoint { .. } | NodeKind::Nvme { .. } => TargetKind::WriteSink,
+            NodeKind::Nic { .. } => TargetKind::NicRegisters,
+            NodeKind::Dma { .. } | NodeKind::Storage { .. } | NodeKind::Nvme { .. } => {
+                TargetKind::WriteSink
+            }
             NodeKind::Memory { bar_size, .. } | NodeKind::Gpu { bar_size, .. } => {
                 TargetKind::BarMemory { bytes: *bar_size }
             }
@@ -209,7 +225,9 @@ impl NodeKind {
     /// the default of its link's generation).
     pub fn read_tags_mut(&mut self) -> Option<&mut u32> {
         match self {
-            NodeKind::Endpoint { tags, .. }
+            NodeKind::Dma { tags, .. }
+            | NodeKind::Storage { tags, .. }
+            | NodeKind::Nic { tags, .. }
             | NodeKind::Nvme { tags, .. }
             | NodeKind::Gpu { tags, .. } => Some(tags),
             NodeKind::RootComplex { .. }
@@ -223,14 +241,10 @@ impl NodeKind {
     /// `sim::transfer` runs (None for other nodes, storage HBAs and NICs included).
     pub fn dma_device(&self) -> Option<&DmaDevice> {
         match self {
-            NodeKind::Endpoint {
-                device,
-                media: None,
-                nic: None,
-                ..
-            } => Some(device),
+            NodeKind::Dma { device, .. } => Some(device),
             NodeKind::Gpu { engines, .. } => Some(engines),
-            NodeKind::Endpoint { .. }
+            NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
             | NodeKind::RootComplex { .. }
             | NodeKind::Switch { .. }
             | NodeKind::Ntb { .. }
