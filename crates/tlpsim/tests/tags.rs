@@ -23,10 +23,10 @@ fn one_reader(gen: u32, keys: &str) -> String {
 fn tags(gen: u32, keys: &str) -> Result<u32, String> {
     let sys = load_str(&one_reader(gen, keys), "t.toml").map_err(|e| e.to_string())?;
     let ep = sys.node("ep").unwrap();
-    match sys.nodes[ep].kind {
-        NodeKind::Endpoint { tags, .. } => Ok(tags),
-        _ => unreachable!("ep is an endpoint"),
-    }
+    let NodeKind::Dma { tags, .. } = sys.nodes[ep].kind else {
+        unreachable!("ep is a DMA endpoint")
+    };
+    Ok(tags)
 }
 
 #[test]

@@ -102,10 +102,12 @@ impl Model<'_> {
     fn tags(&self, n: NodeId) -> u32 {
         match &self.sys.nodes[n].kind {
             NodeKind::RootComplex { read_tags, .. } => *read_tags,
-            NodeKind::Endpoint { tags, .. }
+            NodeKind::Dma { tags, .. }
+            | NodeKind::Storage { tags, .. }
+            | NodeKind::Nic { tags, .. }
             | NodeKind::Nvme { tags, .. }
             | NodeKind::Gpu { tags, .. } => *tags,
-            _ => u32::MAX,
+            NodeKind::Switch { .. } | NodeKind::Ntb { .. } | NodeKind::Memory { .. } => u32::MAX,
         }
     }
 

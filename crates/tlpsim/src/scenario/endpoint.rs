@@ -412,29 +412,31 @@ pub fn endpoints(
             tags,
             place: place.clone(),
         };
-        let requester = |device, media, nic| NodeKind::Endpoint {
-            tags: 0,
-            device,
-            media,
-            nic,
-        };
-        let none = DmaDevice::default();
         let (tags, mut kind, credits, timeout) = match ep {
             EndpointSection::Dma(s) => (
                 Some(request(s.tag_bits, s.tags)),
-                requester(device(&place, s)?, None, None),
+                NodeKind::Dma {
+                    tags: 0,
+                    device: device(&place, s)?,
+                },
                 &s.credits,
                 Some(&s.completion_timeout),
             ),
             EndpointSection::Storage(s) => (
                 Some(request(s.tag_bits, s.tags)),
-                requester(none, Some(media(&place, s)?), None),
+                NodeKind::Storage {
+                    tags: 0,
+                    media: media(&place, s)?,
+                },
                 &s.credits,
                 Some(&s.completion_timeout),
             ),
             EndpointSection::Nic(s) => (
                 Some(request(s.tag_bits, s.tags)),
-                requester(none, None, Some(nic(&place, s)?)),
+                NodeKind::Nic {
+                    tags: 0,
+                    nic: nic(&place, s)?,
+                },
                 &s.credits,
                 None,
             ),

@@ -82,14 +82,7 @@ pub(super) fn dma(
         doorbell_every: d.doorbell_every,
     };
     let direction: DmaDirection = d.direction.into();
-    let dma_engine = matches!(
-        fabric.node(source).kind,
-        NodeKind::Endpoint {
-            media: None,
-            nic: None,
-            ..
-        }
-    );
+    let dma_engine = matches!(fabric.node(source).kind, NodeKind::Dma { .. });
     if direction.mixed() && !dma_engine {
         return Err(BuildError::conflict(
             place,
@@ -133,10 +126,7 @@ pub(super) fn storage(
     fabric: &Fabric,
 ) -> Result<WorkloadSpec, BuildError> {
     refuse_nic(place, &s.endpoint, source, fabric)?;
-    if !matches!(
-        fabric.node(source).kind,
-        NodeKind::Endpoint { media: Some(_), .. }
-    ) {
+    if !matches!(fabric.node(source).kind, NodeKind::Storage { .. }) {
         return Err(BuildError::conflict(
             place,
             format!(
@@ -203,10 +193,7 @@ fn refuse_nic(
     source: NodeId,
     fabric: &Fabric,
 ) -> Result<(), BuildError> {
-    if matches!(
-        fabric.node(source).kind,
-        NodeKind::Endpoint { nic: Some(_), .. }
-    ) {
+    if matches!(fabric.node(source).kind, NodeKind::Nic { .. }) {
         return Err(BuildError::conflict(
             place,
             format!(
@@ -398,10 +385,7 @@ pub(super) fn bridge(
     source: NodeId,
     fabric: &Fabric,
 ) -> Result<WorkloadSpec, BuildError> {
-    if !matches!(
-        fabric.node(source).kind,
-        NodeKind::Endpoint { nic: Some(_), .. }
-    ) {
+    if !matches!(fabric.node(source).kind, NodeKind::Nic { .. }) {
         return Err(BuildError::conflict(
             place,
             format!(

@@ -595,7 +595,9 @@ impl Simulator<'_> {
                 NodeKind::RootComplex { .. }
                 | NodeKind::Switch { .. }
                 | NodeKind::Ntb { .. }
-                | NodeKind::Endpoint { .. }
+                | NodeKind::Dma { .. }
+                | NodeKind::Storage { .. }
+                | NodeKind::Nic { .. }
                 | NodeKind::Memory { .. }
                 | NodeKind::Nvme { .. }
                 | NodeKind::Gpu { .. } => None,

@@ -41,7 +41,9 @@ fn arbiter_inputs(kind: &NodeKind, ports: usize) -> (Vec<u32>, bool) {
         // input, its own TLPs on one more after them.
         NodeKind::RootComplex { .. } => (vec![1; ports + 1], false),
         // An endpoint's one port.
-        NodeKind::Endpoint { .. }
+        NodeKind::Dma { .. }
+        | NodeKind::Storage { .. }
+        | NodeKind::Nic { .. }
         | NodeKind::Memory { .. }
         | NodeKind::Nvme { .. }
         | NodeKind::Gpu { .. } => (vec![1], false),

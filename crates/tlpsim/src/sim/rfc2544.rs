@@ -53,8 +53,15 @@ fn at_load(sys: &System, load: f64) -> System {
         if let Some(b) = &mut w.bridge {
             b.load = load;
             let rate = match s.nodes[w.source].kind {
-                NodeKind::Endpoint { nic: Some(n), .. } => n.line_rate,
-                _ => 1e9,
+                NodeKind::Nic { nic, .. } => nic.line_rate,
+                NodeKind::RootComplex { .. }
+                | NodeKind::Switch { .. }
+                | NodeKind::Ntb { .. }
+                | NodeKind::Dma { .. }
+                | NodeKind::Storage { .. }
+                | NodeKind::Memory { .. }
+                | NodeKind::Nvme { .. }
+                | NodeKind::Gpu { .. } => 1e9,
             };
             let frame_s = wire_bits(b.frame_size) / (rate * load);
             longest = longest.max(frame_s);
@@ -74,8 +81,15 @@ fn bridged_mbps(sys: &System) -> f64 {
         .iter()
         .filter(|w| w.bridge.is_some())
         .map(|w| match sys.nodes[w.source].kind {
-            NodeKind::Endpoint { nic: Some(n), .. } => n.ports as f64 * n.line_rate / 1e6,
-            _ => 0.0,
+            NodeKind::Nic { nic, .. } => nic.ports as f64 * nic.line_rate / 1e6,
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => 0.0,
         })
         .sum()
 }

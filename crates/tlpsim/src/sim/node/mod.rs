@@ -262,19 +262,9 @@ impl AnyNode {
                 *core,
             )),
             NodeKind::Ntb { latency, .. } => AnyNode::Ntb(Ntb::new(sys, ports, *latency)),
-            NodeKind::Endpoint {
-                tags,
-                media: Some(media),
-                ..
-            } => AnyNode::Storage(StorageHba::new(*tags, media)),
-            NodeKind::Endpoint {
-                tags,
-                nic: Some(spec),
-                ..
-            } => AnyNode::Nic(NicEndpoint::new(sys, n, *spec, *tags)),
-            NodeKind::Endpoint { tags, device, .. } => {
-                AnyNode::Dma(DmaEndpoint::new(*tags, *device))
-            }
+            NodeKind::Storage { tags, media } => AnyNode::Storage(StorageHba::new(*tags, media)),
+            NodeKind::Nic { tags, nic } => AnyNode::Nic(NicEndpoint::new(sys, n, *nic, *tags)),
+            NodeKind::Dma { tags, device } => AnyNode::Dma(DmaEndpoint::new(*tags, *device)),
             NodeKind::Memory {
                 read_latency,
                 write_rate,

@@ -139,7 +139,7 @@ impl NicEndpoint {
         // NICs take cores in turn, in file order.
         let ordinal = sys.nodes[..n]
             .iter()
-            .filter(|x| matches!(x.kind, NodeKind::Endpoint { nic: Some(_), .. }))
+            .filter(|x| matches!(x.kind, NodeKind::Nic { .. }))
             .count() as u32;
         let mut ports: Vec<Port> = (0..spec.ports)
             .map(|_| Port {

@@ -1,0 +1,255 @@
+//! What a node is ([`NodeKind`]) and what its kind answers links and workloads with.
+
+use super::{
+    Arbitration, CompletionRule, Core, DmaDevice, Forwarding, MediaSpec, NicSpec, NtbWindow,
+    NvmeSpec, PeerForwarding,
+};
+use crate::engine::rng::Latency;
+use crate::engine::SimTime;
+use crate::host_memory_spec::HostMemorySpec;
+
+/// What a node is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeKind {
+    /// A root complex: completer for memory reads, sink for memory writes.
+    RootComplex {
+        /// Request to first data of the memory.
+        read_latency: Latency,
+        /// Memory bandwidth shared by read data and write data (bytes/s), if limited.
+        memory_bandwidth: Option<f64>,
+        /// Rate it sinks posted write data at, before the memory (bytes/s), if limited.
+        posted_write_rate: Option<f64>,
+        /// The host bridge the memory traffic crosses, if any.
+        host_bridge: Option<usize>,
+        /// Completion sizing.
+        completion: CompletionRule,
+        /// TLPs each root port holds when its TLPs share one outbound queue in issue order
+        /// (a HyperTransport host bridge: responses do not pass posted writes); None when
+        /// every root port has its own queue.
+        shared_outbound: Option<u32>,
+        /// Rate its read data path returns completion data at (bytes/s), LLC hits included,
+        /// if limited.
+        read_bandwidth: Option<f64>,
+        /// Rate its data path passes read completion data and posted write data together
+        /// (bytes/s), LLC hits included, if limited: reads and writes at once share it.
+        data_path_bandwidth: Option<f64>,
+        /// Its host memory system (LLC, IOMMU, remote socket); None: `read_latency` and
+        /// `memory_bandwidth` alone.
+        host_memory: Option<Box<HostMemorySpec>>,
+        /// How it forwards peer-to-peer TLPs from one root port to another; None: it refuses
+        /// them.
+        p2p: Option<PeerForwarding>,
+        /// Reads its CPUs keep outstanding at once (uncached reads of scratchpads, BARs and
+        /// registers): the tags of its own read requests.
+        read_tags: u32,
+    },
+    /// A switch.
+    Switch {
+        /// Cut-through or store-and-forward.
+        forwarding: Forwarding,
+        /// Port-to-port latency.
+        latency: SimTime,
+        /// Latency where the narrower of the two ports has this width.
+        latency_by_width: Vec<(u32, SimTime)>,
+        /// Internal fabric.
+        core: Core,
+        /// Egress arbitration.
+        arbitration: Arbitration,
+        /// Whether its downstream ports redirect peer-to-peer TLPs upstream (ACS P2P Request
+        /// and Completion Redirect with Upstream Forwarding), unless a `[[link]]` says
+        /// otherwise for its port.
+        acs_redirect: bool,
+    },
+    /// A non-transparent bridge: joins the PCIe domain above it to the one below it (whose
+    /// root complex is its downstream neighbour), translating memory windows; TLPs cross it
+    /// cut-through after `latency`, each side's ingress buffer advertising its own credits.
+    Ntb {
+        /// Port-to-port latency, address translation included.
+        latency: SimTime,
+        /// Its memory windows (BARs) on either side, with their translations.
+        windows: Vec<NtbWindow>,
+    },
+    /// A DMA endpoint: engines that read and write other nodes' memory.
+    Dma {
+        /// Read requests it may have outstanding (tags).
+        tags: u32,
+        /// Its engines' own limits.
+        device: DmaDevice,
+    },
+    /// A storage HBA with its drives behind it.
+    Storage {
+        /// Read requests it may have outstanding (tags).
+        tags: u32,
+        /// The storage behind the HBA.
+        media: MediaSpec,
+    },
+    /// A NIC: an Ethernet side that moves frames by DMA.
+    Nic {
+        /// Read requests it may have outstanding (tags).
+        tags: u32,
+        /// Its Ethernet side.
+        nic: NicSpec,
+    },
+    /// An endpoint whose BAR is plain memory that other requesters write to and read from
+    /// (a GPU's BAR, an NVMe drive's controller memory buffer, an FPGA's on-board RAM).
+    Memory {
+        /// Size of its memory BAR in bytes (a power of two).
+        bar_size: u64,
+        /// Read request to the first byte of its completion.
+        read_latency: SimTime,
+        /// Bytes/s its memory absorbs written data at, if limited.
+        write_rate: Option<f64>,
+    },
+    /// An NVMe drive: a controller with I/O queue pairs that fetches its commands from host
+    /// memory, moves their data by DMA and posts completions and MSI-X interrupts.
+    Nvme {
+        /// Read requests it may have outstanding (tags).
+        tags: u32,
+        /// Its controller and media.
+        spec: NvmeSpec,
+    },
+    /// A GPU: copy engines that read and write other nodes' memory (a DMA requester with
+    /// read tags and engines of its own) and a BAR of plain memory that other requesters
+    /// write to and read from (a memory endpoint).
+    Gpu {
+        /// Read requests it may have outstanding (tags).
+        tags: u32,
+        /// Its copy engines as a DMA endpoint's engines: a read side and a write side.
+        engines: DmaDevice,
+        /// Size of its memory BAR in bytes (a power of two).
+        bar_size: u64,
+        /// Read request to the first byte of its completion.
+        read_latency: SimTime,
+        /// Bytes/s its memory absorbs written data at, if limited.
+        write_rate: Option<f64>,
+    },
+}
+
+/// What a workload finds at the node it targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// Host memory behind a root complex: endpoints read and write it, another root
+    /// complex writes it.
+    HostMemory,
+    /// An endpoint's memory BAR of `bytes`: a root complex reads and writes it, and so do other
+    /// endpoints (peer-to-peer).
+    BarMemory {
+        /// The BAR's size.
+        bytes: u64,
+    },
+    /// A DMA engine's or storage HBA's BAR: it takes a root complex's writes only.
+    WriteSink,
+    /// A NIC's registers: they take the `[cpu]`'s writes only.
+    NicRegisters,
+    /// A non-transparent bridge's scratchpad registers, read and written in DWs.
+    Scratchpad,
+    /// Nothing: a switch forwards TLPs and is never a target.
+    Nothing,
+}
+
+impl NodeKind {
+    /// What it is, in words, for messages ("a switch").
+    pub fn noun(&self) -> &'static str {
+        match self {
+            NodeKind::RootComplex { .. } => "a root complex",
+            NodeKind::Switch { .. } => "a switch",
+            NodeKind::Ntb { .. } => "a non-transparent bridge",
+            NodeKind::Storage { .. } => "a storage endpoint",
+            NodeKind::Nic { .. } => "a NIC",
+            NodeKind::Dma { .. } => "a DMA endpoint",
+            NodeKind::Memory { .. } => "a memory endpoint",
+            NodeKind::Nvme { .. } => "an NVMe drive",
+            NodeKind::Gpu { .. } => "a GPU",
+        }
+    }
+
+    /// Its kind as one word, the scenario's `kind` where it has one ("root_complex",
+    /// "switch", "ntb", "storage", "nic", "dma", "memory", "nvme", "gpu").
+    pub fn word(&self) -> &'static str {
+        match self {
+            NodeKind::RootComplex { .. } => "root_complex",
+            NodeKind::Switch { .. } => "switch",
+            NodeKind::Ntb { .. } => "ntb",
+            NodeKind::Storage { .. } => "storage",
+            NodeKind::Nic { .. } => "nic",
+            NodeKind::Dma { .. } => "dma",
+            NodeKind::Memory { .. } => "memory",
+            NodeKind::Nvme { .. } => "nvme",
+            NodeKind::Gpu { .. } => "gpu",
+        }
+    }
+
+    /// Whether a workload may run on it: it issues memory reads and writes.
+    pub fn issues_requests(&self) -> bool {
+        matches!(
+            self,
+            NodeKind::RootComplex { .. }
+                | NodeKind::Dma { .. }
+                | NodeKind::Storage { .. }
+                | NodeKind::Nic { .. }
+                | NodeKind::Nvme { .. }
+                | NodeKind::Gpu { .. }
+        )
+    }
+
+    /// Whether links may hang below it (a root complex, a switch, a bridge).
+    pub fn has_downstream_ports(&self) -> bool {
+        match self {
+            NodeKind::RootComplex { .. } | NodeKind::Switch { .. } | NodeKind::Ntb { .. } => true,
+            NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => false,
+        }
+    }
+
+    /// What a workload targeting it finds there.
+    pub fn as_target(&self) -> TargetKind {
+        match self {
+            NodeKind::RootComplex { .. } => TargetKind::HostMemory,
+            NodeKind::Switch { .. } => TargetKind::Nothing,
+            NodeKind::Ntb { .. } => TargetKind::Scratchpad,
+            NodeKind::Nic { .. } => TargetKind::NicRegisters,
+            NodeKind::Dma { .. } | NodeKind::Storage { .. } | NodeKind::Nvme { .. } => {
+                TargetKind::WriteSink
+            }
+            NodeKind::Memory { bar_size, .. } | NodeKind::Gpu { bar_size, .. } => {
+                TargetKind::BarMemory { bytes: *bar_size }
+            }
+        }
+    }
+
+    /// Its read tags, if it is an endpoint that issues requests (for the loader to give it
+    /// the default of its link's generation).
+    pub fn read_tags_mut(&mut self) -> Option<&mut u32> {
+        match self {
+            NodeKind::Dma { tags, .. }
+            | NodeKind::Storage { tags, .. }
+            | NodeKind::Nic { tags, .. }
+            | NodeKind::Nvme { tags, .. }
+            | NodeKind::Gpu { tags, .. } => Some(tags),
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Memory { .. } => None,
+        }
+    }
+
+    /// The engines of a DMA endpoint or a GPU's copy engines, whose transfers
+    /// `sim::transfer` runs (None for other nodes, storage HBAs and NICs included).
+    pub fn dma_device(&self) -> Option<&DmaDevice> {
+        match self {
+            NodeKind::Dma { device, .. } => Some(device),
+            NodeKind::Gpu { engines, .. } => Some(engines),
+            NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. } => None,
+        }
+    }
+}
