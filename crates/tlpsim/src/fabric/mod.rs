@@ -685,6 +685,27 @@ impl System {
         self.nodes.iter().position(|n| n.name == name)
     }
 
+    /// The node at the top of each node's tree (the one with no link above it: a root
+    /// complex, for a checked system), indexed by node.
+    pub fn tree_tops(&self) -> Vec<NodeId> {
+        let mut above: Vec<Option<NodeId>> = vec![None; self.nodes.len()];
+        for l in &self.links {
+            above[l.down] = Some(l.up);
+        }
+        (0..self.nodes.len())
+            .map(|mut n| {
+                // A checked system's links form trees; the bound only guards a loop.
+                for _ in 0..=self.nodes.len() {
+                    match above[n] {
+                        Some(up) => n = up,
+                        None => break,
+                    }
+                }
+                n
+            })
+            .collect()
+    }
+
     /// Its shape as JSON, for pictures and matrices: `nodes` (`name`, `kind` as
     /// [`NodeKind::word`], `root_complex`: the root complex above it), `links` (`name`, `up`,
     /// `down`, `gen`, `width`), `socket_links` (`name`, `between`, `bandwidth` in bytes/s, `latency_ns`), `workloads`

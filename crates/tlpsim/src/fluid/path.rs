@@ -35,6 +35,8 @@ pub struct Tree<'a> {
     sys: &'a System,
     /// The link above each node, if any.
     above: Vec<Option<usize>>,
+    /// The top of each node's tree.
+    tops: Vec<NodeId>,
 }
 
 impl<'a> Tree<'a> {
@@ -44,7 +46,11 @@ impl<'a> Tree<'a> {
         for (l, link) in sys.links.iter().enumerate() {
             above[link.down] = Some(l);
         }
-        Tree { sys, above }
+        Tree {
+            sys,
+            above,
+            tops: sys.tree_tops(),
+        }
     }
 
     /// The node above `n`, if any.
@@ -53,14 +59,8 @@ impl<'a> Tree<'a> {
     }
 
     /// The top of `n`'s tree: the node with no link above it.
-    pub fn top(&self, mut n: NodeId) -> NodeId {
-        for _ in 0..=self.sys.nodes.len() {
-            match self.parent(n) {
-                Some(p) => n = p,
-                None => break,
-            }
-        }
-        n
+    pub fn top(&self, n: NodeId) -> NodeId {
+        self.tops[n]
     }
 
     /// The nodes from `n` up to the top of its tree, `n` first.

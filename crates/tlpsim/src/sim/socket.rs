@@ -42,20 +42,7 @@ impl SocketLinks {
         if sys.socket_links.is_empty() {
             return SocketLinks::default();
         }
-        let mut up = vec![NONE; sys.nodes.len()];
-        for l in &sys.links {
-            up[l.down] = l.up as u32;
-        }
-        let top = (0..sys.nodes.len())
-            .map(|mut n| {
-                let mut hops = 0;
-                while up[n] != NONE && hops <= sys.nodes.len() {
-                    n = up[n] as usize;
-                    hops += 1;
-                }
-                n as u32
-            })
-            .collect();
+        let top = sys.tree_tops().into_iter().map(|n| n as u32).collect();
         let links = sys
             .socket_links
             .iter()
