@@ -183,9 +183,9 @@ impl<'a> Simulator<'a> {
         let ports = port_links(sys);
         let ch = Channels::new(sys, &ports);
         let route = route::Routes::new(sys);
-        let nodes = (0..sys.nodes.len())
-            .map(|i| AnyNode::build(sys, i, &ports[i]))
-            .collect();
+        let nodes = node::context::Nodes::new(
+            (0..sys.nodes.len()).map(|i| AnyNode::build(sys, i, &ports[i])),
+        );
         let flows = sys
             .workloads
             .iter()
@@ -209,6 +209,7 @@ impl<'a> Simulator<'a> {
             own_input: ch.own_input.into(),
             tx_port: ch.tx_port.into(),
             nodes,
+            waiting_calls: Vec::new(),
             route,
             bridges: sys
                 .host_bridges

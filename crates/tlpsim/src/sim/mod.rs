@@ -269,7 +269,9 @@ pub struct Simulator<'a> {
     /// complex's own come in after its root ports' (the peer-to-peer TLPs it forwards),
     /// any other node's on its first.
     own_input: Table<u32>,
-    nodes: Table<AnyNode>,
+    nodes: node::context::Nodes,
+    /// Calls into nodes whose handler was running when they came (`node::context`).
+    waiting_calls: Vec<(u32, node::context::Call)>,
     /// The next channel from any node toward any other.
     route: route::Routes,
     bridges: Vec<(Throttle, SimTime)>,

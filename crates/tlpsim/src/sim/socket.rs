@@ -173,7 +173,7 @@ impl Simulator<'_> {
         self.tlps[id as usize].ingress = SOCKET;
         let t = self.tlps[id as usize];
         let now = self.now();
-        <super::node::root::RootComplex as super::node::Node>::tlp_arrived(
+        <super::node::root::RootComplex as super::node::LegacyNode>::tlp_arrived(
             self, n, SOCKET, id, t, now,
         );
     }

@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Node, NodeEv};
+use super::{LegacyNode, NodeEv};
 use crate::engine::SimTime;
 use crate::fabric::{DmaDevice, DmaEngines};
 use crate::sim::bottleneck::{Resource, UsedBy};
@@ -91,7 +91,7 @@ impl EngineSide {
     }
 }
 
-impl Node for DmaEndpoint {
+impl LegacyNode for DmaEndpoint {
     #[inline]
     fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
         sim.requester_received(n, c, id, t, head);

@@ -6,9 +6,8 @@
 
 use super::dma::DmaEndpoint;
 use super::memory::MemoryEndpoint;
-use super::{Node, NodeEv};
+use super::{LegacyNode, Node, NodeEv};
 use crate::engine::SimTime;
-use crate::pcie::tlp::TlpKind;
 use crate::sim::bottleneck::Resource;
 use crate::sim::{Simulator, Tlp};
 
@@ -21,20 +20,16 @@ pub(in crate::sim) struct GpuEndpoint {
     pub(in crate::sim) bar: MemoryEndpoint,
 }
 
-impl Node for GpuEndpoint {
+/// Its copy engines' handlers; requests and writes into its BAR, and the BAR's own events,
+/// go to the BAR (a [`Node`], through `AnyNode`'s dispatch).
+impl LegacyNode for GpuEndpoint {
     #[inline]
     fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
-        match t.kind {
-            TlpKind::MWr | TlpKind::MRd => MemoryEndpoint::tlp_arrived(sim, n, c, id, t, head),
-            _ => DmaEndpoint::tlp_arrived(sim, n, c, id, t, head),
-        }
+        DmaEndpoint::tlp_arrived(sim, n, c, id, t, head);
     }
 
     fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
-        match ev {
-            NodeEv::Written(_) => MemoryEndpoint::event(sim, n, ev),
-            _ => DmaEndpoint::event(sim, n, ev),
-        }
+        DmaEndpoint::event(sim, n, ev);
     }
 
     #[inline(always)]

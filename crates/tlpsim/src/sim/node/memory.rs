@@ -2,12 +2,12 @@
 //! Writes count, and free their credits, once the memory has absorbed them at its write
 //! rate; reads are answered after the read latency with MPS-sized completions.
 
-use super::{Node, NodeEv};
+use super::{completer, Context, Node, NodeEv};
 use crate::engine::SimTime;
 use crate::pcie::tlp::TlpKind;
 use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::throttle::Throttle;
-use crate::sim::{Simulator, Tlp};
+use crate::sim::Tlp;
 
 /// A memory endpoint at run time.
 #[derive(Debug)]
@@ -33,30 +33,27 @@ impl MemoryEndpoint {
 }
 
 impl Node for MemoryEndpoint {
-    fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, _head: SimTime) {
-        let now = sim.now();
-        let Some(m) = sim.nodes[n].bar_memory() else {
-            return;
-        };
+    fn tlp_arrived<C: Context>(&mut self, cx: &mut C, c: u32, id: u32, t: Tlp, _head: SimTime) {
+        let now = cx.now();
         match t.kind {
             TlpKind::MWr => {
-                let done = m.write.as_mut().map_or(now, |w| w.pass(now, t.payload));
-                sim.write_done_at(n, c, id, done);
+                let done = self.write.as_mut().map_or(now, |w| w.pass(now, t.payload));
+                completer::write_done_at(cx, c, id, done);
             }
             TlpKind::MRd => {
-                let (ready, size) = (now + m.read_latency, m.cpl_size);
-                sim.complete_read(n, c, id, t, ready, size, |_, _, at| at);
+                let ready = now + self.read_latency;
+                completer::complete_read(cx, c, id, t, ready, self.cpl_size, |_, _, at| at);
             }
             _ => {
-                sim.rx_release(c, t.class(), 1, t.data_credits());
-                sim.deliver(id);
+                cx.release(c, t.class(), 1, t.data_credits());
+                cx.deliver(id);
             }
         }
     }
 
-    fn event(sim: &mut Simulator<'_>, _n: usize, ev: NodeEv) {
+    fn event<C: Context>(&mut self, cx: &mut C, ev: NodeEv) {
         if let NodeEv::Written(id) = ev {
-            sim.written(sim.tlps[id as usize].ingress, id);
+            completer::on_written(cx, id);
         }
     }
 

@@ -8,26 +8,32 @@
 //! system. The host CPU that bridges NICs' frames ([`cpu::Cpu`]) is held by the root
 //! complex it sits behind.
 //!
-//! [`Node`]'s handlers take the whole [`Simulator`] and the node's index rather than
-//! `&mut self`: what a node does in one instant (send a TLP, whose departure wakes its
-//! source; free credits; schedule an event) reaches back into the fabric and other nodes
-//! within that instant, and the order of those effects is part of the model. A handler
-//! borrows its own state from `sim.nodes[n]` while it needs it.
+//! [`Node`]'s handlers take `&mut self` and a [`Context`] (`context`): the time, events of
+//! the node's own, its ports, the shared TLP table. The switch, the non-transparent bridge,
+//! the memory endpoint and a GPU's BAR are behind it; the completer logic they share with
+//! the root complex is `completer`. The other kinds are still [`LegacyNode`]s, whose
+//! handlers take the whole [`Simulator`] and the node's index: their state is entangled
+//! with the DMA flows (`sim::flow`, `sim::transfer`), which reach into a requester's tags,
+//! engines and media.
 //!
 //! Every TLP has an owner (`Tlp::owner`): the node whose transaction it is, and a cookie
 //! only that node's module decodes. The fabric and the targets tell the owner what became
 //! of its TLPs ([`Node::tlp_left`], [`Node::tlp_written`]) instead of interpreting them.
 //!
 //! Adding a kind of node: a module here with its struct and `impl Node`, a variant of
-//! [`AnyNode`] with its arm in [`AnyNode::build`] and in the `each_kind!` dispatch, the
+//! [`AnyNode`] with its arm in [`AnyNode::build`] and in the `dispatch!` macro, the
 //! variant of `fabric::NodeKind` it is built from, and the scenario section that describes
 //! it (see docs/architecture.md).
 
+pub(in crate::sim) mod completer;
+pub(in crate::sim) mod context;
 pub(in crate::sim) mod cpu;
 pub(in crate::sim) mod dma;
 pub(in crate::sim) mod gpu;
 pub(in crate::sim) mod memory;
 pub(in crate::sim) mod nic;
+#[cfg(test)]
+mod node_tests;
 pub(in crate::sim) mod ntb;
 pub(in crate::sim) mod nvme;
 pub(in crate::sim) mod root;
@@ -49,6 +55,8 @@ use super::result::EthernetResult;
 use super::{Simulator, Tlp};
 use crate::engine::SimTime;
 use crate::fabric::{NodeKind, System};
+use crate::pcie::tlp::TlpKind;
+use context::{Call, Context};
 
 /// An event of one node's own: a timer of its, or the end of work it started. Only the
 /// node's module interprets it (the simulator hands it to [`Node::event`]).
@@ -83,8 +91,57 @@ pub(in crate::sim) enum NodeEv {
     SocketSend(u32),
 }
 
-/// What every kind of node does. The simulator calls it through [`AnyNode`].
+/// What every kind of node does: its handlers take its own state and a [`Context`], the
+/// only way it reaches the fabric. The simulator calls it through [`AnyNode`].
 pub(in crate::sim) trait Node {
+    /// TLP `id` (a copy in `t`), accepted on channel `c` with its first byte in at `head`,
+    /// is in the node's receive buffer: the node consumes it, answers it or forwards it,
+    /// and frees its credits when its buffer no longer holds it.
+    fn tlp_arrived<C: Context>(&mut self, cx: &mut C, c: u32, id: u32, t: Tlp, head: SimTime);
+
+    /// The run starts: the node schedules its first events.
+    fn start<C: Context>(&mut self, _cx: &mut C) {}
+
+    /// An event of the node's own fired (see [`NodeEv`]).
+    fn event<C: Context>(&mut self, _cx: &mut C, _ev: NodeEv) {}
+
+    /// TLP `id`, a request or posted write that the node owns and sent, left it (its first
+    /// byte went on the wire at `start`). (Completions leave their completer, not their
+    /// owner: no call.)
+    fn tlp_left<C: Context>(&mut self, _cx: &mut C, _id: u32, _start: SimTime) {}
+
+    /// Posted write `t`, which the node owns, took effect at its target (`t.dst`, which
+    /// received it on channel `c`). The TLP is out of the table.
+    fn tlp_written<C: Context>(&mut self, _cx: &mut C, _t: &Tlp, _c: u32) {}
+
+    /// The measurement window opens at `now`: the node notes the counters its report
+    /// counts from.
+    fn measure_from(&mut self, _now: SimTime) {}
+
+    /// The node's resources (memory, a shared bus, media) with the service each gave by
+    /// `t`, for the bottleneck verdict; `name` is the node's name.
+    fn resources(&self, _n: usize, _name: &str, _t: SimTime, _out: &mut Vec<Resource>) {}
+
+    /// At the end of the run, node `n` adds its own results (a NIC's Ethernet results) to
+    /// `out`.
+    fn report(&self, _n: usize, _sys: &System, _out: &mut NodeReport) {}
+
+    /// Hands `call` to the matching handler.
+    #[inline(always)]
+    fn handle<C: Context>(&mut self, cx: &mut C, call: Call) {
+        match call {
+            Call::Arrived(c, id, t, head) => self.tlp_arrived(cx, c, id, t, head),
+            Call::Start => self.start(cx),
+            Call::Event(ev) => self.event(cx, ev),
+            Call::Left(id, start) => self.tlp_left(cx, id, start),
+            Call::Written(t, c) => self.tlp_written(cx, &t, c),
+        }
+    }
+}
+
+/// What a kind of node not yet behind [`Node`] does: its handlers take the whole
+/// simulator and the node's index (the node stays in its table while they run).
+pub(in crate::sim) trait LegacyNode {
     /// TLP `id` (a copy in `t`), accepted on channel `c` with its first byte in at `head`,
     /// is in node `n`'s receive buffer: the node consumes it, answers it or forwards it,
     /// and frees its credits when its buffer no longer holds it.
@@ -111,16 +168,13 @@ pub(in crate::sim) trait Node {
         None
     }
 
-    /// The measurement window opens at `now`: the node notes the counters its report
-    /// counts from.
+    /// The measurement window opens at `now` (see [`Node::measure_from`]).
     fn measure_from(&mut self, _now: SimTime) {}
 
-    /// The node's resources (memory, a shared bus, media) with the service each gave by
-    /// `t`, for the bottleneck verdict; `name` is the node's name.
+    /// The node's resources (see [`Node::resources`]).
     fn resources(&self, _n: usize, _name: &str, _t: SimTime, _out: &mut Vec<Resource>) {}
 
-    /// At the end of the run, node `n` adds its own results (a NIC's Ethernet results) to
-    /// `out`.
+    /// The node's own results (see [`Node::report`]).
     fn report(&self, _n: usize, _sys: &System, _out: &mut NodeReport) {}
 }
 
@@ -154,20 +208,13 @@ pub(in crate::sim) enum AnyNode {
     Gpu(GpuEndpoint),
 }
 
-/// Runs `$call` with `$kind` naming the type of node `$node` (an [`AnyNode`] place).
-macro_rules! each_kind {
-    ($node:expr, $kind:ident => $call:expr) => {
+/// Runs `$call` with `$kind` naming the type of node `$node` (an [`AnyNode`] place) if it is
+/// a kind not yet behind [`Node`] (a [`LegacyNode`]); `$other` for the others.
+macro_rules! each_legacy {
+    ($node:expr, $kind:ident => $call:expr, $other:expr) => {
         match $node {
             AnyNode::Root(_) => {
                 type $kind = RootComplex;
-                $call
-            }
-            AnyNode::Switch(_) => {
-                type $kind = Switch;
-                $call
-            }
-            AnyNode::Ntb(_) => {
-                type $kind = Ntb;
                 $call
             }
             AnyNode::Dma(_) => {
@@ -182,10 +229,6 @@ macro_rules! each_kind {
                 type $kind = NicEndpoint;
                 $call
             }
-            AnyNode::Memory(_) => {
-                type $kind = MemoryEndpoint;
-                $call
-            }
             AnyNode::Nvme(_) => {
                 type $kind = NvmeDrive;
                 $call
@@ -194,6 +237,49 @@ macro_rules! each_kind {
                 type $kind = GpuEndpoint;
                 $call
             }
+            AnyNode::Switch(_) | AnyNode::Ntb(_) | AnyNode::Memory(_) => $other,
+        }
+    };
+}
+
+/// Hands a call to node `$n`: a kind behind [`Node`] (or a GPU's BAR, when `$bar`) runs
+/// `$new` with `$x` the node's state, taken out of its table, and `$cx` its context; a
+/// [`LegacyNode`] runs `$legacy` with `$kind` naming its type; a node whose handler runs
+/// gets `$call` when that handler returns (`Simulator::with_node`).
+macro_rules! dispatch {
+    ($sim:ident, $n:ident, $bar:expr, $call:expr,
+     $x:ident, $cx:ident => $new:expr, $kind:ident => $legacy:expr) => {
+        match $sim.nodes.get($n) {
+            None => $sim.waiting_calls.push(($n as u32, $call)),
+            Some(AnyNode::Switch(_)) => $sim.with_node($n, |node, $cx| {
+                if let AnyNode::Switch($x) = node {
+                    $new
+                }
+            }),
+            Some(AnyNode::Ntb(_)) => $sim.with_node($n, |node, $cx| {
+                if let AnyNode::Ntb($x) = node {
+                    $new
+                }
+            }),
+            Some(AnyNode::Memory(_)) => $sim.with_node($n, |node, $cx| {
+                if let AnyNode::Memory($x) = node {
+                    $new
+                }
+            }),
+            Some(AnyNode::Gpu(_)) if $bar => $sim.with_node($n, |node, $cx| {
+                if let AnyNode::Gpu(g) = node {
+                    let $x = &mut g.bar;
+                    $new
+                }
+            }),
+            Some(
+                AnyNode::Root(_)
+                | AnyNode::Dma(_)
+                | AnyNode::Storage(_)
+                | AnyNode::Nic(_)
+                | AnyNode::Nvme(_)
+                | AnyNode::Gpu(_),
+            ) => each_legacy!($sim.nodes[$n], $kind => $legacy, ()),
         }
     };
 }
@@ -298,24 +384,32 @@ impl AnyNode {
         t: Tlp,
         head: SimTime,
     ) {
-        each_kind!(sim.nodes[n], K => K::tlp_arrived(sim, n, c, id, t, head))
+        // A GPU's BAR takes the requests and writes into it.
+        let bar = matches!(t.kind, TlpKind::MWr | TlpKind::MRd);
+        dispatch!(sim, n, bar, Call::Arrived(c, id, t, head),
+            x, cx => x.tlp_arrived(cx, c, id, t, head),
+            K => K::tlp_arrived(sim, n, c, id, t, head))
     }
 
     /// Node `n` starts (see [`Node::start`]).
     pub(in crate::sim) fn start(sim: &mut Simulator<'_>, n: usize) {
-        each_kind!(sim.nodes[n], K => K::start(sim, n))
+        dispatch!(sim, n, false, Call::Start, x, cx => x.start(cx), K => K::start(sim, n))
     }
 
     /// Hands node `n` its event `ev` (see [`Node::event`]).
     pub(in crate::sim) fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
-        each_kind!(sim.nodes[n], K => K::event(sim, n, ev))
+        // A GPU's BAR has the writes it delayed.
+        let bar = matches!(ev, NodeEv::Written(_));
+        dispatch!(sim, n, bar, Call::Event(ev), x, cx => x.event(cx, ev), K => K::event(sim, n, ev))
     }
 
     /// TLP `id` left its owner: the owner hears of it (see [`Node::tlp_left`]).
     #[inline(always)]
     pub(in crate::sim) fn tlp_left(sim: &mut Simulator<'_>, id: u32, start: SimTime) {
         let n = sim.tlps[id as usize].owner.node as usize;
-        each_kind!(sim.nodes[n], K => K::tlp_left(sim, n, id, start))
+        dispatch!(sim, n, false, Call::Left(id, start),
+            x, cx => x.tlp_left(cx, id, start),
+            K => K::tlp_left(sim, n, id, start))
     }
 
     /// Posted write `t`, received on channel `c`, took effect at its target: its owner
@@ -323,13 +417,31 @@ impl AnyNode {
     #[inline(always)]
     pub(in crate::sim) fn tlp_written(sim: &mut Simulator<'_>, t: &Tlp, c: u32) {
         let n = t.owner.node as usize;
-        each_kind!(sim.nodes[n], K => K::tlp_written(sim, n, t, c))
+        dispatch!(sim, n, false, Call::Written(*t, c),
+            x, cx => x.tlp_written(cx, t, c),
+            K => K::tlp_written(sim, n, t, c))
+    }
+
+    /// Hands `call` to this node, out of its table, with its context `cx` (a call that
+    /// waited while its handler ran).
+    pub(in crate::sim) fn handle<C: Context>(&mut self, cx: &mut C, call: Call) {
+        match self {
+            AnyNode::Switch(x) => x.handle(cx, call),
+            AnyNode::Ntb(x) => x.handle(cx, call),
+            AnyNode::Memory(x) => x.handle(cx, call),
+            AnyNode::Gpu(x) => x.bar.handle(cx, call),
+            AnyNode::Root(_)
+            | AnyNode::Dma(_)
+            | AnyNode::Storage(_)
+            | AnyNode::Nic(_)
+            | AnyNode::Nvme(_) => unreachable!("a kind not yet behind Node"),
+        }
     }
 
     /// The workload TLP `t` belongs to, as its owner says (see [`Node::tlp_workload`]).
     pub(in crate::sim) fn tlp_workload(sim: &Simulator<'_>, t: &Tlp) -> Option<u32> {
         let n = t.owner.node as usize;
-        each_kind!(sim.nodes[n], K => K::tlp_workload(sim, n, t))
+        each_legacy!(sim.nodes[n], K => K::tlp_workload(sim, n, t), None)
     }
 
     /// The measurement window opens at `now` (see [`Node::measure_from`]).
@@ -397,22 +509,6 @@ impl AnyNode {
             | AnyNode::Storage(_)
             | AnyNode::Nic(_)
             | AnyNode::Memory(_)
-            | AnyNode::Nvme(_) => None,
-        }
-    }
-
-    /// Its memory BAR, if it is a memory endpoint or a GPU.
-    #[inline(always)]
-    pub(in crate::sim) fn bar_memory(&mut self) -> Option<&mut MemoryEndpoint> {
-        match self {
-            AnyNode::Memory(m) => Some(m),
-            AnyNode::Gpu(g) => Some(&mut g.bar),
-            AnyNode::Root(_)
-            | AnyNode::Switch(_)
-            | AnyNode::Ntb(_)
-            | AnyNode::Dma(_)
-            | AnyNode::Storage(_)
-            | AnyNode::Nic(_)
             | AnyNode::Nvme(_) => None,
         }
     }

@@ -1,10 +1,10 @@
 //! Non-transparent bridges at run time: writes crossing into another domain's memory, their
 //! registers (scratchpads, and the doorbell whose MSI they raise into the domain below).
 
-use super::switch::Crossing;
-use super::{AnyNode, Node, NodeEv};
+use super::switch::{forward, Crossing};
+use super::{Context, Node, NodeEv};
 use crate::engine::SimTime;
-use crate::fabric::{Forwarding, System};
+use crate::fabric::{Forwarding, NodeKind, System};
 use crate::pcie::tlp::TlpKind;
 use crate::sim::{Ev, Owner, Simulator, Tlp};
 
@@ -54,61 +54,54 @@ impl Msi {
 
 impl Node for Ntb {
     #[inline]
-    fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, _head: SimTime) {
-        if t.dst as usize == n {
-            sim.at_ntb(n, c, id, t);
+    fn tlp_arrived<C: Context>(&mut self, cx: &mut C, c: u32, id: u32, t: Tlp, _head: SimTime) {
+        if t.dst as usize == cx.node() {
+            self.registers(cx, c, id, t);
         } else {
-            sim.forward(n, c, id, t);
+            forward(cx, &self.crossing, None, c, id, t);
         }
     }
 
-    fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
+    fn event<C: Context>(&mut self, cx: &mut C, ev: NodeEv) {
         if let NodeEv::BridgeMsi(id) = ev {
             // Queued at the egress as if it came in with the doorbell.
-            let t = &sim.tlps[id as usize];
+            let t = cx.tlp(id);
             let input = Msi::of(t.owner.cookie).port as usize;
-            let out = sim.route.next(n, t.dst as usize);
-            sim.enqueue_from(out, id, input);
+            let out = cx.toward(t.dst as usize);
+            cx.send_from(out, id, input);
         }
     }
 
-    fn tlp_written(sim: &mut Simulator<'_>, _n: usize, t: &Tlp, _c: u32) {
+    fn tlp_written<C: Context>(&mut self, cx: &mut C, t: &Tlp, _c: u32) {
         // Its MSI reached the domain below.
-        sim.doorbell_interrupt(Msi::of(t.owner.cookie).flow, t.order);
+        cx.flow_interrupt(Msi::of(t.owner.cookie).flow, t.order);
     }
 }
 
-impl Simulator<'_> {
-    /// A TLP addressed to bridge `n` itself, a write or read of its registers: a write takes
+impl Ntb {
+    /// A TLP addressed to the bridge itself, a write or read of its registers: a write takes
     /// effect (its writer knows which register it wrote: a scratchpad, or the doorbell, see
-    /// [`Self::doorbell_rung`]); a read completes after the bridge's latency.
-    fn at_ntb(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
-        let now = self.now();
-        let latency = match &self.nodes[n] {
-            AnyNode::Ntb(b) => b.latency,
-            _ => SimTime::ZERO,
-        };
-        self.rx_release(c, t.class(), 1, t.data_credits());
-        self.deliver(id);
+    /// [`Simulator::doorbell_rung`]); a read completes after the bridge's latency.
+    fn registers<C: Context>(&mut self, cx: &mut C, c: u32, id: u32, t: Tlp) {
+        let now = cx.now();
+        cx.release(c, t.class(), 1, t.data_credits());
+        cx.deliver(id);
         match t.kind {
-            TlpKind::MWr => AnyNode::tlp_written(self, &t, c),
+            TlpKind::MWr => cx.written_by(&t, c),
             TlpKind::MRd => {
-                let out = self.route.next(n, t.src as usize);
-                let cpl = Tlp::at_source(TlpKind::CplD, n as u32, t.src, t.length, t.owner)
+                let n = cx.node() as u32;
+                let out = cx.toward(t.src as usize);
+                let cpl = Tlp::at_source(TlpKind::CplD, n, t.src, t.length, t.owner)
                     .data_at(t.addr as u64);
-                let reply = self.new_tlp(cpl);
-                self.q.schedule(
-                    now + latency,
-                    Ev::Enqueue {
-                        ch: out,
-                        tlp: reply,
-                    },
-                );
+                let reply = cx.new_tlp(cpl);
+                cx.send_by_event(now + self.latency, out, reply);
             }
             _ => {}
         }
     }
+}
 
+impl Simulator<'_> {
     /// Flow `f`'s doorbell write, received on channel `c`, rang bridge `n`'s doorbell: after
     /// the bridge's latency it sends an MSI to the flow's `target` in the domain below,
     /// carrying the order of the last write the doorbell signals.
@@ -121,9 +114,18 @@ impl Simulator<'_> {
         order: u64,
     ) {
         let now = self.now();
-        let latency = match &self.nodes[n] {
-            AnyNode::Ntb(b) => b.latency,
-            _ => SimTime::ZERO,
+        // The bridge's latency from its description: the bridge itself is out of its table
+        // while its own handler has the doorbell write take effect.
+        let latency = match &self.sys.nodes[n].kind {
+            NodeKind::Ntb { latency, .. } => *latency,
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => SimTime::ZERO,
         };
         let owner = Owner {
             node: n as u32,

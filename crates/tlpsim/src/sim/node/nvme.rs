@@ -17,7 +17,7 @@
 
 use std::collections::VecDeque;
 
-use super::{AnyNode, Node, NodeEv};
+use super::{AnyNode, LegacyNode, NodeEv};
 use crate::engine::SimTime;
 use crate::fabric::{NvmeSpec, System};
 use crate::pcie::tlp::{self, TlpKind};
@@ -242,7 +242,7 @@ impl NvmeTlp {
     }
 }
 
-impl Node for NvmeDrive {
+impl LegacyNode for NvmeDrive {
     fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
         match t.kind {
             TlpKind::CplD if t.owner.node == n as u32 => sim.nvme_read_data(n, c, id, t, head),

@@ -5,18 +5,18 @@
 
 use std::collections::VecDeque;
 
+use super::context::Cx;
 use super::cpu::Cpu;
-use super::{AnyNode, Node, NodeEv};
+use super::{completer, AnyNode, LegacyNode, NodeEv};
 use crate::engine::rng::Latency;
 use crate::engine::SimTime;
 use crate::fabric::{CacheState, CompletionRule, CpuSpec, PcieSettings, PeerForwarding};
 use crate::host_memory_spec::HostMemorySpec;
-use crate::pcie::tlp::{self, TlpKind};
+use crate::pcie::tlp::TlpKind;
 use crate::sim::bottleneck::{Resource, UsedBy};
-use crate::sim::channel::FcClass;
 use crate::sim::host_memory::HostMemory;
 use crate::sim::throttle::Throttle;
-use crate::sim::{Ev, Owner, Simulator, Tlp, NONE};
+use crate::sim::{Owner, Simulator, Tlp, NONE};
 
 /// The bit of a root complex's cookie that marks the host CPU's own TLPs (its register
 /// accesses, in the CPU's encoding below it); without it the cookie is a
@@ -133,7 +133,7 @@ impl RootComplex {
     }
 }
 
-impl Node for RootComplex {
+impl LegacyNode for RootComplex {
     fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
         if t.dst as usize != n {
             sim.root_forward(n, c, id, t);
@@ -208,7 +208,7 @@ impl Node for RootComplex {
 
     fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
         match ev {
-            NodeEv::Written(id) => sim.written(sim.tlps[id as usize].ingress, id),
+            NodeEv::Written(id) => completer::on_written(&mut Cx::legacy(sim, n), id),
             NodeEv::Socket(id) => sim.socket_arrived(n, id),
             NodeEv::SocketSend(id) => sim.socket_send(n, id),
             // The host CPU behind this root complex.
@@ -323,7 +323,7 @@ impl Simulator<'_> {
         // The write counts, and its credits free, once the memory has it: a root
         // advertising infinite posted credits still takes data at its sink's and
         // memory's rates.
-        self.write_done_at(n, c, id, done);
+        completer::write_done_at(&mut Cx::legacy(self, n), c, id, done);
     }
 
     /// Read request `id` reached root complex `n` on channel `c`: completions leave once the
@@ -345,7 +345,9 @@ impl Simulator<'_> {
         // A request's completions leave in address order (a later piece whose lines are
         // ready sooner waits for the one before).
         let mut previous = SimTime::ZERO;
-        self.complete_read(n, c, id, t, ready, size, |sim, piece, mut at| {
+        let cx = &mut Cx::legacy(self, n);
+        completer::complete_read(cx, c, id, t, ready, size, |cx, piece, mut at| {
+            let sim = cx.legacy_sim();
             let AnyNode::Root(r) = &mut sim.nodes[n] else {
                 return at;
             };
@@ -372,81 +374,6 @@ impl Simulator<'_> {
         });
     }
 
-    /// Completer `n` answers read request `id`, received on channel `c`, with completions of
-    /// at most `size` bytes, split at RCB-aligned addresses from the request's address
-    /// ([`tlp::completion_piece`]), whose data is ready from `ready` on, each as `pace`
-    /// (given the simulator, its bytes and when it could go) says it is through the
-    /// completer's memory; completions ready at one instant are queued by one event, as a
-    /// chain.
-    #[allow(clippy::too_many_arguments)]
-    pub(in crate::sim) fn complete_read(
-        &mut self,
-        n: usize,
-        c: u32,
-        id: u32,
-        t: Tlp,
-        ready: SimTime,
-        size: u32,
-        mut pace: impl FnMut(&mut Self, u32, SimTime) -> SimTime,
-    ) {
-        let out = self.route.next(n, t.src as usize);
-        // Toward a requester under another root complex: across the socket link.
-        let across = out == NONE;
-        let rcb = self.sys.pcie.rcb.min(size);
-        let mut offset = 0u64;
-        // (time, last TLP) of the chain the latest Enqueue event will queue.
-        let mut chain: Option<(SimTime, u32)> = None;
-        while offset < t.length as u64 {
-            let addr = t.addr as u64 + offset;
-            let piece = tlp::completion_piece(addr, t.length - offset as u32, size, rcb);
-            let at = pace(self, piece, ready);
-            let cpl = self.new_tlp(
-                Tlp {
-                    order: offset,
-                    ..Tlp::at_source(TlpKind::CplD, n as u32, t.src, piece, t.owner)
-                }
-                .data_at(addr),
-            );
-            offset += piece as u64;
-            if across {
-                self.socket_cross(n, NONE, cpl, at);
-                continue;
-            }
-            match chain {
-                // Ready with the one before: queued right after it, by its event.
-                Some((t0, last)) if t0 == at => self.tlps[last as usize].next = cpl,
-                _ => self.q.schedule(at, Ev::Enqueue { ch: out, tlp: cpl }),
-            }
-            chain = Some((at, cpl));
-        }
-        self.rx_release(c, FcClass::NonPosted, 1, 0);
-        self.deliver(id);
-    }
-
-    /// Posted write `id`, received on channel `c` by node `n`, will be in its memory at
-    /// `done`: it takes effect then ([`Self::written`]), by an event if that is later.
-    pub(in crate::sim) fn write_done_at(&mut self, n: usize, c: u32, id: u32, done: SimTime) {
-        if done > self.now() {
-            self.tlps[id as usize].ingress = c;
-            let ev = Ev::Node {
-                node: n as u32,
-                ev: NodeEv::Written(id),
-            };
-            self.q.schedule(done, ev);
-        } else {
-            self.written(c, id);
-        }
-    }
-
-    /// Posted write `id`, received on channel `c`, is in the memory: its credits free and
-    /// its writer hears of it (a flow's bytes, a bridge's interrupt, a NIC's DMA).
-    pub(in crate::sim) fn written(&mut self, c: u32, id: u32) {
-        let t = self.tlps[id as usize];
-        self.rx_release(c, FcClass::Posted, 1, t.data_credits());
-        AnyNode::tlp_written(self, &t, c);
-        self.deliver(id);
-    }
-
     /// A root complex `tx` with a shared outbound queue takes TLP `id`, created for channel
     /// `c`, into that queue if it must wait there (the port is full, or older TLPs it may
     /// not pass wait); true if it did.
@@ -458,9 +385,10 @@ impl Simulator<'_> {
         id: u32,
         posted: bool,
     ) -> bool {
-        let AnyNode::Root(RootComplex {
+        // (A node out of its table, whose handler runs, is never a root complex.)
+        let Some(AnyNode::Root(RootComplex {
             outbound: Some(o), ..
-        }) = &mut self.nodes[tx]
+        })) = self.nodes.get_mut(tx)
         else {
             return false;
         };
@@ -497,12 +425,13 @@ impl Simulator<'_> {
     /// first; a completion or read request only when no older posted write is still waiting).
     pub(in crate::sim) fn drain_outbound(&mut self, c: u32) {
         let tx = self.rx_node[(c ^ 1) as usize] as usize;
+        // (A node out of its table, whose handler runs, is never a root complex.)
         let shared = matches!(
-            &self.nodes[tx],
-            AnyNode::Root(RootComplex {
+            self.nodes.get(tx),
+            Some(AnyNode::Root(RootComplex {
                 outbound: Some(_),
                 ..
-            })
+            }))
         );
         if self.draining || !shared {
             return;

@@ -2,7 +2,7 @@
 //! drives have read the data, and whose storage writes arrive as CplD that its drives absorb
 //! (the [`Media`]: one resource serving reads and writes in turn, or both at once).
 
-use super::{AnyNode, Node, NodeEv};
+use super::{AnyNode, LegacyNode, NodeEv};
 use crate::engine::SimTime;
 use crate::fabric::MediaSpec;
 use crate::sim::bottleneck::{Resource, UsedBy};
@@ -57,7 +57,7 @@ impl Simulator<'_> {
     }
 }
 
-impl Node for StorageHba {
+impl LegacyNode for StorageHba {
     fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
         sim.requester_received(n, c, id, t, head);
     }

@@ -2,13 +2,13 @@
 //! (store-and-forward forced where the egress link is the faster one), a port-to-port
 //! latency by width, and a crossbar or one shared bus every TLP crosses.
 
-use super::{AnyNode, Node};
+use super::{Context, Node};
 use crate::engine::SimTime;
 use crate::fabric::{Core, Forwarding, System};
 use crate::pcie::{flit, phy, tlp};
 use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::throttle::Throttle;
-use crate::sim::{Simulator, Tlp};
+use crate::sim::Tlp;
 
 /// Switch-like nodes of at most this many ports keep every port pair's crossing in a table.
 const DENSE_PORTS: usize = 64;
@@ -118,8 +118,8 @@ impl Switch {
 
 impl Node for Switch {
     #[inline(always)]
-    fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, _head: SimTime) {
-        sim.forward(n, c, id, t);
+    fn tlp_arrived<C: Context>(&mut self, cx: &mut C, c: u32, id: u32, t: Tlp, _head: SimTime) {
+        forward(cx, &self.crossing, self.bus.as_mut(), c, id, t);
     }
 
     fn resources(&self, n: usize, name: &str, t: SimTime, out: &mut Vec<Resource>) {
@@ -135,30 +135,32 @@ impl Node for Switch {
     }
 }
 
-impl Simulator<'_> {
-    /// Switch-like node `n` takes TLP `id`, accepted on channel `c`, toward its egress port
-    /// (across its shared bus first, if it has one).
-    #[inline(always)]
-    pub(in crate::sim) fn forward(&mut self, n: usize, c: u32, id: u32, t: Tlp) {
-        let now = self.now();
-        let out = self.route.hop(n, c, t.dst as usize);
-        self.tlps[id as usize].ingress = c;
-        if let AnyNode::Switch(Switch {
-            crossing,
-            bus: Some(bus),
-        }) = &mut self.nodes[n]
-        {
-            let (ct, _) = crossing.hop(self.rx_port[c as usize], self.tx_port[out as usize]);
-            let bytes = tlp::tlp_bytes(
-                t.kind,
-                self.sys.pcie.addressing,
-                t.payload + t.dw_lead as u32,
-                self.sys.pcie.ecrc,
-            );
-            let (start, done) = bus.pass_span(now, bytes);
-            self.push_at(if ct { start } else { done }, out, id);
-            return;
-        }
-        self.push(out, id);
+/// A switch-like node (`crossing` its ports) takes TLP `id`, accepted on channel `c`, toward
+/// its egress port (across its shared `bus` first, if it has one).
+#[inline(always)]
+pub(in crate::sim) fn forward<C: Context>(
+    cx: &mut C,
+    crossing: &Crossing,
+    bus: Option<&mut Throttle>,
+    c: u32,
+    id: u32,
+    t: Tlp,
+) {
+    let now = cx.now();
+    let out = cx.hop(c, t.dst as usize);
+    cx.tlp_mut(id).ingress = c;
+    if let Some(bus) = bus {
+        let (ct, _) = crossing.hop(cx.port_of(c), cx.port_of(out));
+        let pcie = &cx.sys().pcie;
+        let bytes = tlp::tlp_bytes(
+            t.kind,
+            pcie.addressing,
+            t.payload + t.dw_lead as u32,
+            pcie.ecrc,
+        );
+        let (start, done) = bus.pass_span(now, bytes);
+        cx.send_at(if ct { start } else { done }, out, id);
+        return;
     }
+    cx.send(out, id);
 }

@@ -18,7 +18,7 @@ mod tx;
 
 pub(in crate::sim) use registers::RegisterWrite;
 
-use super::{AnyNode, Node, NodeEv, NodeReport};
+use super::{AnyNode, LegacyNode, NodeEv, NodeReport};
 use crate::engine::SimTime;
 use crate::fabric::{NicSpec, NodeKind, System};
 use crate::pcie::tlp::TlpKind;
@@ -228,7 +228,7 @@ impl NicEndpoint {
     }
 }
 
-impl Node for NicEndpoint {
+impl LegacyNode for NicEndpoint {
     fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, _head: SimTime) {
         match t.kind {
             TlpKind::MWr | TlpKind::MRd => sim.register_access(n, c, id),

@@ -1,0 +1,322 @@
+//! What a node sees of the fabric while it handles something: its [`Context`].
+//!
+//! A node's handlers take `&mut self` (its own state) and a context, and reach the rest of
+//! the fabric only through it: the time, events of its own, its ports (sending a TLP out
+//! of one, freeing the receive buffer a TLP held), the shared TLP table and the system's
+//! description. The simulator gives a node its context by taking the node out of its
+//! table for the call ([`Nodes::take`]); a call into a node whose handler is running (it
+//! sent a TLP, which left at once and whose owner it is) waits until that handler returns,
+//! and then runs, in the order such calls came ([`Simulator::with_node`]). Runs give the
+//! same results, value for value, as when handlers reached into the simulator.
+//!
+//! Unit tests drive a node through a context of their own that records what it did
+//! (`context::tests::Recorder`), without a fabric.
+
+use super::{AnyNode, NodeEv};
+use crate::engine::SimTime;
+use crate::fabric::System;
+use crate::sim::channel::FcClass;
+use crate::sim::{Ev, Simulator, Tlp};
+
+/// What a node may do while it handles a TLP, an event or a TLP of its leaving.
+pub(in crate::sim) trait Context {
+    /// The time now.
+    fn now(&self) -> SimTime;
+
+    /// The node's own index.
+    fn node(&self) -> usize;
+
+    /// The system's description (read only).
+    fn sys(&self) -> &System;
+
+    /// Schedules an event of the node's own at `at`.
+    fn schedule(&mut self, at: SimTime, ev: NodeEv);
+
+    /// TLP `id` of the shared table.
+    fn tlp(&self, id: u32) -> &Tlp;
+
+    /// TLP `id` of the shared table, to change.
+    fn tlp_mut(&mut self, id: u32) -> &mut Tlp;
+
+    /// Puts `t` in the shared table; returns its id.
+    fn new_tlp(&mut self, t: Tlp) -> u32;
+
+    /// The index of the node's port that channel `c` (in or out of it) belongs to.
+    fn port_of(&self, c: u32) -> u32;
+
+    /// The channel out of the node toward node `dst`.
+    fn toward(&self, dst: usize) -> u32;
+
+    /// The channel out of the node for a TLP to `dst` that came in on channel `came_in`.
+    fn hop(&self, came_in: u32, dst: usize) -> u32;
+
+    /// Sends TLP `id` out on channel `c` (queued behind what waits there).
+    fn send(&mut self, c: u32, id: u32);
+
+    /// Sends TLP `id` out on channel `c` at `at`, or now if that is not later.
+    fn send_at(&mut self, at: SimTime, c: u32, id: u32);
+
+    /// Sends TLP `id` out on channel `c` at `at` by an event (TLPs ready at one instant may
+    /// chain behind it by their `next`).
+    fn send_by_event(&mut self, at: SimTime, c: u32, id: u32);
+
+    /// Sends TLP `id` out on channel `c` as if it came in on the node's port `input`.
+    fn send_from(&mut self, c: u32, id: u32, input: usize);
+
+    /// The receive buffer of channel `c` frees `h` header and `d` data credits of `class`.
+    fn release(&mut self, c: u32, class: FcClass, h: u32, d: u32);
+
+    /// TLP `id` is done with: out of the table.
+    fn deliver(&mut self, id: u32);
+
+    /// Posted write `t`, received on channel `c`, took effect here: its owner hears of it.
+    fn written_by(&mut self, t: &Tlp, c: u32);
+
+    /// Sends TLP `id`, which came in on channel `c` (NONE: made here), across the socket
+    /// link toward its destination's root complex at `at`; false if no link leads there.
+    fn cross_socket(&mut self, c: u32, id: u32, at: SimTime) -> bool;
+
+    /// Flow `f`'s interrupt (the MSI its doorbell raised, signalling its writes up to order
+    /// `order`) reached the flow's target: the flow counts it.
+    fn flow_interrupt(&mut self, f: u32, order: u64);
+}
+
+/// The context the simulator gives node `n` (taken out of its table for the call).
+pub(in crate::sim) struct Cx<'s, 'a> {
+    sim: &'s mut Simulator<'a>,
+    n: usize,
+}
+
+impl Context for Cx<'_, '_> {
+    #[inline(always)]
+    fn now(&self) -> SimTime {
+        self.sim.now()
+    }
+
+    #[inline(always)]
+    fn node(&self) -> usize {
+        self.n
+    }
+
+    #[inline(always)]
+    fn sys(&self) -> &System {
+        self.sim.sys
+    }
+
+    #[inline(always)]
+    fn schedule(&mut self, at: SimTime, ev: NodeEv) {
+        let node = self.n as u32;
+        self.sim.q.schedule(at, Ev::Node { node, ev });
+    }
+
+    #[inline(always)]
+    fn tlp(&self, id: u32) -> &Tlp {
+        &self.sim.tlps[id as usize]
+    }
+
+    #[inline(always)]
+    fn tlp_mut(&mut self, id: u32) -> &mut Tlp {
+        &mut self.sim.tlps[id as usize]
+    }
+
+    #[inline(always)]
+    fn new_tlp(&mut self, t: Tlp) -> u32 {
+        self.sim.new_tlp(t)
+    }
+
+    #[inline(always)]
+    fn port_of(&self, c: u32) -> u32 {
+        if self.sim.rx_node[c as usize] as usize == self.n {
+            self.sim.rx_port[c as usize]
+        } else {
+            self.sim.tx_port[c as usize]
+        }
+    }
+
+    #[inline(always)]
+    fn toward(&self, dst: usize) -> u32 {
+        self.sim.route.next(self.n, dst)
+    }
+
+    #[inline(always)]
+    fn hop(&self, came_in: u32, dst: usize) -> u32 {
+        self.sim.route.hop(self.n, came_in, dst)
+    }
+
+    #[inline(always)]
+    fn send(&mut self, c: u32, id: u32) {
+        self.sim.push(c, id);
+    }
+
+    #[inline(always)]
+    fn send_at(&mut self, at: SimTime, c: u32, id: u32) {
+        self.sim.push_at(at, c, id);
+    }
+
+    #[inline(always)]
+    fn send_by_event(&mut self, at: SimTime, c: u32, id: u32) {
+        self.sim.q.schedule(at, Ev::Enqueue { ch: c, tlp: id });
+    }
+
+    #[inline(always)]
+    fn send_from(&mut self, c: u32, id: u32, input: usize) {
+        self.sim.enqueue_from(c, id, input);
+    }
+
+    #[inline(always)]
+    fn release(&mut self, c: u32, class: FcClass, h: u32, d: u32) {
+        self.sim.rx_release(c, class, h, d);
+    }
+
+    #[inline(always)]
+    fn deliver(&mut self, id: u32) {
+        self.sim.deliver(id);
+    }
+
+    #[inline(always)]
+    fn written_by(&mut self, t: &Tlp, c: u32) {
+        AnyNode::tlp_written(self.sim, t, c);
+    }
+
+    #[inline(always)]
+    fn cross_socket(&mut self, c: u32, id: u32, at: SimTime) -> bool {
+        self.sim.socket_cross(self.n, c, id, at)
+    }
+
+    #[inline(always)]
+    fn flow_interrupt(&mut self, f: u32, order: u64) {
+        self.sim.doorbell_interrupt(f, order);
+    }
+}
+
+impl<'s, 'a> Cx<'s, 'a> {
+    /// The context of node `n` while it stays in its table: for a kind not yet behind
+    /// [`super::Node`] that uses the shared completer (`completer`).
+    pub(in crate::sim::node) fn legacy(sim: &'s mut Simulator<'a>, n: usize) -> Self {
+        Cx { sim, n }
+    }
+
+    /// The simulator behind it, for a kind not yet behind [`super::Node`].
+    pub(in crate::sim::node) fn legacy_sim(&mut self) -> &mut Simulator<'a> {
+        self.sim
+    }
+}
+
+/// A call into a node that came while its handler ran: it gets it once that handler
+/// returns ([`Simulator::with_node`]).
+#[derive(Debug, Clone, Copy)]
+pub(in crate::sim) enum Call {
+    /// [`super::Node::tlp_arrived`]: (channel, TLP id, its copy, first byte in).
+    Arrived(u32, u32, Tlp, SimTime),
+    /// [`super::Node::start`].
+    Start,
+    /// [`super::Node::event`].
+    Event(NodeEv),
+    /// [`super::Node::tlp_left`]: (TLP id, when its first byte left).
+    Left(u32, SimTime),
+    /// [`super::Node::tlp_written`]: (the TLP, the channel it came in on).
+    Written(Tlp, u32),
+}
+
+/// The nodes of a run, each in its slot; a node whose handler runs is out of its slot.
+#[derive(Debug)]
+pub(in crate::sim) struct Nodes(Vec<Option<Box<AnyNode>>>);
+
+impl Nodes {
+    /// The table of `nodes`, all in their slots.
+    pub(in crate::sim) fn new(nodes: impl Iterator<Item = AnyNode>) -> Self {
+        Nodes(nodes.map(|n| Some(Box::new(n))).collect())
+    }
+
+    /// How many nodes.
+    pub(in crate::sim) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Node `n`, out of its slot for a call (None if it is out already).
+    #[inline(always)]
+    pub(in crate::sim) fn take(&mut self, n: usize) -> Option<Box<AnyNode>> {
+        self.0[n].take()
+    }
+
+    /// Node `n`, unless it is out of its slot.
+    #[inline(always)]
+    pub(in crate::sim) fn get(&self, n: usize) -> Option<&AnyNode> {
+        self.0[n].as_deref()
+    }
+
+    /// Node `n` to change, unless it is out of its slot.
+    #[inline(always)]
+    pub(in crate::sim) fn get_mut(&mut self, n: usize) -> Option<&mut AnyNode> {
+        self.0[n].as_deref_mut()
+    }
+
+    /// Puts node `n` back into its slot.
+    #[inline(always)]
+    pub(in crate::sim) fn put(&mut self, n: usize, node: Box<AnyNode>) {
+        self.0[n] = Some(node);
+    }
+
+    /// Every node in its slot, in order.
+    pub(in crate::sim) fn iter(&self) -> impl Iterator<Item = &AnyNode> {
+        self.0
+            .iter()
+            .map(|n| n.as_deref().expect("a node out of its slot"))
+    }
+
+    /// Every node in its slot, in order, to change.
+    pub(in crate::sim) fn iter_mut(&mut self) -> impl Iterator<Item = &mut AnyNode> {
+        self.0
+            .iter_mut()
+            .map(|n| n.as_deref_mut().expect("a node out of its slot"))
+    }
+}
+
+impl std::ops::Index<usize> for Nodes {
+    type Output = AnyNode;
+
+    /// Node `n`; only the simulator's own code reads a node this way, never while the
+    /// node's handler runs.
+    #[inline(always)]
+    fn index(&self, n: usize) -> &AnyNode {
+        self.0[n].as_deref().expect("a node out of its slot")
+    }
+}
+
+impl std::ops::IndexMut<usize> for Nodes {
+    #[inline(always)]
+    fn index_mut(&mut self, n: usize) -> &mut AnyNode {
+        self.0[n].as_deref_mut().expect("a node out of its slot")
+    }
+}
+
+impl<'a> Simulator<'a> {
+    /// Runs `f` on node `n`, taken out of its table, with its context; then the calls that
+    /// came for it while `f` ran, in their order. The node must be in its table.
+    #[inline(always)]
+    pub(in crate::sim) fn with_node(
+        &mut self,
+        n: usize,
+        f: impl FnOnce(&mut AnyNode, &mut Cx<'_, 'a>),
+    ) {
+        let Some(mut node) = self.nodes.take(n) else {
+            unreachable!("a node out of its table is not called again");
+        };
+        f(&mut node, &mut Cx { sim: self, n });
+        if !self.waiting_calls.is_empty() {
+            self.run_waiting_calls(n, &mut node);
+        }
+        self.nodes.put(n, node);
+    }
+
+    /// Hands node `n` (out of its table) the calls that came for it while its handler ran,
+    /// in their order (more may come meanwhile).
+    #[cold]
+    #[inline(never)]
+    fn run_waiting_calls(&mut self, n: usize, node: &mut AnyNode) {
+        while let Some(i) = self.waiting_calls.iter().position(|w| w.0 as usize == n) {
+            let (_, call) = self.waiting_calls.remove(i);
+            node.handle(&mut Cx { sim: self, n }, call);
+        }
+    }
+}
