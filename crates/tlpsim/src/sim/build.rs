@@ -182,10 +182,9 @@ impl<'a> Simulator<'a> {
     pub fn new(sys: &'a System) -> Self {
         let ports = port_links(sys);
         let ch = Channels::new(sys, &ports);
-        let route = route::Routes::new(sys);
-        let nodes = node::context::Nodes::new(
-            (0..sys.nodes.len()).map(|i| AnyNode::build(sys, i, &ports[i])),
-        );
+        let crossings = (0..sys.nodes.len()).map(|i| node::switch::Crossing::of(sys, i, &ports[i]));
+        let route = route::Routes::new(sys).with_crossings(crossings.collect());
+        let nodes = node::context::Nodes::new((0..sys.nodes.len()).map(|i| AnyNode::build(sys, i)));
         let flows = sys
             .workloads
             .iter()

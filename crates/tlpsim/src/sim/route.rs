@@ -11,6 +11,7 @@
 //! Up to [`DENSE_NODES`] nodes the answers are also kept in one table (at most 1 MiB), the
 //! faster lookup for the systems most runs simulate; the state stays linear beyond it.
 
+use super::node::switch::Crossing;
 use super::NONE;
 use crate::fabric::System;
 
@@ -32,6 +33,8 @@ pub(in crate::sim) struct Routes {
     children: Vec<(u32, u32)>,
     /// Every answer, by `node × nodes + dst`, in a small system.
     dense: Option<Vec<u32>>,
+    /// How TLPs cross each node that forwards them (a switch, a bridge), port to port.
+    crossings: Vec<Option<Crossing>>,
     /// Whether the switch port at each link's upper end redirects peer-to-peer TLPs
     /// upstream (ACS); empty when no port does.
     acs: Vec<bool>,
@@ -87,6 +90,7 @@ impl Routes {
             first_child,
             children,
             dense: None,
+            crossings: Vec::new(),
             acs: if sys.links.iter().any(|l| l.acs_redirect) {
                 sys.links.iter().map(|l| l.acs_redirect).collect()
             } else {
@@ -98,6 +102,18 @@ impl Routes {
             routes.dense = Some(table);
         }
         routes
+    }
+
+    /// These routes with how TLPs cross each node (`crossings`, one per node: `Crossing::of`).
+    pub(in crate::sim) fn with_crossings(mut self, crossings: Vec<Option<Crossing>>) -> Self {
+        self.crossings = crossings;
+        self
+    }
+
+    /// How TLPs cross node `n`, if it forwards them (a switch, a bridge).
+    #[inline(always)]
+    pub(in crate::sim) fn crossing(&self, n: usize) -> Option<&Crossing> {
+        self.crossings[n].as_ref()
     }
 
     /// The channel `node` sends a TLP for `dst` on: down toward a descendant, up otherwise;

@@ -262,7 +262,7 @@ impl Simulator<'_> {
         end: SimTime,
     ) -> Option<SimTime> {
         let rx = self.rx_node[c as usize] as usize;
-        let crossing = self.nodes[rx].crossing()?;
+        let crossing = self.route.crossing(rx)?;
         let out = self.route.hop(rx, c, dst);
         if out == NONE {
             return None;

@@ -41,14 +41,15 @@ pub(in crate::sim) trait Context {
     /// Puts `t` in the shared table; returns its id.
     fn new_tlp(&mut self, t: Tlp) -> u32;
 
-    /// The index of the node's port that channel `c` (in or out of it) belongs to.
-    fn port_of(&self, c: u32) -> u32;
-
     /// The channel out of the node toward node `dst`.
     fn toward(&self, dst: usize) -> u32;
 
     /// The channel out of the node for a TLP to `dst` that came in on channel `came_in`.
     fn hop(&self, came_in: u32, dst: usize) -> u32;
+
+    /// How a TLP that came in on channel `came_in` crosses the node to channel `out`:
+    /// (cut-through, port-to-port latency); the node must be a switch or a bridge.
+    fn crossing(&self, came_in: u32, out: u32) -> (bool, SimTime);
 
     /// Sends TLP `id` out on channel `c` (queued behind what waits there).
     fn send(&mut self, c: u32, id: u32);
@@ -125,15 +126,6 @@ impl Context for Cx<'_, '_> {
     }
 
     #[inline(always)]
-    fn port_of(&self, c: u32) -> u32 {
-        if self.sim.rx_node[c as usize] as usize == self.n {
-            self.sim.rx_port[c as usize]
-        } else {
-            self.sim.tx_port[c as usize]
-        }
-    }
-
-    #[inline(always)]
     fn toward(&self, dst: usize) -> u32 {
         self.sim.route.next(self.n, dst)
     }
@@ -141,6 +133,18 @@ impl Context for Cx<'_, '_> {
     #[inline(always)]
     fn hop(&self, came_in: u32, dst: usize) -> u32 {
         self.sim.route.hop(self.n, came_in, dst)
+    }
+
+    #[inline(always)]
+    fn crossing(&self, came_in: u32, out: u32) -> (bool, SimTime) {
+        let (from, to) = (
+            self.sim.rx_port[came_in as usize],
+            self.sim.tx_port[out as usize],
+        );
+        match self.sim.route.crossing(self.n) {
+            Some(x) => x.hop(from, to),
+            None => (false, SimTime::ZERO),
+        }
     }
 
     #[inline(always)]

@@ -48,7 +48,7 @@ use ntb::Ntb;
 use nvme::NvmeDrive;
 use root::RootComplex;
 use storage::{Media, StorageHba};
-use switch::{Crossing, Switch};
+use switch::Switch;
 
 use super::bottleneck::Resource;
 use super::result::EthernetResult;
@@ -302,9 +302,8 @@ macro_rules! each_node {
 }
 
 impl AnyNode {
-    /// The run-time state of node `n` of `sys`, whose ports are links `ports` (the upstream
-    /// link first, then the downstream links in file order).
-    pub(in crate::sim) fn build(sys: &System, n: usize, ports: &[usize]) -> AnyNode {
+    /// The run-time state of node `n` of `sys`.
+    pub(in crate::sim) fn build(sys: &System, n: usize) -> AnyNode {
         match &sys.nodes[n].kind {
             NodeKind::RootComplex {
                 read_latency,
@@ -333,21 +332,8 @@ impl AnyNode {
                 *p2p,
                 *read_tags,
             )),
-            NodeKind::Switch {
-                forwarding,
-                latency,
-                latency_by_width,
-                core,
-                ..
-            } => AnyNode::Switch(Switch::new(
-                sys,
-                ports,
-                *forwarding,
-                *latency,
-                latency_by_width,
-                *core,
-            )),
-            NodeKind::Ntb { latency, .. } => AnyNode::Ntb(Ntb::new(sys, ports, *latency)),
+            NodeKind::Switch { core, .. } => AnyNode::Switch(Switch::new(*core)),
+            NodeKind::Ntb { latency, .. } => AnyNode::Ntb(Ntb::new(*latency)),
             NodeKind::Storage { tags, media } => AnyNode::Storage(StorageHba::new(*tags, media)),
             NodeKind::Nic { tags, nic } => AnyNode::Nic(NicEndpoint::new(sys, n, *nic, *tags)),
             NodeKind::Dma { tags, device } => AnyNode::Dma(DmaEndpoint::new(*tags, *device)),
@@ -385,8 +371,7 @@ impl AnyNode {
         head: SimTime,
     ) {
         // A GPU's BAR takes the requests and writes into it.
-        let bar = matches!(t.kind, TlpKind::MWr | TlpKind::MRd);
-        dispatch!(sim, n, bar, Call::Arrived(c, id, t, head),
+        dispatch!(sim, n, matches!(t.kind, TlpKind::MWr | TlpKind::MRd), Call::Arrived(c, id, t, head),
             x, cx => x.tlp_arrived(cx, c, id, t, head),
             K => K::tlp_arrived(sim, n, c, id, t, head))
     }
@@ -399,8 +384,8 @@ impl AnyNode {
     /// Hands node `n` its event `ev` (see [`Node::event`]).
     pub(in crate::sim) fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
         // A GPU's BAR has the writes it delayed.
-        let bar = matches!(ev, NodeEv::Written(_));
-        dispatch!(sim, n, bar, Call::Event(ev), x, cx => x.event(cx, ev), K => K::event(sim, n, ev))
+        dispatch!(sim, n, matches!(ev, NodeEv::Written(_)), Call::Event(ev),
+            x, cx => x.event(cx, ev), K => K::event(sim, n, ev))
     }
 
     /// TLP `id` left its owner: the owner hears of it (see [`Node::tlp_left`]).
@@ -463,22 +448,6 @@ impl AnyNode {
         out: &mut Vec<Resource>,
     ) {
         each_node!(self, x => x.resources(n, name, t, out))
-    }
-
-    /// How TLPs cross it, if it forwards them (a switch, a non-transparent bridge).
-    #[inline(always)]
-    pub(in crate::sim) fn crossing(&self) -> Option<&Crossing> {
-        match self {
-            AnyNode::Switch(s) => Some(&s.crossing),
-            AnyNode::Ntb(b) => Some(&b.crossing),
-            AnyNode::Root(_)
-            | AnyNode::Dma(_)
-            | AnyNode::Storage(_)
-            | AnyNode::Nic(_)
-            | AnyNode::Memory(_)
-            | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
-        }
     }
 
     /// A DMA requester's free read tags and its media (a storage HBA's), if it is one.

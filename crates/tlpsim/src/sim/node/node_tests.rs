@@ -7,7 +7,7 @@ use super::ntb::Ntb;
 use super::switch::Switch;
 use super::{Node, NodeEv};
 use crate::engine::SimTime;
-use crate::fabric::{Core, Forwarding, System};
+use crate::fabric::{Core, System};
 use crate::pcie::tlp::TlpKind;
 use crate::sim::channel::FcClass;
 use crate::sim::{Owner, Tlp, NONE};
@@ -75,15 +75,15 @@ impl Context for Recorder {
         self.tlps.push(t);
         self.tlps.len() as u32 - 1
     }
-    /// Channel c is port c % 100.
-    fn port_of(&self, c: u32) -> u32 {
-        c % 100
-    }
     fn toward(&self, dst: usize) -> u32 {
         out_toward(dst)
     }
     fn hop(&self, _came_in: u32, dst: usize) -> u32 {
         out_toward(dst)
+    }
+    /// Store-and-forward with no latency (what a shared bus then waits for is its own).
+    fn crossing(&self, _came_in: u32, _out: u32) -> (bool, SimTime) {
+        (false, SimTime::ZERO)
     }
     fn send(&mut self, c: u32, id: u32) {
         self.sent.push((self.now, c, id));
@@ -149,14 +149,7 @@ fn arrive(cx: &mut Recorder, t: Tlp) -> u32 {
 #[test]
 fn a_crossbar_switch_sends_a_tlp_on_toward_its_destination_at_once() {
     let sys = system();
-    let mut sw = Switch::new(
-        &sys,
-        &[0, 1, 2],
-        Forwarding::CutThrough,
-        SimTime::ZERO,
-        &[],
-        Core::Crossbar,
-    );
+    let mut sw = Switch::new(Core::Crossbar);
     let mut cx = Recorder::new(sys, 1);
     let t = tlp(TlpKind::MWr, 3, 256);
     let id = arrive(&mut cx, t);
@@ -172,14 +165,7 @@ fn a_shared_bus_switch_holds_a_tlp_until_the_bus_has_carried_it() {
     let sys = system();
     // 1 GB/s: a 256-byte write's TLP (284 bytes with its header) takes 284 ns on the bus.
     let core = Core::SharedBus(1e9);
-    let mut sw = Switch::new(
-        &sys,
-        &[0, 1, 2],
-        Forwarding::StoreAndForward,
-        SimTime::ZERO,
-        &[],
-        core,
-    );
+    let mut sw = Switch::new(core);
     let mut cx = Recorder::new(sys, 1);
     let t = tlp(TlpKind::MWr, 3, 256);
     let id = arrive(&mut cx, t);
@@ -242,7 +228,7 @@ fn a_memory_endpoint_counts_a_write_once_its_write_rate_has_absorbed_it() {
 #[test]
 fn a_bridge_answers_a_register_read_after_its_latency_and_forwards_the_rest() {
     let sys = system();
-    let mut b = Ntb::new(&sys, &[0, 1], SimTime::from_ns(300));
+    let mut b = Ntb::new(SimTime::from_ns(300));
     let mut cx = Recorder::new(sys, 3);
     let read = tlp(TlpKind::MRd, 3, 4);
     let id = arrive(&mut cx, read);
@@ -261,7 +247,7 @@ fn a_bridge_answers_a_register_read_after_its_latency_and_forwards_the_rest() {
 #[test]
 fn a_bridge_sends_its_msi_behind_the_doorbell_and_tells_the_flow_when_it_lands() {
     let sys = system();
-    let mut b = Ntb::new(&sys, &[0, 1], SimTime::from_ns(300));
+    let mut b = Ntb::new(SimTime::from_ns(300));
     let mut cx = Recorder::new(sys, 3);
     // The MSI of flow 5's doorbell that came in on port 1 (cookie: flow << 1 | port).
     let owner = Owner {

@@ -1,30 +1,26 @@
 //! Non-transparent bridges at run time: writes crossing into another domain's memory, their
 //! registers (scratchpads, and the doorbell whose MSI they raise into the domain below).
 
-use super::switch::{forward, Crossing};
+use super::switch::forward;
 use super::{Context, Node, NodeEv};
 use crate::engine::SimTime;
-use crate::fabric::{Forwarding, NodeKind, System};
+use crate::fabric::NodeKind;
 use crate::pcie::tlp::TlpKind;
 use crate::sim::{Ev, Owner, Simulator, Tlp};
 
-/// A non-transparent bridge at run time: a two-port crossing, cut-through unless the egress
-/// side is the faster one, and the latency of its own registers.
+/// A non-transparent bridge at run time: the latency of its own registers (TLPs cross it
+/// cut-through unless the egress side is the faster one: its `Crossing`, which the routing
+/// keeps).
 #[derive(Debug)]
 pub(in crate::sim) struct Ntb {
-    /// Port to port.
-    pub(in crate::sim) crossing: Crossing,
     /// Port-to-port latency, also the time its registers take to answer.
     latency: SimTime,
 }
 
 impl Ntb {
-    /// A bridge whose ports are links `ports`.
-    pub(in crate::sim) fn new(sys: &System, ports: &[usize], latency: SimTime) -> Self {
-        Ntb {
-            crossing: Crossing::new(sys, ports, Forwarding::CutThrough, latency, &[]),
-            latency,
-        }
+    /// A bridge whose registers answer after `latency`.
+    pub(in crate::sim) fn new(latency: SimTime) -> Self {
+        Ntb { latency }
     }
 }
 
@@ -58,7 +54,7 @@ impl Node for Ntb {
         if t.dst as usize == cx.node() {
             self.registers(cx, c, id, t);
         } else {
-            forward(cx, &self.crossing, None, c, id, t);
+            forward(cx, None, c, id, t);
         }
     }
 

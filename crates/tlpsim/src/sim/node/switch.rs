@@ -4,7 +4,7 @@
 
 use super::{Context, Node};
 use crate::engine::SimTime;
-use crate::fabric::{Core, Forwarding, System};
+use crate::fabric::{Core, Forwarding, NodeKind, System};
 use crate::pcie::{flit, phy, tlp};
 use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::throttle::Throttle;
@@ -87,27 +87,52 @@ impl Crossing {
     }
 }
 
-/// A switch at run time.
+impl Crossing {
+    /// How TLPs cross node `n` of `sys`, whose ports are links `ports`, if it forwards them
+    /// (a switch, a non-transparent bridge): the routing keeps it (`sim::route`).
+    pub(in crate::sim) fn of(sys: &System, n: usize, ports: &[usize]) -> Option<Crossing> {
+        match &sys.nodes[n].kind {
+            NodeKind::Switch {
+                forwarding,
+                latency,
+                latency_by_width,
+                ..
+            } => Some(Crossing::new(
+                sys,
+                ports,
+                *forwarding,
+                *latency,
+                latency_by_width,
+            )),
+            NodeKind::Ntb { latency, .. } => Some(Crossing::new(
+                sys,
+                ports,
+                Forwarding::CutThrough,
+                *latency,
+                &[],
+            )),
+            NodeKind::RootComplex { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => None,
+        }
+    }
+}
+
+/// A switch at run time (how TLPs cross it port to port is the routing's: [`Crossing`]).
 #[derive(Debug)]
 pub(in crate::sim) struct Switch {
-    /// Port to port.
-    pub(in crate::sim) crossing: Crossing,
     /// The shared bus every TLP crosses (None: a crossbar).
     bus: Option<Throttle>,
 }
 
 impl Switch {
-    /// A switch whose ports are links `ports`.
-    pub(in crate::sim) fn new(
-        sys: &System,
-        ports: &[usize],
-        forwarding: Forwarding,
-        latency: SimTime,
-        by_width: &[(u32, SimTime)],
-        core: Core,
-    ) -> Self {
+    /// A switch with a crossbar or one shared bus (`core`).
+    pub(in crate::sim) fn new(core: Core) -> Self {
         Switch {
-            crossing: Crossing::new(sys, ports, forwarding, latency, by_width),
             bus: match core {
                 Core::Crossbar => None,
                 Core::SharedBus(bw) => Some(Throttle::new(bw)),
@@ -119,7 +144,7 @@ impl Switch {
 impl Node for Switch {
     #[inline(always)]
     fn tlp_arrived<C: Context>(&mut self, cx: &mut C, c: u32, id: u32, t: Tlp, _head: SimTime) {
-        forward(cx, &self.crossing, self.bus.as_mut(), c, id, t);
+        forward(cx, self.bus.as_mut(), c, id, t);
     }
 
     fn resources(&self, n: usize, name: &str, t: SimTime, out: &mut Vec<Resource>) {
@@ -135,12 +160,11 @@ impl Node for Switch {
     }
 }
 
-/// A switch-like node (`crossing` its ports) takes TLP `id`, accepted on channel `c`, toward
-/// its egress port (across its shared `bus` first, if it has one).
+/// A switch-like node takes TLP `id`, accepted on channel `c`, toward its egress port
+/// (across its shared `bus` first, if it has one).
 #[inline(always)]
 pub(in crate::sim) fn forward<C: Context>(
     cx: &mut C,
-    crossing: &Crossing,
     bus: Option<&mut Throttle>,
     c: u32,
     id: u32,
@@ -150,7 +174,7 @@ pub(in crate::sim) fn forward<C: Context>(
     let out = cx.hop(c, t.dst as usize);
     cx.tlp_mut(id).ingress = c;
     if let Some(bus) = bus {
-        let (ct, _) = crossing.hop(cx.port_of(c), cx.port_of(out));
+        let (ct, _) = cx.crossing(c, out);
         let pcie = &cx.sys().pcie;
         let bytes = tlp::tlp_bytes(
             t.kind,
