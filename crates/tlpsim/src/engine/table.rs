@@ -38,6 +38,53 @@ pub fn place<T>(items: &mut Vec<T>, free: &mut Vec<u32>, item: T) -> u32 {
     }
 }
 
+/// A slab: a [`Table`] whose freed entries are listed for reuse ([`place`]).
+#[derive(Debug, Clone, Default)]
+pub struct Pool<T> {
+    items: Table<T>,
+    free: Vec<u32>,
+}
+
+impl<T> Pool<T> {
+    /// An empty pool.
+    pub fn new() -> Self {
+        Pool {
+            items: Table::new(),
+            free: Vec::new(),
+        }
+    }
+
+    /// Puts `item` in a freed entry, or at the end; returns its index.
+    #[inline(always)]
+    pub fn place(&mut self, item: T) -> u32 {
+        place(&mut self.items, &mut self.free, item)
+    }
+
+    /// Entry `i` is free for reuse.
+    #[inline(always)]
+    pub fn release(&mut self, i: u32) {
+        self.free.push(i);
+    }
+
+    /// The entries free for reuse.
+    pub fn free_slots(&self) -> &[u32] {
+        &self.free
+    }
+}
+
+impl<T> Deref for Pool<T> {
+    type Target = Table<T>;
+    fn deref(&self) -> &Table<T> {
+        &self.items
+    }
+}
+
+impl<T> DerefMut for Pool<T> {
+    fn deref_mut(&mut self) -> &mut Table<T> {
+        &mut self.items
+    }
+}
+
 impl<T> Deref for Table<T> {
     type Target = Vec<T>;
     fn deref(&self) -> &Vec<T> {

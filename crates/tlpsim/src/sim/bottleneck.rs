@@ -279,8 +279,8 @@ impl Simulator<'_> {
         for (n, node) in self.nodes.iter().enumerate() {
             node.resources(n, &self.sys.nodes[n].name, t, &mut out);
         }
-        self.sockets.resources(self.sys, t, &mut out);
-        for (b, (th, _)) in self.bridges.iter().enumerate() {
+        self.host.sockets.resources(self.sys, t, &mut out);
+        for (b, (th, _)) in self.host.bridges.iter().enumerate() {
             out.push(Resource {
                 node: NONE as usize,
                 bridge: b,
@@ -308,7 +308,7 @@ impl Simulator<'_> {
             let c = self.route.hop(node, came_in, to);
             if c == NONE {
                 // Across a socket link, on from the root complex on the far side.
-                match self.sockets.across(node, to) {
+                match self.host.sockets.across(node, to) {
                     Some(far) if far != node => {
                         (node, came_in) = (far, NONE);
                         continue;
@@ -317,7 +317,7 @@ impl Simulator<'_> {
                 }
             }
             out.push(c as usize);
-            node = self.rx_node[c as usize] as usize;
+            node = self.ends.rx_node[c as usize] as usize;
             came_in = c;
         }
         out
@@ -373,6 +373,7 @@ impl Simulator<'_> {
             busy,
         }));
         let verdicts = self
+            .work
             .flows
             .iter()
             .zip(&self.sys.workloads)
@@ -398,9 +399,9 @@ impl Simulator<'_> {
             chans.extend(self.path(dst, src));
         }
         let mut nodes = vec![src];
-        nodes.extend(chans.iter().map(|&c| self.rx_node[c] as usize));
+        nodes.extend(chans.iter().map(|&c| self.ends.rx_node[c] as usize));
         // Across a socket link: both root complexes (the paths end at each).
-        let tops = (self.sockets.top(src), self.sockets.top(dst));
+        let tops = (self.host.sockets.top(src), self.host.sockets.top(dst));
         if tops.0 != tops.1 {
             nodes.extend([tops.0, tops.1]);
         }
@@ -562,7 +563,7 @@ impl Simulator<'_> {
         let rx_kind = &self.sys.nodes[rx].kind;
         let (tx, rx) = (&self.sys.nodes[tx].name, &self.sys.nodes[rx].name);
         let ch = &self.chans[c];
-        let (now, then) = (ch.counters, self.snapshot[c]);
+        let (now, then) = (ch.counters, self.window.snapshot[c]);
         let name = format!("{} {}", link.name, link.direction);
         let mut out = vec![Candidate {
             limit: Limit::Saturable,
@@ -631,7 +632,7 @@ impl Simulator<'_> {
     /// `window` ticks, or of its sequence number window where the buffer holds all of it.
     fn replay_candidate(&self, c: usize, tx: &str, rx: &str, window: f64) -> Candidate {
         let ch = &self.chans[c];
-        let (now, then) = (ch.counters, self.snapshot[c]);
+        let (now, then) = (ch.counters, self.window.snapshot[c]);
         let replay = ((now.replay_stall_ticks - then.replay_stall_ticks) as f64 / window).min(1.0);
         // A replay buffer that holds the whole sequence number window of the largest TLPs
         // never fills first: the window (2,047 TLPs unacknowledged) is what waits.

@@ -195,38 +195,44 @@ impl<'a> Simulator<'a> {
             sys,
             q: EventQueue::new(),
             rng: Rng::new(sys.seed),
-            tlps: Table::new(),
-            free_tlps: Vec::new(),
-            reqs: Table::new(),
-            free_reqs: Vec::new(),
-            dma: Table::new(),
-            free_dma: Vec::new(),
-            snapshot: vec![ChannelCounters::default(); ch.chans.len()],
+            tlps: Pool::new(),
+            window: Window {
+                measuring: false,
+                snapshot: vec![ChannelCounters::default(); ch.chans.len()],
+                busy_at_warmup: Vec::new(),
+            },
             chans: ch.chans.into(),
-            rx_node: ch.rx_node.into(),
-            rx_port: ch.rx_port.into(),
-            own_input: ch.own_input.into(),
-            tx_port: ch.tx_port.into(),
+            ends: ChannelEnds {
+                rx_node: ch.rx_node.into(),
+                rx_port: ch.rx_port.into(),
+                own_input: ch.own_input.into(),
+                tx_port: ch.tx_port.into(),
+            },
             nodes,
-            waiting_calls: Vec::new(),
             route,
-            bridges: sys
-                .host_bridges
-                .iter()
-                .map(|b| (Throttle::new(b.bandwidth), b.latency))
-                .collect(),
-            flows,
+            work: Work {
+                flows,
+                reqs: Pool::new(),
+                dma: Pool::new(),
+            },
             audit: Audit::default(),
-            measuring: false,
-            sent_at_watchdog: Vec::new(),
-            delivered_at_watchdog: 0,
-            watchdog,
-            draining: false,
-            busy_at_warmup: Vec::new(),
+            watch: Watch {
+                sent_at_watchdog: Vec::new(),
+                delivered_at_watchdog: 0,
+                watchdog,
+                progress: progress::Progress::default(),
+            },
+            host: HostSide {
+                bridges: sys
+                    .host_bridges
+                    .iter()
+                    .map(|b| (Throttle::new(b.bandwidth), b.latency))
+                    .collect(),
+                draining: false,
+                sockets: socket::SocketLinks::new(sys),
+            },
             trace: None,
             errors: false,
-            progress: progress::Progress::default(),
-            sockets: socket::SocketLinks::new(sys),
         };
         sim.errors = sim.chans.iter().any(|c| c.phy.byte_error > 0.0);
         sim

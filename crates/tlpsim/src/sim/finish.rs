@@ -23,7 +23,7 @@ impl Simulator<'_> {
         let now = self.sys.duration;
         let window = (self.sys.duration - self.sys.warmup).as_secs_f64();
         let (links, hops) = self.link_results(now, window);
-        let at_warmup = std::mem::take(&mut self.busy_at_warmup);
+        let at_warmup = std::mem::take(&mut self.window.busy_at_warmup);
         let (resources, bottlenecks) = self.bottlenecks(now, &at_warmup, &links);
         let ethernet: Vec<_> = self
             .node_reports()
@@ -79,7 +79,7 @@ impl Simulator<'_> {
             ch.counters.busy_ticks = ch.phy.wire.busy_ticks();
             hops += ch.counters.tlps + ch.counters.replays;
             let a = ch.counters;
-            let b = self.snapshot[c];
+            let b = self.window.snapshot[c];
             let window_ticks = (self.sys.duration - self.sys.warmup).ticks() as f64;
             links.push(LinkResult {
                 name: self.sys.links[c / 2].name.clone(),
@@ -112,7 +112,7 @@ impl Simulator<'_> {
         ethernet: &[EthernetResult],
         window: f64,
     ) -> (FlowResult, Option<Starved>) {
-        let (f, w): (&Flow, &WorkloadSpec) = (&self.flows[i], &self.sys.workloads[i]);
+        let (f, w): (&Flow, &WorkloadSpec) = (&self.work.flows[i], &self.sys.workloads[i]);
         let (completion_timeouts, starving, bottleneck) =
             self.progress_of(i, &w.name, self.sys.duration, bottleneck);
         // A bridging workload's bytes are those of the frames it forwarded.

@@ -76,7 +76,7 @@ impl Simulator<'_> {
         let t = &self.tlps[id as usize];
         match (t.kind, FlowTlp::of(t.owner.cookie)) {
             (TlpKind::MWr, FlowTlp::Data(f)) => {
-                let flow = &mut self.flows[f as usize];
+                let flow = &mut self.work.flows[f as usize];
                 flow.write_queued -= 1;
                 if flow.engines.is_some() {
                     self.engine_write_left(f);
@@ -85,16 +85,17 @@ impl Simulator<'_> {
                 }
             }
             (TlpKind::MWr, FlowTlp::Status(f)) => {
-                self.flows[f as usize].write_queued -= 1;
+                self.work.flows[f as usize].write_queued -= 1;
                 self.engine_write_left(f);
             }
             (TlpKind::MRd, FlowTlp::Request(r)) => {
-                let req = &mut self.reqs[r as usize];
+                let req = &mut self.work.reqs[r as usize];
                 if !req.from_start {
                     req.issued = start;
                 }
                 if req.first {
-                    self.flows[req.flow as usize].transfer_issued[req.transfer as usize] = start;
+                    self.work.flows[req.flow as usize].transfer_issued[req.transfer as usize] =
+                        start;
                 }
             }
             _ => {}
@@ -109,12 +110,12 @@ impl Simulator<'_> {
         match FlowTlp::of(t.owner.cookie) {
             FlowTlp::Data(f) => self.write_arrived(f, t),
             FlowTlp::Doorbell(f) => {
-                let target = self.flows[f as usize].target;
+                let target = self.work.flows[f as usize].target;
                 self.doorbell_rung(t.dst as usize, c, f, target, t.order);
             }
             FlowTlp::Status(f) => {
                 // In order behind the transfer's data; not the flow's data.
-                let flow = &mut self.flows[f as usize];
+                let flow = &mut self.work.flows[f as usize];
                 flow.done += 1;
                 if t.order != flow.expected_order {
                     self.audit.order_violations += 1;
@@ -130,14 +131,14 @@ impl Simulator<'_> {
         match FlowTlp::of(t.owner.cookie) {
             FlowTlp::Data(f) | FlowTlp::Status(f) => Some(f),
             FlowTlp::Doorbell(_) => None,
-            FlowTlp::Request(r) => Some(self.reqs[r as usize].flow),
+            FlowTlp::Request(r) => Some(self.work.reqs[r as usize].flow),
         }
     }
 
     /// Writes the doorbell of bridge `ntb` (above flow `f`'s target), behind the data TLP
     /// of order `order` (posted writes keep their order, so the doorbell follows the data).
     pub(in crate::sim) fn ring_doorbell(&mut self, f: u32, ntb: u32, order: u64) {
-        let src = self.flows[f as usize].source;
+        let src = self.work.flows[f as usize].source;
         let out = self.route.next(src as usize, ntb as usize);
         let owner = FlowTlp::Doorbell(f).owner(src);
         let id = self.new_tlp(Tlp {
@@ -150,18 +151,18 @@ impl Simulator<'_> {
     /// The MSI a bridge raised for flow `f`'s doorbell (which signalled its writes up to
     /// order `order`) reached the flow's target: every write it signals must be there.
     pub(in crate::sim) fn doorbell_interrupt(&mut self, f: u32, order: u64) {
-        let flow = &mut self.flows[f as usize];
+        let flow = &mut self.work.flows[f as usize];
         if flow.expected_order <= order {
             self.audit.order_violations += 1;
         }
-        if self.measuring {
+        if self.window.measuring {
             flow.interrupts += 1;
         }
     }
 
     /// A storage-write transfer left the media: its slot takes the next I/O.
     pub(in crate::sim) fn transfer_done(&mut self, f: u32, slot: u32) {
-        let flow = &mut self.flows[f as usize];
+        let flow = &mut self.work.flows[f as usize];
         flow.active -= 1;
         flow.free_transfers.push(slot);
         self.issue_reads(f);
@@ -172,11 +173,11 @@ impl Simulator<'_> {
     /// read's data once its media has read it), and a doorbell after every `doorbell_every`
     /// transfers; each once its `rate` allows (`pace`).
     pub(in crate::sim) fn fill_writes(&mut self, f: u32) {
-        let mps = self.flows[f as usize].tlp_payload;
+        let mps = self.work.flows[f as usize].tlp_payload;
         let now = self.now();
         let mut started_io = false;
-        while self.flows[f as usize].write_queued < WRITE_QUEUE_DEPTH {
-            let flow = &mut self.flows[f as usize];
+        while self.work.flows[f as usize].write_queued < WRITE_QUEUE_DEPTH {
+            let flow = &mut self.work.flows[f as usize];
             if flow.pace.get(WRITES).is_some_and(|p| !p.ready(now)) {
                 self.pace_hold(f, WRITES);
                 break;
@@ -219,7 +220,7 @@ impl Simulator<'_> {
                 None => now,
             };
             self.push_at(ready, out, id);
-            let flow = &mut self.flows[f as usize];
+            let flow = &mut self.work.flows[f as usize];
             if let (0, Some(d)) = (flow.write_left, flow.doorbell) {
                 flow.transfers_queued += 1;
                 if flow.transfers_queued % d.every as u64 == 0 {
@@ -227,7 +228,7 @@ impl Simulator<'_> {
                 }
             }
         }
-        if started_io && self.flows[f as usize].reads {
+        if started_io && self.work.flows[f as usize].reads {
             self.issue_reads(f);
         }
     }
@@ -239,7 +240,7 @@ impl Simulator<'_> {
     pub(in crate::sim) fn issue_reads(&mut self, f: u32) {
         // With no tag free and the flow's wait for one already noted, issuing would change
         // nothing (most completions of a tag-bound stream): answered here, inline.
-        let flow = &self.flows[f as usize];
+        let flow = &self.work.flows[f as usize];
         let no_tag = matches!(self.nodes[flow.source as usize].requester(), Some((0, _)));
         if !(no_tag && flow.window_full.is_open()) {
             self.issue_reads_now(f);
@@ -249,7 +250,7 @@ impl Simulator<'_> {
     /// [`Self::issue_reads`] once it may have something to do.
     #[inline(never)]
     fn issue_reads_now(&mut self, f: u32) {
-        if self.flows[f as usize].engines.is_some() {
+        if self.work.flows[f as usize].engines.is_some() {
             self.engine_tag_free(f);
             return;
         }
@@ -257,7 +258,7 @@ impl Simulator<'_> {
         let now = self.q.now();
         loop {
             let mut first = false;
-            let flow = &mut self.flows[f as usize];
+            let flow = &mut self.work.flows[f as usize];
             let Some((free_tags, media)) = self.nodes[flow.source as usize].requester() else {
                 return;
             };
@@ -327,7 +328,7 @@ impl Simulator<'_> {
                 made: now,
                 timed_out: false,
             };
-            let r = crate::engine::table::place(&mut self.reqs, &mut self.free_reqs, req);
+            let r = self.work.reqs.place(req);
             let owner = FlowTlp::Request(r).owner(src);
             let id = self.new_tlp(Tlp {
                 addr: addr as u32,
@@ -343,9 +344,9 @@ impl Simulator<'_> {
     #[inline]
     fn write_arrived(&mut self, f: u32, t: &Tlp) {
         let now = self.now();
-        let measuring = self.measuring;
+        let measuring = self.window.measuring;
         let warmup = self.sys.warmup;
-        let flow = &mut self.flows[f as usize];
+        let flow = &mut self.work.flows[f as usize];
         if t.order != flow.expected_order {
             self.audit.order_violations += 1;
         }
@@ -403,7 +404,7 @@ impl Simulator<'_> {
     /// descriptor.
     #[cold]
     fn unusual_completion(&mut self, n: usize, slot: u32, id: u32, t: Tlp) {
-        if self.reqs[slot as usize].timed_out {
+        if self.work.reqs[slot as usize].timed_out {
             self.late_completion(slot, id, t.payload);
         } else {
             self.descriptor_arrived(n, slot, id, t);
@@ -413,9 +414,9 @@ impl Simulator<'_> {
     /// A completion of a transfer's descriptor read reached DMA endpoint `n`: not the
     /// flow's data; the whole descriptor lets the transfer go on.
     fn descriptor_arrived(&mut self, n: usize, slot: u32, id: u32, t: Tlp) {
-        let req = &mut self.reqs[slot as usize];
-        self.flows[req.flow as usize].done += 1;
-        let req = &mut self.reqs[slot as usize];
+        let req = &mut self.work.reqs[slot as usize];
+        self.work.flows[req.flow as usize].done += 1;
+        let req = &mut self.work.reqs[slot as usize];
         if t.order != req.next_offset {
             self.audit.order_violations += 1;
         }
@@ -424,7 +425,7 @@ impl Simulator<'_> {
         let r = *req;
         self.deliver(id);
         if r.remaining == 0 {
-            self.free_reqs.push(slot);
+            self.work.reqs.release(slot);
             if let Some((free_tags, _)) = self.nodes[n].requester() {
                 *free_tags += 1;
             }
@@ -439,20 +440,20 @@ impl Simulator<'_> {
     pub(in crate::sim) fn completion_arrived(&mut self, n: usize, id: u32, t: Tlp, head: SimTime) {
         let now = self.now();
         let slot = FlowTlp::request_slot(t.owner.cookie);
-        let r = self.reqs[slot as usize];
+        let r = self.work.reqs[slot as usize];
         if r.descriptor | r.timed_out {
             return self.unusual_completion(n, slot, id, t);
         }
         let f = r.flow as usize;
-        self.flows[f].done += 1;
+        self.work.flows[f].done += 1;
         if t.order != r.next_offset {
             self.audit.order_violations += 1;
         }
-        let measuring = self.measuring;
+        let measuring = self.window.measuring;
         // A storage write: the media takes the data as it arrives; its bytes count
         // when the media is done with them.
         let media_done = self.nodes[n].media().map(|m| m.pass(now, t.payload, false));
-        let flow = &mut self.flows[f];
+        let flow = &mut self.work.flows[f];
         if let Some(done) = media_done {
             if done >= self.sys.warmup && done < self.sys.duration {
                 flow.media_bytes += t.payload as u64;
@@ -463,23 +464,23 @@ impl Simulator<'_> {
         if measuring && !r.answered {
             flow.latency.record((head - r.issued).as_ns_f64());
         }
-        let req = &mut self.reqs[slot as usize];
+        let req = &mut self.work.reqs[slot as usize];
         req.answered = true;
         req.next_offset += t.payload as u64;
         req.remaining -= t.payload.min(req.remaining);
         if req.remaining == 0 {
-            self.free_reqs.push(slot);
+            self.work.reqs.release(slot);
             if let Some((free_tags, _)) = self.nodes[n].requester() {
                 *free_tags += 1;
             }
-            if self.flows[f].engines.is_some() {
+            if self.work.flows[f].engines.is_some() {
                 self.engine_read_answered(r.transfer, r.length);
                 self.deliver(id);
                 self.engine_tag_free(f as u32);
                 return;
             }
             let slot = r.transfer as usize;
-            let flow = &mut self.flows[f];
+            let flow = &mut self.work.flows[f];
             flow.transfer_left[slot] -= r.length as u64;
             if flow.transfer_left[slot] == 0 {
                 // Its last byte is in: the transfer's latency, if it began in the window.
@@ -491,7 +492,7 @@ impl Simulator<'_> {
                 if done > now {
                     self.media_write_done_at(n, f as u32, slot as u32, done);
                 } else {
-                    let flow = &mut self.flows[f];
+                    let flow = &mut self.work.flows[f];
                     flow.active -= 1;
                     flow.free_transfers.push(slot as u32);
                 }

@@ -43,6 +43,7 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::engine::rng::Rng;
+use crate::engine::table::Pool;
 use crate::engine::{EventQueue, OpenSpan, SimTime, Table};
 use crate::fabric::{
     AckPolicy, Addresses, Arbitration, DmaDirection, Doorbell, NodeKind, StorageMix, System,
@@ -248,52 +249,89 @@ impl Flow {
     }
 }
 
-/// A system being simulated.
+/// A system being simulated: the engine (event queue, random numbers, the TLP table), the
+/// channels, the nodes, the routing, the workloads' flows, and what the run watches and
+/// records.
 pub struct Simulator<'a> {
     sys: &'a System,
     q: EventQueue<Ev>,
     rng: Rng,
-    tlps: Table<Tlp>,
-    free_tlps: Vec<u32>,
-    reqs: Table<Req>,
-    free_reqs: Vec<u32>,
-    /// Transfers run by DMA endpoints' engines (see `transfer`), and their free entries.
-    dma: Table<transfer::DmaTransfer>,
-    free_dma: Vec<u32>,
+    /// Every TLP in flight, with its free entries.
+    tlps: Pool<Tlp>,
     chans: Table<Channel>,
+    /// Which node and port each channel joins.
+    ends: ChannelEnds,
+    /// The nodes, and the calls waiting for one whose handler runs (`node::context`).
+    nodes: node::context::Nodes,
+    /// The next channel from any node toward any other, and how TLPs cross a switch.
+    route: route::Routes,
+    /// The DMA flows, their read requests and their endpoints' transfers.
+    work: Work,
+    audit: Audit,
+    /// The measurement window.
+    window: Window,
+    /// The credit deadlock watchdog, completion timeouts and the starvation watchdog.
+    watch: Watch,
+    /// Host bridges, the shared outbound queue's drain and the socket links.
+    host: HostSide,
+    /// The packets on every wire, when the run is traced.
+    trace: Option<Trace>,
+    /// Some link has a bit error rate (only then can a switch hold nullified copies).
+    errors: bool,
+}
+
+/// Which node and port each channel joins.
+struct ChannelEnds {
     /// Node each channel delivers to, and that node's port index for it.
     rx_node: Table<u32>,
     rx_port: Table<u32>,
+    /// The transmitting node's port index of each channel.
     tx_port: Table<u32>,
     /// The egress input of each channel's TLPs that start at its transmitting node: a root
     /// complex's own come in after its root ports' (the peer-to-peer TLPs it forwards),
     /// any other node's on its first.
     own_input: Table<u32>,
-    nodes: node::context::Nodes,
-    /// Calls into nodes whose handler was running when they came (`node::context`).
-    waiting_calls: Vec<(u32, node::context::Call)>,
-    /// The next channel from any node toward any other.
-    route: route::Routes,
-    bridges: Vec<(Throttle, SimTime)>,
+}
+
+/// The workloads' run-time state.
+struct Work {
+    /// One per workload.
     flows: Table<Flow>,
-    audit: Audit,
+    /// Read requests in flight.
+    reqs: Pool<Req>,
+    /// Transfers run by DMA endpoints' engines (see `transfer`).
+    dma: Pool<transfer::DmaTransfer>,
+}
+
+/// The measurement window.
+struct Window {
+    /// It is open.
     measuring: bool,
+    /// Each channel's counters when it opened.
     snapshot: Vec<ChannelCounters>,
+    /// Service the non-link resources had given when it opened.
+    busy_at_warmup: BusyTicks,
+}
+
+/// What watches the run's progress.
+struct Watch {
     /// TLPs each channel had sent at the last watchdog check.
     sent_at_watchdog: Vec<u64>,
     /// TLPs delivered at the last watchdog check.
     delivered_at_watchdog: u64,
+    /// The credit deadlock watchdog's period.
     watchdog: SimTime,
-    /// The shared outbound queue is being drained (push must not queue behind itself).
-    draining: bool,
-    /// Service the non-link resources had given when measuring started.
-    busy_at_warmup: BusyTicks,
-    /// The packets on every wire, when the run is traced.
-    trace: Option<Trace>,
-    /// Some link has a bit error rate (only then can a switch hold nullified copies).
-    errors: bool,
     /// Completion timeouts and the starvation watchdog (`progress`).
     progress: progress::Progress,
+}
+
+/// What the root complexes share with the run: their host bridges, the drain of a shared
+/// outbound queue, the inter-socket links.
+struct HostSide {
+    /// Each host bridge's data path and latency.
+    bridges: Vec<(Throttle, SimTime)>,
+    /// The shared outbound queue is being drained (push must not queue behind itself).
+    draining: bool,
     /// The inter-socket links between root complexes (`socket`).
     sockets: socket::SocketLinks,
 }
@@ -370,7 +408,7 @@ impl Simulator<'_> {
             // No warmup: measure from before the first packet.
             self.start_measuring();
         }
-        for f in 0..self.flows.len() {
+        for f in 0..self.work.flows.len() {
             self.q.schedule(SimTime::ZERO, Ev::Start(f as u32));
         }
         for n in 0..self.nodes.len() {
@@ -386,7 +424,7 @@ impl Simulator<'_> {
         if self.sys.warmup > SimTime::ZERO {
             self.q.schedule(self.sys.warmup, Ev::Warmup);
         }
-        self.q.schedule(self.watchdog, Ev::Watchdog);
+        self.q.schedule(self.watch.watchdog, Ev::Watchdog);
         self.start_progress();
         let end = self.sys.duration;
         let fraction = |t: SimTime| t.ticks() as f64 / end.ticks().max(1) as f64;
@@ -438,7 +476,7 @@ impl Simulator<'_> {
                 if let Some((id, head)) = self.chans[c as usize].forwarding.pop_front() {
                     if self.errors && self.tlps[id as usize].nullified {
                         // Never in the switch's buffer: straight to its egress queue.
-                        let n = self.rx_node[c as usize] as usize;
+                        let n = self.ends.rx_node[c as usize] as usize;
                         let dst = self.tlps[id as usize].dst as usize;
                         let out = self.route.hop(n, c, dst);
                         self.tlps[id as usize].ingress = c;
@@ -516,13 +554,13 @@ impl Simulator<'_> {
     fn start_flow(&mut self, f: u32) {
         if self.sys.workloads[f as usize].fio.is_some() {
             self.fio_start(f);
-        } else if self.flows[f as usize].engines.is_some() {
+        } else if self.work.flows[f as usize].engines.is_some() {
             self.start_transfers(f);
         } else {
-            if self.flows[f as usize].writes {
+            if self.work.flows[f as usize].writes {
                 self.fill_writes(f);
             }
-            if self.flows[f as usize].reads {
+            if self.work.flows[f as usize].reads {
                 self.issue_reads(f);
             }
         }
@@ -540,7 +578,7 @@ impl Simulator<'_> {
         let stuck: Vec<bool> = self
             .chans
             .iter()
-            .zip(&self.sent_at_watchdog)
+            .zip(&self.watch.sent_at_watchdog)
             .filter(|(c, &sent)| {
                 c.arbiter.queued > 0
                     && matches!(c.blocked, Blocked::Credits(_))
@@ -552,9 +590,10 @@ impl Simulator<'_> {
         if stuck.contains(&true) || (!stuck.is_empty() && self.quiescent()) {
             return Err(self.deadlock());
         }
-        self.sent_at_watchdog = self.chans.iter().map(|c| c.counters.tlps).collect();
-        self.delivered_at_watchdog = self.audit.tlps_delivered;
-        self.q.schedule(self.now() + self.watchdog, Ev::Watchdog);
+        self.watch.sent_at_watchdog = self.chans.iter().map(|c| c.counters.tlps).collect();
+        self.watch.delivered_at_watchdog = self.audit.tlps_delivered;
+        self.q
+            .schedule(self.now() + self.watch.watchdog, Ev::Watchdog);
         Ok(())
     }
 
@@ -563,11 +602,11 @@ impl Simulator<'_> {
     /// wire or inside a switch, and no pending event but timers that free nothing by
     /// themselves (the watchdog, warmup, UpdateFC refresh) and frames arriving from outside.
     fn quiescent(&self) -> bool {
-        let moved = self.audit.tlps_delivered != self.delivered_at_watchdog
+        let moved = self.audit.tlps_delivered != self.watch.delivered_at_watchdog
             || self
                 .chans
                 .iter()
-                .zip(&self.sent_at_watchdog)
+                .zip(&self.watch.sent_at_watchdog)
                 .any(|(c, &sent)| c.counters.tlps != sent);
         let under_way = self.chans.iter().any(|c| {
             c.awaits_update_fc()
@@ -647,9 +686,9 @@ impl Simulator<'_> {
             ch.account_queue(now);
             ch.arbiter.queue_max = ch.arbiter.queued;
             ch.counters.busy_ticks = ch.phy.wire.busy_ticks();
-            self.snapshot[c] = ch.counters;
+            self.window.snapshot[c] = ch.counters;
         }
-        for f in self.flows.iter_mut() {
+        for f in self.work.flows.iter_mut() {
             f.bytes = 0;
             f.latency = LatencyRecorder::default();
             f.transfer_latency = LatencyRecorder::default();
@@ -659,8 +698,8 @@ impl Simulator<'_> {
         for node in self.nodes.iter_mut() {
             node.measure_from(now);
         }
-        self.busy_at_warmup = self.busy_ticks(now);
-        self.measuring = true;
+        self.window.busy_at_warmup = self.busy_ticks(now);
+        self.window.measuring = true;
     }
 
     // ---- TLP slab -------------------------------------------------------------------
@@ -674,7 +713,7 @@ impl Simulator<'_> {
     /// Puts `t` in a free slab entry (a nullified copy goes here directly: the audit does
     /// not count it).
     fn slot_for(&mut self, t: Tlp) -> u32 {
-        crate::engine::table::place(&mut self.tlps, &mut self.free_tlps, t)
+        self.tlps.place(t)
     }
 
     /// The TLP reached its destination and is consumed.
@@ -687,6 +726,6 @@ impl Simulator<'_> {
         t.live = false;
         self.audit.tlps_delivered += 1;
         self.audit.payload_delivered += t.payload as u64;
-        self.free_tlps.push(id);
+        self.tlps.release(id);
     }
 }

@@ -110,8 +110,8 @@ pub(in crate::sim) fn cap(w: &WorkloadSpec, rate: f64) -> f64 {
 impl Simulator<'_> {
     /// Stream `s` of flow `f` waits for its rate: schedules its wake-up if it has none.
     pub(in crate::sim) fn pace_hold(&mut self, f: u32, s: usize) {
-        let measuring = self.measuring;
-        if let Some(at) = self.flows[f as usize].pace[s].hold(measuring) {
+        let measuring = self.window.measuring;
+        if let Some(at) = self.work.flows[f as usize].pace[s].hold(measuring) {
             self.q.schedule(
                 at,
                 Ev::Pace {
@@ -125,7 +125,7 @@ impl Simulator<'_> {
     /// Stream `s` of flow `f` may go on (`Ev::Pace`): an fio job submits the I/Os it held,
     /// a DMA flow's direct stream issues (`s` 0 its reads, 1 its writes).
     pub(in crate::sim) fn pace_woken(&mut self, f: u32, s: usize) {
-        self.flows[f as usize].pace[s].woke();
+        self.work.flows[f as usize].pace[s].woke();
         if self.sys.workloads[f as usize].fio.is_some() {
             self.fio_paced(f, s as u32);
         } else if s == READS {

@@ -62,12 +62,12 @@ pub(in crate::sim) struct Progress {
 impl Simulator<'_> {
     /// Sets up the forward-progress checks and schedules their first looks.
     pub(in crate::sim) fn start_progress(&mut self) {
-        let flows = self.flows.len();
+        let flows = self.work.flows.len();
         let watched: Vec<bool> = self
             .sys
             .workloads
             .iter()
-            .zip(self.flows.iter())
+            .zip(self.work.flows.iter())
             .map(|(w, f)| {
                 w.fio.is_none()
                     && w.bridge.is_none()
@@ -75,24 +75,25 @@ impl Simulator<'_> {
             })
             .collect();
         let shortest = self
+            .work
             .flows
             .iter()
             .filter(|f| f.reads || f.engines.is_some())
             .filter_map(|f| self.sys.nodes[f.source as usize].completion_timeout)
             .min();
-        self.progress = Progress {
+        self.watch.progress = Progress {
             timeouts: vec![0; flows],
             done_at_look: vec![0; flows],
             progressed_at: vec![SimTime::ZERO; flows],
             longest: vec![None; flows],
-            period: self.watchdog,
+            period: self.watch.watchdog,
             scan_every: shortest.map(|t| SimTime::from_ticks((t.ticks() / 8).max(1))),
             watched,
         };
-        if self.progress.watched.contains(&true) {
-            self.q.schedule(self.watchdog, Ev::Progress);
+        if self.watch.progress.watched.contains(&true) {
+            self.q.schedule(self.watch.watchdog, Ev::Progress);
         }
-        if let Some(every) = self.progress.scan_every {
+        if let Some(every) = self.watch.progress.scan_every {
             self.q.schedule(every, Ev::CplTimeout);
         }
     }
@@ -102,11 +103,11 @@ impl Simulator<'_> {
     pub(in crate::sim) fn look_for_starvation(&mut self) {
         let now = self.now();
         let mut quiet = Vec::new();
-        for (f, flow) in self.flows.iter().enumerate() {
-            if !self.progress.watched[f] {
+        for (f, flow) in self.work.flows.iter().enumerate() {
+            if !self.watch.progress.watched[f] {
                 continue;
             }
-            let p = &mut self.progress;
+            let p = &mut self.watch.progress;
             if flow.done != p.done_at_look[f] {
                 p.done_at_look[f] = flow.done;
                 p.progressed_at[f] = now;
@@ -125,14 +126,15 @@ impl Simulator<'_> {
                 }
             }
         }
-        self.q.schedule(now + self.progress.period, Ev::Progress);
+        self.q
+            .schedule(now + self.watch.progress.period, Ev::Progress);
     }
 
     /// Flow `f` completed nothing since its last progress while its TLP `tlp` waits at
     /// `place`: its starvation begins or goes on.
     fn note_starved(&mut self, f: usize, tlp: u32, place: Waiting, now: SimTime) {
-        let since = self.progress.progressed_at[f];
-        if let Some(e) = self.progress.longest[f].as_mut().filter(|e| e.open) {
+        let since = self.watch.progress.progressed_at[f];
+        if let Some(e) = self.watch.progress.longest[f].as_mut().filter(|e| e.open) {
             e.until = now;
             return;
         }
@@ -144,7 +146,7 @@ impl Simulator<'_> {
             waits_on,
             detail,
         };
-        let longest = &mut self.progress.longest[f];
+        let longest = &mut self.watch.progress.longest[f];
         // A new starvation replaces an earlier one only when it already lasts longer.
         if longest
             .as_ref()
@@ -157,7 +159,7 @@ impl Simulator<'_> {
     /// Per flow, its oldest TLP (by when it was made) waiting in an egress queue or a root
     /// complex's shared outbound queue, and where.
     fn oldest_waiting(&self) -> Vec<Option<(u32, Waiting)>> {
-        let mut out: Vec<Option<(u32, Waiting)>> = vec![None; self.flows.len()];
+        let mut out: Vec<Option<(u32, Waiting)>> = vec![None; self.work.flows.len()];
         let mut note = |sim: &Self, tlp: u32, place: Waiting| {
             let t = &sim.tlps[tlp as usize];
             let Some(f) = AnyNode::tlp_workload(sim, t) else {
@@ -248,20 +250,20 @@ impl Simulator<'_> {
     #[cold]
     pub(in crate::sim) fn check_completion_timeouts(&mut self) {
         let now = self.now();
-        let Some(every) = self.progress.scan_every else {
+        let Some(every) = self.watch.progress.scan_every else {
             return;
         };
-        let mut free = vec![false; self.reqs.len()];
-        for &r in &self.free_reqs {
+        let mut free = vec![false; self.work.reqs.len()];
+        for &r in self.work.reqs.free_slots() {
             free[r as usize] = true;
         }
         let mut next = now + every;
         for (r, &is_free) in free.iter().enumerate() {
-            let req = self.reqs[r];
+            let req = self.work.reqs[r];
             if is_free || req.timed_out {
                 continue;
             }
-            let source = self.flows[req.flow as usize].source as usize;
+            let source = self.work.flows[req.flow as usize].source as usize;
             let Some(limit) = self.sys.nodes[source].completion_timeout else {
                 continue;
             };
@@ -278,22 +280,22 @@ impl Simulator<'_> {
     /// Read request `slot` timed out: its requester frees the tag and counts the error; its
     /// transfer goes on without the bytes it asked for.
     fn time_out(&mut self, slot: u32) {
-        let req = &mut self.reqs[slot as usize];
+        let req = &mut self.work.reqs[slot as usize];
         req.timed_out = true;
         req.first = false; // its transfer's slot may serve another before the MRd leaves
         let r = *req;
         let f = r.flow as usize;
-        self.progress.timeouts[f] += 1;
-        let n = self.flows[f].source as usize;
+        self.watch.progress.timeouts[f] += 1;
+        let n = self.work.flows[f].source as usize;
         if let Some((free_tags, _)) = self.nodes[n].requester() {
             *free_tags += 1;
         }
-        if self.flows[f].engines.is_some() {
+        if self.work.flows[f].engines.is_some() {
             self.engine_read_answered(r.transfer, r.length);
             self.engine_tag_free(f as u32);
             return;
         }
-        let flow = &mut self.flows[f];
+        let flow = &mut self.work.flows[f];
         let t = r.transfer as usize;
         flow.transfer_left[t] -= r.length as u64;
         if flow.transfer_left[t] == 0 {
@@ -306,10 +308,10 @@ impl Simulator<'_> {
     /// A completion `id` (payload `payload`) came for read request `slot` after it timed
     /// out: discarded; the request's entry is free once all of them came.
     pub(in crate::sim) fn late_completion(&mut self, slot: u32, id: u32, payload: u32) {
-        let req = &mut self.reqs[slot as usize];
+        let req = &mut self.work.reqs[slot as usize];
         req.remaining -= payload.min(req.remaining);
         if req.remaining == 0 {
-            self.free_reqs.push(slot);
+            self.work.reqs.release(slot);
         }
         self.deliver(id);
     }
@@ -325,9 +327,9 @@ impl Simulator<'_> {
         verdict: Bottleneck,
     ) -> (u64, Option<Starved>, Bottleneck) {
         let us = |t: SimTime| t.as_ns_f64() / 1000.0;
-        let timeouts = self.progress.timeouts.get(f).copied().unwrap_or(0);
+        let timeouts = self.watch.progress.timeouts.get(f).copied().unwrap_or(0);
         let verdict = self.timeout_verdict(f, timeouts, verdict);
-        let Some(e) = self.progress.longest.get(f).cloned().flatten() else {
+        let Some(e) = self.watch.progress.longest.get(f).cloned().flatten() else {
             return (timeouts, None, verdict);
         };
         let starved = Starved {
@@ -362,7 +364,7 @@ impl Simulator<'_> {
         if timeouts == 0 || !matches!(verdict.kind, "requests" | "offered_load" | "iodepth") {
             return verdict;
         }
-        let source = &self.sys.nodes[self.flows[f].source as usize];
+        let source = &self.sys.nodes[self.work.flows[f].source as usize];
         let limit = source.completion_timeout.map_or(String::new(), |t| {
             format!(" of {:.1} us", t.as_ns_f64() / 1000.0)
         });

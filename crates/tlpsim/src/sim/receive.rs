@@ -27,7 +27,7 @@ impl Simulator<'_> {
             // Dropped by the data link layer without a Nak or a sequence number; gone unless
             // a cut-through switch here sends it on (still nullified).
             if !a.forwarded {
-                self.free_tlps.push(a.tlp);
+                self.tlps.release(a.tlp);
             }
             return;
         }
@@ -86,7 +86,7 @@ impl Simulator<'_> {
         if !ch.rx_credits.take(t.class(), 1, t.data_credits()) {
             self.audit.credit_violations += 1;
         }
-        let n = self.rx_node[c as usize] as usize;
+        let n = self.ends.rx_node[c as usize] as usize;
         AnyNode::tlp_arrived(self, n, c, id, t, head);
     }
 }

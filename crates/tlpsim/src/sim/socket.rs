@@ -108,7 +108,7 @@ impl Simulator<'_> {
         resources: &[super::bottleneck::ResourceResult],
     ) -> Vec<super::result::SocketLinkResult> {
         let mut out = Vec::new();
-        for (l, spec) in self.sockets.links.iter().zip(&self.sys.socket_links) {
+        for (l, spec) in self.host.sockets.links.iter().zip(&self.sys.socket_links) {
             for d in 0..2 {
                 let (from, to) = (l.ends[d] as usize, l.ends[1 - d] as usize);
                 let name = socket_way_name(self.sys, from, to);
@@ -139,7 +139,7 @@ impl Simulator<'_> {
     /// ready, not the order they were booked. False if no link joins the two.
     pub(in crate::sim) fn socket_cross(&mut self, n: usize, c: u32, id: u32, at: SimTime) -> bool {
         let t = self.tlps[id as usize];
-        let Some((l, d)) = self.sockets.way(n, t.dst as usize) else {
+        let Some((l, d)) = self.host.sockets.way(n, t.dst as usize) else {
             return false;
         };
         self.tlps[id as usize].ingress = c;
@@ -149,7 +149,7 @@ impl Simulator<'_> {
             self.q.schedule(at, Ev::Node { node, ev });
             return true;
         }
-        let link = &mut self.sockets.links[l];
+        let link = &mut self.host.sockets.links[l];
         let arrive = link.ways[d].pass(at, t.payload) + link.latency;
         let far = link.ends[1 - d];
         let ev = NodeEv::Socket(id);

@@ -217,7 +217,7 @@ impl Simulator<'_> {
 
     /// The streams of flow `f` (one whose transfers run through engines).
     fn streams(&mut self, f: u32) -> &mut Streams {
-        self.flows[f as usize]
+        self.work.flows[f as usize]
             .engines
             .as_deref_mut()
             .expect("a flow run by engines")
@@ -229,7 +229,7 @@ impl Simulator<'_> {
         let now = self.now();
         for stream in 0..self.streams(f).count() {
             loop {
-                let outstanding = self.flows[f as usize].outstanding;
+                let outstanding = self.work.flows[f as usize].outstanding;
                 let st = self.streams(f);
                 if st.active[stream] >= outstanding {
                     break;
@@ -243,13 +243,13 @@ impl Simulator<'_> {
             }
         }
         // Every slot of the first stream is in use (the bottleneck's "requests").
-        self.flows[f as usize].window_full.open(now);
+        self.work.flows[f as usize].window_full.open(now);
     }
 
     /// Flow `f` starts a transfer on `stream` that `writes` and (then) `reads` its data.
     fn new_transfer(&mut self, f: u32, stream: u8, writes: bool, reads: bool) {
         let now = self.now();
-        let flow = &mut self.flows[f as usize];
+        let flow = &mut self.work.flows[f as usize];
         let size = flow.transfer_size;
         let host = flow.next_address(&mut self.rng, size);
         let first = (host, flow.addresses.device_offset);
@@ -268,7 +268,7 @@ impl Simulator<'_> {
             started: now,
             ready: now,
         };
-        let id = crate::engine::table::place(&mut self.dma, &mut self.free_dma, t);
+        let id = self.work.dma.place(t);
         let descriptor = self.device(f).descriptor;
         if descriptor > 0 {
             self.enter_phase(id, Phase::Descriptor, descriptor as u64);
@@ -279,7 +279,7 @@ impl Simulator<'_> {
 
     /// The limits of flow `f`'s endpoint.
     fn device(&mut self, f: u32) -> DmaDevice {
-        let n = self.flows[f as usize].source as usize;
+        let n = self.work.flows[f as usize].source as usize;
         self.nodes[n]
             .dma_engines()
             .map_or_else(DmaDevice::default, |d| d.device)
@@ -287,7 +287,7 @@ impl Simulator<'_> {
 
     /// Transfer `t` moves its data: it writes first if it writes, else it reads.
     fn data_phase(&mut self, t: u32) {
-        let tr = self.dma[t as usize];
+        let tr = self.work.dma[t as usize];
         let phase = if tr.writes { Phase::Write } else { Phase::Read };
         self.enter_phase(t, phase, tr.size);
     }
@@ -295,10 +295,12 @@ impl Simulator<'_> {
     /// Transfer `t`'s data is moved (its last byte in, or its last MWr out of the
     /// endpoint): its latency, then its status write if the endpoint has one, else done.
     fn data_moved(&mut self, t: u32) {
-        let tr = self.dma[t as usize];
+        let tr = self.work.dma[t as usize];
         if tr.started >= self.sys.warmup {
             let ns = (self.now() - tr.started).as_ns_f64();
-            self.flows[tr.flow as usize].transfer_latency.record(ns);
+            self.work.flows[tr.flow as usize]
+                .transfer_latency
+                .record(ns);
         }
         let status = self.device(tr.flow).status_writeback;
         if status > 0 {
@@ -311,7 +313,7 @@ impl Simulator<'_> {
     /// Transfer `t` starts `phase` of `bytes` bytes (data at its own addresses; a descriptor
     /// or status at address 0 of a place of its own) on its side of its endpoint.
     fn enter_phase(&mut self, t: u32, phase: Phase, bytes: u64) {
-        let tr = &mut self.dma[t as usize];
+        let tr = &mut self.work.dma[t as usize];
         tr.phase = phase;
         tr.next = if phase.data() { tr.first } else { (0, 0) };
         tr.left = bytes;
@@ -323,8 +325,8 @@ impl Simulator<'_> {
     /// then an engine.
     fn enter_device(&mut self, t: u32) {
         let now = self.now();
-        let tr = self.dma[t as usize];
-        let n = self.flows[tr.flow as usize].source as usize;
+        let tr = self.work.dma[t as usize];
+        let n = self.work.flows[tr.flow as usize].source as usize;
         let side = if tr.phase.reads() { READ } else { WRITE };
         let s = self.side(n, side);
         let latency = if tr.phase.data() {
@@ -419,7 +421,7 @@ impl Simulator<'_> {
                 s.free -= 1;
             }
             let spec = s.spec;
-            let tr = &mut self.dma[t as usize];
+            let tr = &mut self.work.dma[t as usize];
             let overhead = if tr.phase.data() {
                 let partial = partial_units(tr.first.1, tr.size, unit);
                 // The data's time and the partial words' time overlap (the partial words
@@ -445,7 +447,7 @@ impl Simulator<'_> {
             let Some(&t) = self.side(n, side).busy.get(i) else {
                 return;
             };
-            let tr = self.dma[t as usize];
+            let tr = self.work.dma[t as usize];
             if tr.ready > now {
                 self.wake_engines(n, side, tr.ready);
                 i += 1;
@@ -460,7 +462,7 @@ impl Simulator<'_> {
             let room = if side == READ {
                 matches!(self.nodes[n].requester(), Some((free, _)) if *free > 0)
             } else {
-                self.flows[tr.flow as usize].write_queued < WRITE_QUEUE_DEPTH
+                self.work.flows[tr.flow as usize].write_queued < WRITE_QUEUE_DEPTH
             };
             if !room {
                 if side == READ {
@@ -476,11 +478,11 @@ impl Simulator<'_> {
                 continue;
             }
             let (out, id) = self.make_request(n, t);
-            let tr = self.dma[t as usize];
+            let tr = self.work.dma[t as usize];
             // The doorbell after every few transfers' data, behind it.
-            let doorbell = match self.flows[tr.flow as usize].doorbell {
+            let doorbell = match self.work.flows[tr.flow as usize].doorbell {
                 Some(d) if tr.left == 0 && tr.phase == Phase::Write => {
-                    let flow = &mut self.flows[tr.flow as usize];
+                    let flow = &mut self.work.flows[tr.flow as usize];
                     flow.transfers_queued += 1;
                     let order = self.tlps[id as usize].order;
                     (flow.transfers_queued % d.every as u64 == 0).then_some((d.ntb, order))
@@ -506,8 +508,8 @@ impl Simulator<'_> {
         if !tr.phase.data() {
             return None;
         }
-        let measuring = self.measuring;
-        let p = self.flows[tr.flow as usize]
+        let measuring = self.window.measuring;
+        let p = self.work.flows[tr.flow as usize]
             .pace
             .get_mut(tr.stream as usize)
             .filter(|p| !p.ready(now))?;
@@ -520,7 +522,7 @@ impl Simulator<'_> {
     /// Transfer `tr`'s data request of `len` bytes starts: its stream's `rate` counts it.
     fn pace_request(&mut self, tr: &DmaTransfer, len: u32) {
         if tr.phase.data() {
-            if let Some(p) = self.flows[tr.flow as usize]
+            if let Some(p) = self.work.flows[tr.flow as usize]
                 .pace
                 .get_mut(tr.stream as usize)
             {
@@ -533,9 +535,9 @@ impl Simulator<'_> {
     /// place in the write queue for a write) and returns (channel, TLP) to push.
     fn make_request(&mut self, n: usize, t: u32) -> (u32, u32) {
         let now = self.now();
-        let tr = self.dma[t as usize];
+        let tr = self.work.dma[t as usize];
         let f = tr.flow;
-        let flow = &mut self.flows[f as usize];
+        let flow = &mut self.work.flows[f as usize];
         let (src, dst, out) = (flow.source, flow.target, flow.out);
         let (unit, device_timed) = flow
             .engines
@@ -550,7 +552,7 @@ impl Simulator<'_> {
             if let Some((free, _)) = self.nodes[n].requester() {
                 *free -= 1;
             }
-            self.dma[t as usize].reads_out += 1;
+            self.work.dma[t as usize].reads_out += 1;
             self.pace_request(&tr, len);
             let req = Req {
                 flow: f,
@@ -566,7 +568,7 @@ impl Simulator<'_> {
                 made: now,
                 timed_out: false,
             };
-            let r = crate::engine::table::place(&mut self.reqs, &mut self.free_reqs, req);
+            let r = self.work.reqs.place(req);
             let owner = Owner {
                 node: src,
                 cookie: FlowTlp::Request(r).cookie(),
@@ -577,10 +579,10 @@ impl Simulator<'_> {
                 ..Tlp::at_source(TlpKind::MRd, src, dst, len, owner)
             })
         } else {
-            let flow = &mut self.flows[f as usize];
+            let flow = &mut self.work.flows[f as usize];
             let len = request_bytes(tr.next, tr.left, flow.tlp_payload as u32, unit);
             self.pace_request(&tr, len);
-            let flow = &mut self.flows[f as usize];
+            let flow = &mut self.work.flows[f as usize];
             let order = flow.next_order;
             flow.next_order += 1;
             flow.write_queued += 1;
@@ -612,7 +614,7 @@ impl Simulator<'_> {
 
     /// Transfer `t` has requested `len` more bytes; its next request is due at `ready`.
     fn requested(&mut self, t: u32, len: u32, ready: SimTime) {
-        let tr = &mut self.dma[t as usize];
+        let tr = &mut self.work.dma[t as usize];
         tr.left -= len as u64;
         tr.next.0 += len as u64;
         tr.next.1 += len as u64;
@@ -632,18 +634,18 @@ impl Simulator<'_> {
         if front.1 == 0 {
             let t = front.0;
             st.leaving.pop_front();
-            if self.dma[t as usize].left == 0 {
+            if self.work.dma[t as usize].left == 0 {
                 self.transfer_written(t);
             }
         }
-        let n = self.flows[f as usize].source as usize;
+        let n = self.work.flows[f as usize].source as usize;
         self.run_engines(n, WRITE);
     }
 
     /// Transfer `t`'s writes of its phase have all left its endpoint: after its data, a
     /// write-read goes on to read the same bytes; after its status it is done.
     fn transfer_written(&mut self, t: u32) {
-        let tr = self.dma[t as usize];
+        let tr = self.work.dma[t as usize];
         match tr.phase {
             Phase::Write if tr.reads => self.enter_phase(t, Phase::Read, tr.size),
             Phase::Write => self.data_moved(t),
@@ -655,7 +657,7 @@ impl Simulator<'_> {
     /// (its data phase follows) or its data.
     #[inline(never)]
     pub(in crate::sim) fn engine_read_answered(&mut self, t: u32, len: u32) {
-        let tr = &mut self.dma[t as usize];
+        let tr = &mut self.work.dma[t as usize];
         tr.unanswered -= len as u64;
         tr.reads_out -= 1;
         if tr.unanswered == 0 {
@@ -669,11 +671,11 @@ impl Simulator<'_> {
     /// Transfer `t` is done: its slot takes the next transfer.
     fn dma_transfer_done(&mut self, t: u32) {
         let now = self.now();
-        let tr = self.dma[t as usize];
+        let tr = self.work.dma[t as usize];
         let f = tr.flow;
-        self.free_dma.push(t);
+        self.work.dma.release(t);
         self.streams(f).active[tr.stream as usize] -= 1;
-        let flow = &mut self.flows[f as usize];
+        let flow = &mut self.work.flows[f as usize];
         flow.window_ticks += flow.window_full.close(now).unwrap_or(0);
         self.start_transfers(f);
     }
@@ -681,7 +683,7 @@ impl Simulator<'_> {
     /// A read tag of endpoint `n` (whose flow `f` runs by engines) is free again.
     #[inline(never)]
     pub(in crate::sim) fn engine_tag_free(&mut self, f: u32) {
-        let n = self.flows[f as usize].source as usize;
+        let n = self.work.flows[f as usize].source as usize;
         self.run_engines(n, READ);
     }
 }

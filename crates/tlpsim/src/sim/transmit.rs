@@ -12,7 +12,7 @@ impl Simulator<'_> {
         let t = &self.tlps[id as usize];
         if t.ingress == NONE {
             let posted = t.class() == FcClass::Posted;
-            let tx = self.rx_node[(c ^ 1) as usize] as usize;
+            let tx = self.ends.rx_node[(c ^ 1) as usize] as usize;
             if self.hold_in_outbound(tx, c, id, posted) {
                 return;
             }
@@ -36,9 +36,9 @@ impl Simulator<'_> {
     pub(in crate::sim) fn enqueue_tlp(&mut self, c: u32, id: u32) {
         let t = &self.tlps[id as usize];
         let input = if t.ingress < socket::SOCKET {
-            self.rx_port[t.ingress as usize] as usize
+            self.ends.rx_port[t.ingress as usize] as usize
         } else {
-            self.own_input[c as usize] as usize
+            self.ends.own_input[c as usize] as usize
         };
         self.enqueue_from(c, id, input);
     }
@@ -261,14 +261,17 @@ impl Simulator<'_> {
         start: SimTime,
         end: SimTime,
     ) -> Option<SimTime> {
-        let rx = self.rx_node[c as usize] as usize;
+        let rx = self.ends.rx_node[c as usize] as usize;
         let crossing = self.route.crossing(rx)?;
         let out = self.route.hop(rx, c, dst);
         if out == NONE {
             return None;
         }
         let prop = self.chans[c as usize].phy.prop;
-        let (ct, lat) = crossing.hop(self.rx_port[c as usize], self.tx_port[out as usize]);
+        let (ct, lat) = crossing.hop(
+            self.ends.rx_port[c as usize],
+            self.ends.tx_port[out as usize],
+        );
         Some(if ct { start } else { end } + prop + lat)
     }
 
@@ -292,7 +295,7 @@ impl Simulator<'_> {
         let now = self.now();
         let id = q.tlp;
         if now >= self.tlps[id as usize].born {
-            self.free_tlps.push(id);
+            self.tlps.release(id);
             return false;
         }
         let ch = &mut self.chans[c as usize];

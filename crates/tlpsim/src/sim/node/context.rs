@@ -138,8 +138,8 @@ impl Context for Cx<'_, '_> {
     #[inline(always)]
     fn crossing(&self, came_in: u32, out: u32) -> (bool, SimTime) {
         let (from, to) = (
-            self.sim.rx_port[came_in as usize],
-            self.sim.tx_port[out as usize],
+            self.sim.ends.rx_port[came_in as usize],
+            self.sim.ends.tx_port[out as usize],
         );
         match self.sim.route.crossing(self.n) {
             Some(x) => x.hop(from, to),
@@ -222,55 +222,63 @@ pub(in crate::sim) enum Call {
     Written(Tlp, u32),
 }
 
-/// The nodes of a run, each in its slot; a node whose handler runs is out of its slot.
+/// The nodes of a run, each in its slot (a node whose handler runs is out of its slot), and
+/// the calls that came for a node while it was out.
 #[derive(Debug)]
-pub(in crate::sim) struct Nodes(Vec<Option<Box<AnyNode>>>);
+pub(in crate::sim) struct Nodes {
+    slots: Vec<Option<Box<AnyNode>>>,
+    /// (node, call) of calls waiting for their node's handler to return, in their order.
+    pub(in crate::sim) waiting: Vec<(u32, Call)>,
+}
 
 impl Nodes {
     /// The table of `nodes`, all in their slots.
     pub(in crate::sim) fn new(nodes: impl Iterator<Item = AnyNode>) -> Self {
-        Nodes(nodes.map(|n| Some(Box::new(n))).collect())
+        Nodes {
+            slots: nodes.map(|n| Some(Box::new(n))).collect(),
+            waiting: Vec::new(),
+        }
     }
 
     /// How many nodes.
     pub(in crate::sim) fn len(&self) -> usize {
-        self.0.len()
+        self.slots.len()
     }
 
     /// Node `n`, out of its slot for a call (None if it is out already).
     #[inline(always)]
     pub(in crate::sim) fn take(&mut self, n: usize) -> Option<Box<AnyNode>> {
-        self.0[n].take()
+        self.slots[n].take()
     }
 
     /// Node `n`, unless it is out of its slot.
     #[inline(always)]
     pub(in crate::sim) fn get(&self, n: usize) -> Option<&AnyNode> {
-        self.0[n].as_deref()
+        self.slots[n].as_deref()
     }
 
     /// Node `n` to change, unless it is out of its slot.
     #[inline(always)]
     pub(in crate::sim) fn get_mut(&mut self, n: usize) -> Option<&mut AnyNode> {
-        self.0[n].as_deref_mut()
+        self.slots[n].as_deref_mut()
     }
 
     /// Puts node `n` back into its slot.
     #[inline(always)]
     pub(in crate::sim) fn put(&mut self, n: usize, node: Box<AnyNode>) {
-        self.0[n] = Some(node);
+        self.slots[n] = Some(node);
     }
 
     /// Every node in its slot, in order.
     pub(in crate::sim) fn iter(&self) -> impl Iterator<Item = &AnyNode> {
-        self.0
+        self.slots
             .iter()
             .map(|n| n.as_deref().expect("a node out of its slot"))
     }
 
     /// Every node in its slot, in order, to change.
     pub(in crate::sim) fn iter_mut(&mut self) -> impl Iterator<Item = &mut AnyNode> {
-        self.0
+        self.slots
             .iter_mut()
             .map(|n| n.as_deref_mut().expect("a node out of its slot"))
     }
@@ -283,14 +291,16 @@ impl std::ops::Index<usize> for Nodes {
     /// node's handler runs.
     #[inline(always)]
     fn index(&self, n: usize) -> &AnyNode {
-        self.0[n].as_deref().expect("a node out of its slot")
+        self.slots[n].as_deref().expect("a node out of its slot")
     }
 }
 
 impl std::ops::IndexMut<usize> for Nodes {
     #[inline(always)]
     fn index_mut(&mut self, n: usize) -> &mut AnyNode {
-        self.0[n].as_deref_mut().expect("a node out of its slot")
+        self.slots[n]
+            .as_deref_mut()
+            .expect("a node out of its slot")
     }
 }
 
@@ -307,7 +317,7 @@ impl<'a> Simulator<'a> {
             unreachable!("a node out of its table is not called again");
         };
         f(&mut node, &mut Cx { sim: self, n });
-        if !self.waiting_calls.is_empty() {
+        if !self.nodes.waiting.is_empty() {
             self.run_waiting_calls(n, &mut node);
         }
         self.nodes.put(n, node);
@@ -318,8 +328,8 @@ impl<'a> Simulator<'a> {
     #[cold]
     #[inline(never)]
     fn run_waiting_calls(&mut self, n: usize, node: &mut AnyNode) {
-        while let Some(i) = self.waiting_calls.iter().position(|w| w.0 as usize == n) {
-            let (_, call) = self.waiting_calls.remove(i);
+        while let Some(i) = self.nodes.waiting.iter().position(|w| w.0 as usize == n) {
+            let (_, call) = self.nodes.waiting.remove(i);
             node.handle(&mut Cx { sim: self, n }, call);
         }
     }

@@ -250,7 +250,7 @@ macro_rules! dispatch {
     ($sim:ident, $n:ident, $bar:expr, $call:expr,
      $x:ident, $cx:ident => $new:expr, $kind:ident => $legacy:expr) => {
         match $sim.nodes.get($n) {
-            None => $sim.waiting_calls.push(($n as u32, $call)),
+            None => $sim.nodes.waiting.push(($n as u32, $call)),
             Some(AnyNode::Switch(_)) => $sim.with_node($n, |node, $cx| {
                 if let AnyNode::Switch($x) = node {
                     $new

@@ -127,7 +127,7 @@ impl Simulator<'_> {
             node: n as u32,
             cookie: Msi {
                 flow: f,
-                port: self.rx_port[c as usize],
+                port: self.ends.rx_port[c as usize],
             }
             .cookie(),
         };

@@ -363,7 +363,7 @@ impl Simulator<'_> {
     fn fio_offer(&mut self, n: usize, f: u32, job: u32) {
         let now = self.now();
         let bs = self.sys.workloads[f as usize].fio.map_or(0, |fio| fio.bs);
-        let Some(p) = self.flows[f as usize].pace.get_mut(job as usize) else {
+        let Some(p) = self.work.flows[f as usize].pace.get_mut(job as usize) else {
             return self.nvme_submit(n, f, job);
         };
         if p.waiting == 0 && p.ready(now) {
@@ -382,7 +382,7 @@ impl Simulator<'_> {
         let w = &self.sys.workloads[f as usize];
         let (n, bs) = (w.source, w.fio.map_or(0, |fio| fio.bs));
         loop {
-            let p = &mut self.flows[f as usize].pace[job as usize];
+            let p = &mut self.work.flows[f as usize].pace[job as usize];
             if p.waiting == 0 {
                 return;
             }
@@ -433,7 +433,7 @@ impl Simulator<'_> {
     /// completion entry or MSI-X in memory. Each stream's writes must arrive in order.
     fn nvme_written(&mut self, n: usize, t: &Tlp) {
         let now = self.now();
-        let measuring = self.measuring;
+        let measuring = self.window.measuring;
         let Some(d) = self.nvme_mut(n) else { return };
         let what = NvmeTlp::of(t.owner.cookie);
         let stream = match what {
@@ -466,7 +466,7 @@ impl Simulator<'_> {
             _ => {}
         }
         if let (Some(f), true) = (data_flow, measuring) {
-            let flow = &mut self.flows[f];
+            let flow = &mut self.work.flows[f];
             flow.bytes += t.payload as u64;
             flow.latency.record((now - t.born).as_ns_f64());
         }
@@ -525,7 +525,7 @@ impl Simulator<'_> {
     fn nvme_read_data(&mut self, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
         self.rx_release(c, FcClass::Completion, 1, t.data_credits());
         self.deliver(id);
-        let measuring = self.measuring;
+        let measuring = self.window.measuring;
         let Some(d) = self.nvme_mut(n) else { return };
         let NvmeTlp::Read(r) = NvmeTlp::of(t.owner.cookie) else {
             return;
@@ -548,7 +548,7 @@ impl Simulator<'_> {
             self.audit.order_violations += 1;
         }
         if read.data && measuring && first {
-            let flow = &mut self.flows[flow];
+            let flow = &mut self.work.flows[flow];
             flow.latency.record((head - read.issued).as_ns_f64());
         }
         if done {
@@ -649,8 +649,8 @@ impl Simulator<'_> {
             }
         }
         if let Some(flow) = programmed {
-            if self.measuring {
-                self.flows[flow].bytes += fio.bs;
+            if self.window.measuring {
+                self.work.flows[flow].bytes += fio.bs;
             }
             self.nvme_take_buffer(n);
         }
@@ -746,13 +746,15 @@ impl Simulator<'_> {
     /// doorbell and submits the job's next I/O on the same queue (once its `rate` allows).
     fn nvme_io_done(&mut self, n: usize, io: u32) {
         let now = self.now();
-        let measuring = self.measuring;
+        let measuring = self.window.measuring;
         let Some(d) = self.nvme_mut(n) else { return };
         let i = d.ios[io as usize];
         d.free_ios.push(io);
         if measuring {
             let latency = (now - i.issued).as_ns_f64();
-            self.flows[i.flow as usize].transfer_latency.record(latency);
+            self.work.flows[i.flow as usize]
+                .transfer_latency
+                .record(latency);
         }
         self.nvme_doorbell(n, NvmeTlp::CqDoorbell(i.queue));
         self.fio_offer(n, i.flow, i.job);
@@ -764,7 +766,7 @@ impl Simulator<'_> {
         self.sys
             .workloads
             .iter()
-            .zip(self.flows.iter())
+            .zip(self.work.flows.iter())
             .filter_map(|(w, f)| {
                 let fio = w.fio?;
                 let ios = f.transfer_latency.count();

@@ -295,7 +295,7 @@ impl Simulator<'_> {
         };
         let mut done = now;
         if let Some(b) = r.bridge {
-            done = self.bridges[b].0.pass(done, t.payload);
+            done = self.host.bridges[b].0.pass(done, t.payload);
         }
         if let Some(w) = &mut r.write_sink {
             done = w.pass(done, t.payload);
@@ -334,7 +334,7 @@ impl Simulator<'_> {
             return;
         };
         let size = r.cpl_size;
-        let bridge_lat = r.bridge.map_or(SimTime::ZERO, |b| self.bridges[b].1);
+        let bridge_lat = r.bridge.map_or(SimTime::ZERO, |b| self.host.bridges[b].1);
         let memory_lat = match r.host {
             // The host memory times each completion's bytes itself.
             Some(_) => SimTime::ZERO,
@@ -368,7 +368,7 @@ impl Simulator<'_> {
                 at = at.max(p.pass(now, piece));
             }
             if let Some(b) = r.bridge {
-                at = sim.bridges[b].0.pass(at, piece);
+                at = sim.host.bridges[b].0.pass(at, piece);
             }
             at
         });
@@ -424,7 +424,7 @@ impl Simulator<'_> {
     /// node (if it has one) into their root ports while the ports have room (a posted write
     /// first; a completion or read request only when no older posted write is still waiting).
     pub(in crate::sim) fn drain_outbound(&mut self, c: u32) {
-        let tx = self.rx_node[(c ^ 1) as usize] as usize;
+        let tx = self.ends.rx_node[(c ^ 1) as usize] as usize;
         // (A node out of its table, whose handler runs, is never a root complex.)
         let shared = matches!(
             self.nodes.get(tx),
@@ -433,10 +433,10 @@ impl Simulator<'_> {
                 ..
             }))
         );
-        if self.draining || !shared {
+        if self.host.draining || !shared {
             return;
         }
-        self.draining = true;
+        self.host.draining = true;
         while let AnyNode::Root(RootComplex {
             outbound: Some(o), ..
         }) = &mut self.nodes[tx]
@@ -454,6 +454,6 @@ impl Simulator<'_> {
             // (this loop takes it in its turn).
             self.enqueue_tlp(ch, id);
         }
-        self.draining = false;
+        self.host.draining = false;
     }
 }

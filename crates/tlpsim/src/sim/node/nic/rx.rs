@@ -12,7 +12,7 @@ impl Simulator<'_> {
     /// the backlog sampled, the following frame scheduled.
     pub(super) fn frame_arrives(&mut self, n: usize, p: u32) {
         let now = self.now();
-        let measuring = self.measuring;
+        let measuring = self.window.measuring;
         let Some(nic) = self.nic_mut(n) else {
             return;
         };
