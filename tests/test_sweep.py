@@ -121,3 +121,39 @@ def test_bridging_points_report_what_they_forwarded(tmp_path, cli):
     path.write_text(BRIDGE)
     proc = cli("sweep", str(path), "--set", "workload.bridge.load=0.05,0.5")
     assert proc.returncode == 0 and "forwarded Mb/s" in proc.stdout, proc.stderr
+
+
+def test_auto_checks_a_few_points_spread_from_the_first_to_the_last():
+    from tlpsim.sweep import AUTO_CHECKS, check_points
+
+    assert check_points(5) == [0, 1, 2, 3, 4]
+    picked = check_points(1000)
+    assert len(picked) == AUTO_CHECKS and picked[0] == 0 and picked[-1] == 999
+    gaps = {b - a for a, b in zip(picked, picked[1:], strict=False)}
+    assert max(gaps) - min(gaps) <= 1
+    assert check_points(3, checks=1) == [0]
+
+
+def test_sweep_engine_auto_runs_fluid_everywhere_and_the_des_on_a_sample(cli, cli_json):
+    gallery = Path(__file__).parent.parent / "scenarios" / "gen5-8gpu-server.toml"
+    sizes = ",".join(f"{k}MiB" for k in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512))
+    rows = cli_json("sweep", str(gallery), "--set", f"workload.h2d-gpu3.size={sizes}", "--engine", "auto")
+    assert {r["simulation.engine"] for r in rows} == {"fluid"}
+    checked = [r for r in rows if r["des_throughput_gbps"] is not None]
+    # Eight of the ten points, each with all four workloads, the first and the last among them.
+    assert len(checked) == 8 * 4
+    assert {r["workload.h2d-gpu3.size"] for r in checked} >= {"1MiB", "512MiB"}
+    for r in checked:
+        want = (r["throughput_gbps"] - r["des_throughput_gbps"]) / r["des_throughput_gbps"] * 100
+        assert r["fluid_vs_des_percent"] == pytest.approx(want)
+    # Large copies: the fluid engine within 3.1 % of the DES on every workload.
+    big = [r for r in checked if r["workload.h2d-gpu3.size"] == "512MiB"]
+    assert max(abs(r["fluid_vs_des_percent"]) for r in big) < 3.1
+    unchecked = [r for r in rows if r["des_throughput_gbps"] is None]
+    assert all(r["fluid_vs_des_percent"] is None for r in unchecked) and len(unchecked) == 2 * 4
+    out = cli("sweep", str(gallery), "--set", "workload.h2d-gpu3.size=1MiB,64MiB", "--engine", "auto").stdout
+    assert "fluid against the DES at the checked points" in out
+    assert "fluid vs DES at 2 points, 8 flows: median |difference|" in out
+    # Only a sweep has auto.
+    proc = cli("run", str(gallery), "--engine", "auto")
+    assert proc.returncode == 2 and "auto" in proc.stderr

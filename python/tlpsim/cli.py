@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import click
 import typer
@@ -22,6 +22,9 @@ from tlpsim.simulate import TRACE_LIMIT, RunResult, Scenario, SimulationError, l
 from tlpsim.simulate import run as run_scenario
 from tlpsim.validation import display_unit, write_report
 from tlpsim.validation import systems as validation_systems
+
+if TYPE_CHECKING:
+    from tlpsim.sweep import SweepResult
 
 T = TypeVar("T")
 
@@ -55,6 +58,27 @@ EngineOpt = Annotated[
         "--engine",
         help="des: TLP by TLP (the default); fluid: flow-level max-min sharing of closed-form capacities, "
         "in microseconds, no latencies (default: the scenario's [simulation] engine).",
+        case_sensitive=False,
+    ),
+]
+
+
+class SweepEngine(str, enum.Enum):
+    """``tlpsim sweep --engine``: as ``--engine``, or ``auto`` (fluid everywhere, the DES on a sample)."""
+
+    des = "des"
+    fluid = "fluid"
+    auto = "auto"
+
+
+#: ``tlpsim sweep --engine``: ``--engine`` with ``auto``.
+SweepEngineOpt = Annotated[
+    SweepEngine | None,
+    typer.Option(
+        "--engine",
+        help="des: TLP by TLP (the default); fluid: flow-level max-min sharing of closed-form capacities; "
+        "auto: fluid at every point, and the DES at a few points spread over the sweep, with their "
+        "agreement (default: the scenario's [simulation] engine).",
         case_sensitive=False,
     ),
 ]
@@ -511,7 +535,7 @@ def sweep_cmd(
         bool, typer.Option("--resume", help="Run only the points --output lacks (after a stop, kill or failure).")
     ] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")] = False,
-    engine: EngineOpt = None,
+    engine: SweepEngineOpt = None,
     format: FormatOpt = Format.table,
     unit: UnitOpt = Unit.gbps,
 ) -> None:
@@ -521,8 +545,9 @@ def sweep_cmd(
     from tlpsim.sweep import sweep as run_sweep
 
     values = parse_set(set_)
+    auto = engine is SweepEngine.auto
     if engine is not None:
-        values["simulation.engine"] = [engine.value]
+        values["simulation.engine"] = ["fluid" if auto else engine.value]
     if output is not None:
         # The input first: --force (or --resume) must never turn the scenario into points.
         check_output(output, "sweep points", inputs=[scenario], force=True)
@@ -542,6 +567,7 @@ def sweep_cmd(
         raise
     if result.reused:
         print(f"tlpsim: {result.reused} points were already in {output}", file=sys.stderr)
+    checked = _check_on_des(scenario, values, result, jobs, client) if auto else None
     columns = [(k, f" {k}", "") for k in result.keys] + [
         ("flow", " flow", ""), ("throughput_gbps", unit.value, unit_spec(unit)),
         ("latency_ns_mean", "first byte mean ns", ".1f"),
@@ -551,10 +577,14 @@ def sweep_cmd(
     if any(r["forwarded_mbps"] is not None for r in result.rows):
         columns += [("forwarded_mbps", "forwarded Mb/s", ".1f"), ("frames_dropped", "dropped", "")]
     rows = result.rows
+    if checked is not None and format is not Format.table:
+        rows = _with_des(rows, result.keys, checked)
     if format is Format.table:
         copies = [f.get("memcpy") for run in result.runs for f in run["flows"]]
         rows = in_unit(_no_first_byte(rows, copies), ["throughput_gbps"], unit)
     emit(rows, format, columns, title=f"{scenario.name}: sweep", keys=len(result.keys) + 1)
+    if checked is not None and format is Format.table:
+        _print_agreement(checked, [k for k in result.keys if k != "simulation.engine"], unit)
     for point in result.failed:
         where = ", ".join(f"{k}={point[k]}" for k in result.keys)
         print(f"tlpsim: sweep point {where} failed: {point['error']}", file=sys.stderr)
@@ -566,6 +596,58 @@ def sweep_cmd(
     if not all(r["audit_passed"] for r in result.rows):
         Console(stderr=True).print("tlpsim: audit FAILED in some points (column audit_passed)")
         raise typer.Exit(1)
+
+
+def _check_on_des(scenario: Path, values: dict, fluid: SweepResult, jobs: int | None, client: object) -> list[dict]:
+    """``sweep --engine auto``: runs a few of the fluid sweep's points on the DES; the
+    agreement per checked point and workload (``tlpsim.sweep.agreement``)."""
+    from tlpsim.sweep import agreement, check_points
+    from tlpsim.sweep import sweep as run_sweep
+
+    picked = [{**fluid.points[i], "simulation.engine": "des"} for i in check_points(len(fluid.points))]
+    des_values = {**values, "simulation.engine": ["des"]}
+    des = _with_count_bar(
+        f"checking {len(picked)} points on the DES", "points",
+        lambda step: run_sweep(scenario, des_values, jobs=jobs, client=client, progress=step, keep_failed=True,
+                               points=picked),
+    )  # fmt: skip
+    for point in des.failed:
+        where = ", ".join(f"{k}={point[k]}" for k in des.keys if k != "simulation.engine")
+        print(f"tlpsim: the DES check of point {where} failed: {point['error']}", file=sys.stderr)
+    return agreement(fluid, des, [k for k in fluid.keys if k != "simulation.engine"])
+
+
+def _with_des(rows: list[dict], keys: list[str], checked: list[dict]) -> list[dict]:
+    """``rows`` with the DES's throughput and the fluid's difference from it where the DES ran
+    (None elsewhere), for JSON and CSV."""
+    from tlpsim.simulate import value_text
+
+    names = [k for k in keys if k != "simulation.engine"]
+    key = lambda r: (tuple(value_text(r[k]) for k in names), r["flow"])  # noqa: E731
+    by = {key(c): c for c in checked}
+    out = []
+    for r in rows:
+        c = by.get(key(r), {})
+        out.append({
+            **r, "des_throughput_gbps": c.get("des_gbps"), "fluid_vs_des_percent": c.get("fluid_vs_des_percent"),
+        })  # fmt: skip
+    return out
+
+
+def _print_agreement(checked: list[dict], keys: list[str], unit: Unit) -> None:
+    """The table of the points the DES checked, and one line with the spread."""
+    columns = [(k, f" {k}", "") for k in keys] + [
+        ("flow", " flow", ""), ("fluid_gbps", f"fluid {unit.value}", unit_spec(unit)),
+        ("des_gbps", f"DES {unit.value}", unit_spec(unit)), ("fluid_vs_des_percent", "fluid vs DES %", "+.2f"),
+    ]  # fmt: skip
+    emit(in_unit(checked, ["fluid_gbps", "des_gbps"], unit), Format.table, columns,
+         title="fluid against the DES at the checked points", keys=len(keys) + 1)  # fmt: skip
+    diffs = sorted(abs(c["fluid_vs_des_percent"]) for c in checked if c["fluid_vs_des_percent"] is not None)
+    if diffs:
+        median = diffs[len(diffs) // 2] if len(diffs) % 2 else (diffs[len(diffs) // 2 - 1] + diffs[len(diffs) // 2]) / 2
+        points = len({tuple(str(c[k]) for k in keys) for c in checked})
+        print(f"fluid vs DES at {points} points, {len(diffs)} flows: median |difference| {median:.2f} %, "
+              f"largest {diffs[-1]:.2f} %")  # fmt: skip
 
 
 @app.command(name="compare")

@@ -141,6 +141,7 @@ def sweep(
     overwrite: bool = False,
     retries: int = 1,
     keep_failed: bool = False,
+    points: Sequence[Mapping[str, Any]] | None = None,
 ) -> SweepResult:
     """Runs ``scenario`` (a loaded :class:`Scenario`, a path or TOML text) at every combination of ``values``: keys as
     ``pcie.mps``, ``link.rc-sw1.width``, ``workload.reads.outstanding`` (see
@@ -160,6 +161,9 @@ def sweep(
     ``allowed-failures``). A point that still fails, or whose run raised an error, raises
     :class:`SimulationError` once all others are done, or with ``keep_failed`` is returned
     in ``failed``.
+
+    With ``points`` (each a mapping of every key of ``values`` to one value), only those
+    points run, in that order.
     """
     if jobs is not None and (not isinstance(jobs, int) or jobs < 1):
         raise ConfigError(f"jobs {jobs!r} is not allowed; allowed: a whole number of processes, 1 or more")
@@ -172,7 +176,10 @@ def sweep(
     for k in keys:
         if isinstance(values[k], (str, bytes)) or not isinstance(values[k], Sequence) or not values[k]:
             raise ConfigError(f"sweep values of {k} must be a non-empty list, not {values[k]!r}")
-    points = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(values[k] for k in keys))]
+    if points is None:
+        points = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(values[k] for k in keys))]
+    else:
+        points = [{k: p[k] for k in keys} for p in points]
     texts = []
     for point in points:
         t = text
@@ -269,3 +276,39 @@ def _result(
         more = f" ({len(failed) - 1} more points failed)" if len(failed) > 1 else ""
         raise SimulationError(f"sweep point {where}: {first['error']}{more}")
     return SweepResult(keys, [p for p, _ in ok], [r for _, r in ok], failed, reused)
+
+
+#: ``tlpsim sweep --engine auto``: at most this many points also run on the DES.
+AUTO_CHECKS = 8
+
+
+def check_points(total: int, checks: int = AUTO_CHECKS) -> list[int]:
+    """The indices of the points ``--engine auto`` also runs on the DES: ``checks`` of the
+    ``total`` points (all if fewer), spread evenly from the first to the last."""
+    if total <= checks:
+        return list(range(total))
+    if checks == 1:
+        return [0]
+    return sorted({round(i * (total - 1) / (checks - 1)) for i in range(checks)})
+
+
+def agreement(fluid: SweepResult, des: SweepResult, keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Per point the DES ran and workload, matched on ``keys`` (the swept keys but the
+    engine): the fluid and DES throughputs and the fluid's difference in per cent of the DES
+    (None where the DES moved nothing)."""
+
+    def key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+        return tuple(value_text(row[k]) for k in keys), row["flow"]
+
+    by = {key(r): r["throughput_gbps"] for r in des.rows}
+    out = []
+    for r in fluid.rows:
+        d = by.get(key(r))
+        if d is None:
+            continue
+        diff = (r["throughput_gbps"] - d) / d * 100 if d > 0 else None
+        out.append({
+            **{k: r[k] for k in keys}, "flow": r["flow"], "fluid_gbps": r["throughput_gbps"],
+            "des_gbps": d, "fluid_vs_des_percent": diff,
+        })  # fmt: skip
+    return out
