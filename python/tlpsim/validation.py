@@ -203,7 +203,9 @@ def summarize(system: str, rows: list[dict]) -> SystemSummary:
     )  # fmt: skip
 
 
-def validate(only: str | None = None, progress: Callable[[int, int], None] | None = None) -> ValidationReport:
+def validate(
+    only: str | None = None, progress: Callable[[int, int], None] | None = None, engine: str = "des"
+) -> ValidationReport:
     """Every modelled published number: rows with :data:`ROW_FIELDS`, plus ``limit``: what
     limited the simulation behind a throughput cell (each flow's bottleneck; for an RFC 2544
     cell, at full load), or None.
@@ -214,9 +216,13 @@ def validate(only: str | None = None, progress: Callable[[int, int], None] | Non
     :mod:`tlpsim.pciebench`) come after the others'. ``progress(done, total)`` is called as
     simulated cells finish. Ctrl-C stops the validation: no further cell starts, and
     KeyboardInterrupt is raised once the running ones finish.
+
+    ``engine="fluid"`` computes the simulated cells on the flow-level engine: the cells it
+    does not compute (latencies, frame losses, systems it refuses, ``pciebench``) are not rows
+    but entries of ``unmodelled`` naming their table and the reason.
     """
     front = _FrontEnd()
-    rows, unmodelled = _core.validate(only, progress, front)
+    rows, unmodelled = _core.validate(only, progress, front, engine)
     return ValidationReport(rows, unmodelled, front.details)
 
 

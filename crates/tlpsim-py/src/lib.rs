@@ -368,17 +368,29 @@ fn message_bandwidth<'py>(
 /// (`front_systems()`) come from `front`, an object with `cells(system) -> int` and
 /// `compute(system, step) -> (rows, unmodelled)` (see `front.rs`); their rows come last and
 /// carry `fold`, `low` and `high` where they have a fold.
+/// `engine` ("des", the default, or "fluid") computes the simulated cells; on the fluid
+/// engine the cells it does not compute are listed per table in the second list.
 /// `progress(done, total)`, if given, is called as simulated cells finish (from worker
 /// threads, with the GIL taken for the call). A Ctrl-C stops the validation: no further
 /// cell starts, and KeyboardInterrupt is raised once the running ones finish.
 #[pyfunction]
-#[pyo3(signature = (only=None, progress=None, front=None))]
+#[pyo3(signature = (only=None, progress=None, front=None, engine=None))]
 fn validate<'py>(
     py: Python<'py>,
     only: Option<&str>,
     progress: Option<Py<PyAny>>,
     front: Option<Py<PyAny>>,
+    engine: Option<&str>,
 ) -> PyResult<(Vec<Bound<'py, PyDict>>, Vec<String>)> {
+    let engine = match engine {
+        None | Some("des") => tlpsim::fabric::Engine::Des,
+        Some("fluid") => tlpsim::fabric::Engine::Fluid,
+        Some(other) => {
+            return Err(ConfigError::new_err(format!(
+                "engine {other:?} is not allowed; allowed: des, fluid"
+            )))
+        }
+    };
     let (core_front, requests) = front::PyFront::new();
     // Only this thread takes requests; the lock makes the receiver shareable for `detach`.
     let requests = std::sync::Mutex::new(requests);
@@ -391,7 +403,7 @@ fn validate<'py>(
     let report = py.detach(|| {
         std::thread::scope(|scope| {
             let worker = scope.spawn(|| {
-                validation::validate_with(
+                validation::validate_on(
                     only,
                     &|done, total| {
                         if let Some(cb) = &progress {
@@ -405,6 +417,7 @@ fn validate<'py>(
                     front
                         .as_ref()
                         .map(|_| &core_front as &dyn validation::Front),
+                    engine,
                 )
             });
             // Every check drains pending signals; the first interrupt is the one raised (a

@@ -142,13 +142,21 @@ pub fn validate_with(
     progress: &(dyn Fn(usize, usize) -> bool + Sync),
     front: Option<&dyn Front>,
 ) -> Result<ValidationReport> {
-    runner::validate(
-        &registry::Registry::embedded()?,
-        only,
-        progress,
-        true,
-        front,
-    )
+    validate_on(only, progress, front, crate::fabric::Engine::Des)
+}
+
+/// [`validate_with`] with the simulated cells computed by `engine`. On the fluid engine the
+/// cells it does not compute (latencies, frame losses, systems it refuses, the front end's
+/// systems) are not rows: `unmodelled_tables` lists them per table, with the reason.
+pub fn validate_on(
+    only: Option<&str>,
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
+    front: Option<&dyn Front>,
+    engine: crate::fabric::Engine,
+) -> Result<ValidationReport> {
+    let mut registry = registry::Registry::embedded()?;
+    registry.engine = engine;
+    runner::validate(&registry, only, progress, true, front)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use super::catalog;
 use super::cell::{Cell, CellFile};
 use super::front::FrontSystem;
 use crate::error::{ConfigError, Result};
+use crate::fabric::Engine;
 
 /// The files of one system folder, as text.
 #[derive(Debug, Clone, Copy)]
@@ -61,6 +62,8 @@ pub(crate) struct Registry {
     topologies: BTreeMap<(String, String), String>,
     /// The device catalog.
     pub(crate) catalog: toml::Table,
+    /// The engine that computes the simulated cells.
+    pub(crate) engine: Engine,
 }
 
 /// The published numbers of the embedded systems, merged.
@@ -138,6 +141,7 @@ impl Registry {
             cells: in_report_order(cells, order)?,
             topologies,
             catalog: catalog::parse(catalog)?,
+            engine: Engine::Des,
         };
         for cell in &registry.cells {
             registry.check(cell)?;

@@ -8,11 +8,12 @@ use std::sync::Mutex;
 
 use super::cell::Cell;
 use super::front::{rows_of, Front, FrontSystem};
-use super::measures::Computed;
+use super::measures::{not_run_reason, Computed};
 use super::reference::{row_for, system_and_table};
 use super::registry::Registry;
 use super::{ValidationReport, ValidationRow};
 use crate::error::{ConfigError, Result};
+use crate::fabric::Engine;
 
 /// The rows of the cells of `only` (every system if None), and the reference tables no cell
 /// covers. With `simulate` false only the closed-form cells are computed. The systems the
@@ -35,10 +36,11 @@ pub(crate) fn validate(
             ));
         }
     }
+    let fluid = registry.engine == Engine::Fluid;
     let fronts: Vec<(&String, &FrontSystem)> = registry
         .fronts
         .iter()
-        .filter(|(name, _)| simulate && only.is_none_or(|s| s == name.as_str()))
+        .filter(|(name, _)| simulate && !fluid && only.is_none_or(|s| s == name.as_str()))
         .collect();
     if let (Some(s), None, Some((_, f))) = (only, front, fronts.first()) {
         return Err(ConfigError::Conflict(format!(
@@ -65,6 +67,8 @@ pub(crate) fn validate(
     let core_progress = |done: usize, _: usize| progress(done, total);
     let mut values = compute_all(registry, &simulated, &core_progress).into_iter();
     let mut rows = Vec::with_capacity(selected.len());
+    // Per table, the cells the engine did not compute, and why.
+    let mut not_run: Vec<(String, usize, String)> = Vec::new();
     for cell in selected {
         let computed = if cell.quantity.is_closed_form() {
             cell.quantity.compute(cell, registry)
@@ -73,9 +77,33 @@ pub(crate) fn validate(
                 .next()
                 .unwrap_or_else(|| Err(cell.error("was not run")))
         };
+        if let Some(why) = computed.as_ref().err().and_then(not_run_reason) {
+            let (system, table) = system_and_table(&cell.reference);
+            let table = format!("{system}.{table}");
+            match not_run.iter_mut().find(|(t, _, w)| *t == table && w == why) {
+                Some(entry) => entry.1 += 1,
+                None => not_run.push((table, 1, why.to_string())),
+            }
+            continue;
+        }
         rows.push(row(root, cell, computed)?);
     }
     let mut unmodelled = unmodelled_tables(registry, only);
+    unmodelled.extend(not_run.into_iter().map(|(table, n, why)| {
+        let cells = if n == 1 { "cell" } else { "cells" };
+        format!("{table}: {n} {cells} not run by the fluid engine ({why})")
+    }));
+    if fluid {
+        for name in registry
+            .fronts
+            .keys()
+            .filter(|n| only.is_none_or(|s| s == n.as_str()))
+        {
+            unmodelled.push(format!(
+                "{name}: not run by the fluid engine (its front end runs the simulator)"
+            ));
+        }
+    }
     let mut done = simulated.len();
     for ((name, system), cells) in fronts.into_iter().zip(front_cells) {
         let Some(front) = front else {

@@ -14,7 +14,7 @@ pub(crate) fn latencies(cell: &Cell, registry: &Registry) -> Result<Vec<(String,
     let origin = cell.origin();
     let latency = |text: &str| -> Result<f64> {
         let system = build(text, &origin)?;
-        mean_latency(&run_audited(&system, &origin)?, &origin)
+        mean_latency(&run_audited(&system, &origin, registry.engine)?, &origin)
     };
     let mut out = Vec::new();
     for r in &cell.run {

@@ -12,7 +12,7 @@ use crate::sim::result::{FioResult, RunResult};
 pub(super) fn run(cell: &Cell, registry: &Registry) -> Result<RunResult> {
     let origin = cell.origin();
     let system = build(&scenario_text(cell, registry)?, &origin)?;
-    run_audited(&system, &origin)
+    run_audited(&system, &origin, registry.engine)
 }
 
 /// The DMA and storage flows' summed throughput, Gb/s converted by `unit`, and what limited

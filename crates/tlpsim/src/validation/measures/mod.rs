@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::cell::Cell;
 use super::registry::Registry;
 use crate::error::{ConfigError, Result};
-use crate::fabric::System;
+use crate::fabric::{Engine, System};
 use crate::sim;
 use crate::sim::result::RunResult;
 
@@ -120,6 +120,9 @@ impl Measure {
     /// The cell's value and, for throughput measures, what limited the simulation.
     pub(crate) fn compute(self, cell: &Cell, registry: &Registry) -> Result<Computed> {
         use Measure::*;
+        if registry.engine == Engine::Fluid && !self.fluid_computes() {
+            return Err(not_run("it gives no latencies and no frame losses".into()));
+        }
         let plain = |v: Result<f64>| v.map(|v| (v, None));
         match self {
             RawGbps | EncodedGbps | WriteGbps | ReadGbps | Efficiency | FramingBytes
@@ -168,6 +171,24 @@ impl Measure {
                 | MessageGbps
                 | MessageReduction
         )
+    }
+
+    /// Whether the fluid engine computes it (a throughput; the closed form and the router
+    /// model, which run no fabric, too): not a latency, not an RFC 2544 search for frame loss.
+    fn fluid_computes(self) -> bool {
+        use Measure::*;
+        match self {
+            ThroughputGbytes | ThroughputMbytes | ThroughputGibytes | ThroughputMibytes
+            | FioKiops | GraphicsScore | Netperf => true,
+            FioLatencyUs
+            | FioLatencyP50Us
+            | FioLatencyP99Us
+            | LatencyNs
+            | GeCombinedMbps
+            | CutThroughReductionLow
+            | CutThroughReductionHigh => false,
+            _ => self.is_closed_form() || self.is_router(),
+        }
     }
 
     /// Whether it reads the IXP1240 router model (no PCIe scenario).
@@ -226,8 +247,32 @@ fn build(text: &str, origin: &str) -> Result<System> {
     crate::scenario::load_str(text, origin).map_err(|e| conflict(e.to_string()))
 }
 
-/// Runs a cell's system; a failed self-audit is an error naming the cell.
-fn run_audited(system: &System, origin: &str) -> Result<RunResult> {
+/// The start of the error of a cell the validation's engine does not compute (the fluid
+/// engine: a latency, a frame loss, a system it refuses); the runner lists such a cell as
+/// not run instead of failing ([`not_run_reason`]).
+const NOT_RUN: &str = "not run by the fluid engine: ";
+
+/// The error of a cell the fluid engine does not compute, for `why`.
+fn not_run(why: String) -> ConfigError {
+    ConfigError::Conflict(format!("{NOT_RUN}{why}"))
+}
+
+/// Why a cell was not run, if `e` says the validation's engine does not compute it.
+pub(crate) fn not_run_reason(e: &ConfigError) -> Option<&str> {
+    match e {
+        ConfigError::Conflict(m) => m.strip_prefix(NOT_RUN),
+        ConfigError::NotAllowed { .. } => None,
+    }
+}
+
+/// Runs a cell's system on `engine`; a failed self-audit is an error naming the cell, and a
+/// system the fluid engine refuses is a cell not run.
+fn run_audited(system: &System, origin: &str, engine: Engine) -> Result<RunResult> {
+    if engine == Engine::Fluid {
+        return crate::fluid::run(system)
+            .map(|r| r.result)
+            .map_err(|e| not_run(e.0));
+    }
     let result = sim::run(system).map_err(|e| conflict(format!("{origin}: {e}")))?;
     check_audit(&result, origin)?;
     Ok(result)

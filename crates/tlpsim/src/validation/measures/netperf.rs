@@ -141,7 +141,10 @@ impl PciePath<'_> {
         ));
         let origin = cell.origin();
         let system = build(&text, &origin)?;
-        Ok(run_audited(&system, &origin)?.flows[0].throughput_gbps * 1e9 / 8.0)
+        Ok(
+            run_audited(&system, &origin, self.registry.engine)?.flows[0].throughput_gbps * 1e9
+                / 8.0,
+        )
     }
 }
 
