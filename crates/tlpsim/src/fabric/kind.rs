@@ -1,8 +1,9 @@
-//! What a node is ([`NodeKind`]) and what its kind answers links and workloads with.
+//! What a node is ([`NodeKind`]) and what its kind answers links and workloads with, and
+//! what a workload is ([`WorkloadKind`]).
 
 use super::{
-    Arbitration, CompletionRule, Core, DmaDevice, Forwarding, MediaSpec, NicSpec, NtbWindow,
-    NvmeSpec, PeerForwarding,
+    Arbitration, BridgeSpec, CompletionRule, CopyDirection, Core, DmaDevice, FioSpec, Forwarding,
+    MediaSpec, NicSpec, NtbWindow, NvmeSpec, PeerForwarding, StorageMix,
 };
 use crate::engine::rng::Latency;
 use crate::engine::SimTime;
@@ -250,6 +251,71 @@ impl NodeKind {
             | NodeKind::Ntb { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. } => None,
+        }
+    }
+}
+
+/// What a workload is (its `[[workload]]` section's `kind`), with the settings only that
+/// kind has.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WorkloadKind {
+    /// DMA transfers by an endpoint or a root complex (`kind = "dma"`).
+    Dma,
+    /// A storage HBA's I/O mix (`kind = "storage"`): DMA writes carry the storage reads,
+    /// DMA reads the storage writes.
+    Storage(StorageMix),
+    /// Ethernet bridging (`kind = "bridge"`): frames on both ports of the NIC that is its
+    /// source, bridged by the `[cpu]`.
+    Bridge(BridgeSpec),
+    /// fio on the NVMe drive that is its source (`kind = "fio"`): its jobs' I/Os.
+    Fio(FioSpec),
+    /// One direction of a GPU's memcpy (`kind = "memcpy"`): what its copy engines copy
+    /// (results report it in GB/s).
+    Memcpy(CopyDirection),
+}
+
+impl WorkloadKind {
+    /// The access mix of a storage workload (None for other kinds).
+    pub fn storage(&self) -> Option<StorageMix> {
+        match self {
+            WorkloadKind::Storage(m) => Some(*m),
+            WorkloadKind::Dma
+            | WorkloadKind::Bridge(_)
+            | WorkloadKind::Fio(_)
+            | WorkloadKind::Memcpy(_) => None,
+        }
+    }
+
+    /// The frames of an Ethernet bridging workload (None for other kinds).
+    pub fn bridge(&self) -> Option<BridgeSpec> {
+        match self {
+            WorkloadKind::Bridge(b) => Some(*b),
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Fio(_)
+            | WorkloadKind::Memcpy(_) => None,
+        }
+    }
+
+    /// The jobs of an fio workload (None for other kinds).
+    pub fn fio(&self) -> Option<FioSpec> {
+        match self {
+            WorkloadKind::Fio(f) => Some(*f),
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Bridge(_)
+            | WorkloadKind::Memcpy(_) => None,
+        }
+    }
+
+    /// What a memcpy flow copies (None for other kinds).
+    pub fn memcpy(&self) -> Option<CopyDirection> {
+        match self {
+            WorkloadKind::Memcpy(c) => Some(*c),
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Bridge(_)
+            | WorkloadKind::Fio(_) => None,
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::pcie::tlp::Addressing;
 pub use crate::pcie::flow_control::{CreditType, CREDIT_TYPES};
 
 mod kind;
-pub use kind::{NodeKind, TargetKind};
+pub use kind::{NodeKind, TargetKind, WorkloadKind};
 
 /// Index of a node in [`System::nodes`].
 pub type NodeId = usize;
@@ -503,7 +503,7 @@ pub enum CacheState {
     RemoteWarm,
 }
 
-/// A DMA workload.
+/// A workload: one flow of requests from its source to its target.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkloadSpec {
     /// Its name (the flow's name in results).
@@ -518,11 +518,8 @@ pub struct WorkloadSpec {
     pub transfer_size: u64,
     /// Transfers in flight at once (per direction).
     pub outstanding: u32,
-    /// For a storage workload, its access mix (DMA writes carry the storage reads, DMA
-    /// reads the storage writes).
-    pub storage: Option<StorageMix>,
-    /// For an Ethernet bridging workload, its frames (the source is the NIC).
-    pub bridge: Option<BridgeSpec>,
+    /// What kind of workload it is, with the settings only that kind has.
+    pub kind: WorkloadKind,
     /// Largest write TLP payload the source sends; MPS caps it (an x86 CPU or DMA engine
     /// writing whole 64-byte cache lines sends 64).
     pub tlp_payload: u32,
@@ -534,10 +531,6 @@ pub struct WorkloadSpec {
     pub addresses: Addresses,
     /// The host's caches for its window when the run starts (with a host memory model).
     pub cache: CacheState,
-    /// For an fio workload on an NVMe drive, its I/Os (the source is the drive).
-    pub fio: Option<FioSpec>,
-    /// For a GPU's memcpy workload, what its flow copies (results report it in GB/s).
-    pub memcpy: Option<CopyDirection>,
     /// Its `rate`: payload bytes per second each stream (each fio job) may offer, paced
     /// from the run's start (no cap when None).
     pub rate: Option<f64>,

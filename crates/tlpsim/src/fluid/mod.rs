@@ -54,7 +54,8 @@ use std::time::Instant;
 
 use crate::engine::SimTime;
 use crate::fabric::{
-    AckPolicy, CompletionRule, Core, Forwarding, NodeId, NodeKind, System, TargetKind, WorkloadSpec,
+    AckPolicy, CompletionRule, Core, Forwarding, NodeId, NodeKind, System, TargetKind,
+    WorkloadKind, WorkloadSpec,
 };
 use crate::pcie::dll::{spec_dllp_fraction, DLLP_BYTES};
 use crate::pcie::tlp::{self, TlpKind};
@@ -133,7 +134,14 @@ pub fn run(sys: &System) -> Result<FluidRun, Refused> {
 /// What the fluid engine refuses, before any work.
 fn refuse(sys: &System) -> Result<(), Refused> {
     let no = |why: String| Err(Refused(why));
-    if sys.cpu.is_some() || sys.workloads.iter().any(|w| w.bridge.is_some()) {
+    let bridging = |w: &WorkloadSpec| match w.kind {
+        WorkloadKind::Bridge(_) => true,
+        WorkloadKind::Dma
+        | WorkloadKind::Storage(_)
+        | WorkloadKind::Fio(_)
+        | WorkloadKind::Memcpy(_) => false,
+    };
+    if sys.cpu.is_some() || sys.workloads.iter().any(bridging) {
         return no(
             "Ethernet bridging by a host CPU is a loop of interrupts and register \
                    accesses, not a flow"
@@ -181,11 +189,18 @@ fn refuse(sys: &System) -> Result<(), Refused> {
         }
     }
     for w in &sys.workloads {
-        if w.storage.is_some() {
-            return no(format!(
-                "{} is a storage HBA's I/O mix (media turnaround, seeks)",
-                w.name
-            ));
+        match w.kind {
+            WorkloadKind::Storage(_) => {
+                return no(format!(
+                    "{} is a storage HBA's I/O mix (media turnaround, seeks)",
+                    w.name
+                ))
+            }
+            // Bridging is refused above, with the CPU that bridges.
+            WorkloadKind::Dma
+            | WorkloadKind::Bridge(_)
+            | WorkloadKind::Fio(_)
+            | WorkloadKind::Memcpy(_) => {}
         }
         if w.direction.mixed() {
             return no(format!("{} mixes reads and writes in one stream", w.name));

@@ -3,7 +3,7 @@
 //! back, each socket link direction's load.
 
 use super::{secs, Bound, FluidRun, Limit, Model, Stream};
-use crate::fabric::{FioSpec, System, WorkloadSpec};
+use crate::fabric::{FioSpec, System, WorkloadKind, WorkloadSpec};
 use crate::pcie::dll::DLLP_BYTES;
 use crate::sim::bottleneck::{Bottleneck, ResourceResult};
 use crate::sim::result::{
@@ -43,7 +43,7 @@ impl Model<'_> {
         for (i, w) in sys.workloads.iter().enumerate() {
             let (flow, rate) = self.flow_result(&load, &rates, &bounds, i, window);
             flows.push(flow);
-            if let Some(f) = w.fio {
+            if let Some(f) = w.kind.fio() {
                 fio.push(fio_result(sys, w, f, rate, window));
             }
         }
@@ -240,7 +240,13 @@ impl Model<'_> {
             Some(s) => self.verdict(load, &self.streams[s], bounds[s], rate),
             None => offered(rate),
         };
-        let unit = w.fio.map_or(w.transfer_size, |f| f.bs) as f64;
+        let unit = match w.kind {
+            WorkloadKind::Fio(f) => f.bs,
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Bridge(_)
+            | WorkloadKind::Memcpy(_) => w.transfer_size,
+        } as f64;
         let flow = FlowResult {
             name: w.name.clone(),
             bytes,
@@ -254,8 +260,8 @@ impl Model<'_> {
             target: sys.nodes[w.target].name.clone(),
             address: w.address.as_ref().map(|a| a.describe(&sys.nodes, w.target)),
             bottleneck,
-            memcpy: w.memcpy.map(|c| c.word()),
-            memcpy_gbytes_per_s: w.memcpy.map(|_| rate / 1e9),
+            memcpy: w.kind.memcpy().map(|c| c.word()),
+            memcpy_gbytes_per_s: w.kind.memcpy().map(|_| rate / 1e9),
             completion_timeouts: 0,
             starved: false,
             starved_on: None,

@@ -4,7 +4,9 @@
 
 use super::{secs, Hop, Limit, Mix, Model, Path, Refused, Stream};
 use crate::engine::SimTime;
-use crate::fabric::{AckPolicy, DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadSpec};
+use crate::fabric::{
+    AckPolicy, DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadKind, WorkloadSpec,
+};
 use crate::pcie::dll::{update_fc_latency_symbols, DLLP_BYTES};
 use crate::pcie::tlp::TlpKind;
 use crate::pcie::wire::symbol_ticks;
@@ -113,8 +115,13 @@ impl Model<'_> {
 
     /// The streams of workload `i`.
     pub(super) fn workload(&mut self, i: usize, w: &WorkloadSpec) -> Result<(), Refused> {
-        if let Some(fio) = w.fio {
-            return self.fio(i, w, fio);
+        match w.kind {
+            WorkloadKind::Fio(fio) => return self.fio(i, w, fio),
+            // Storage mixes and bridging are refused before any stream.
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Bridge(_)
+            | WorkloadKind::Memcpy(_) => {}
         }
         let (src, dst) = (w.source, w.target);
         let t = w.transfer_size;

@@ -7,7 +7,7 @@ use super::values;
 use super::workload::{BridgeWorkloadSection, DmaWorkloadSection, Fabric, StorageWorkloadSection};
 use crate::fabric::{
     AddressPath, Addresses, BridgeSpec, CacheState, DmaDirection, Doorbell, NodeId, NodeKind,
-    StorageMix, TargetKind, WorkloadSpec, CACHE_LINE,
+    StorageMix, TargetKind, WorkloadKind, WorkloadSpec, CACHE_LINE,
 };
 use crate::pcie::tlp::Addressing;
 use crate::units;
@@ -95,7 +95,8 @@ pub(super) fn dma(
         ));
     }
     let addresses = addresses(place, d, transfer_size)?;
-    let mut spec = transfers(place, &keys, source, direction, transfer_size, None, fabric)?;
+    let kind = WorkloadKind::Dma;
+    let mut spec = transfers(place, &keys, source, direction, transfer_size, kind, fabric)?;
     if let (Some(text), TargetKind::BarMemory { bytes }) =
         (&d.window, fabric.node(spec.target).kind.as_target())
     {
@@ -181,7 +182,7 @@ pub(super) fn storage(
         source,
         direction,
         transfer_size,
-        Some(mix),
+        WorkloadKind::Storage(mix),
         fabric,
     )
 }
@@ -215,15 +216,15 @@ pub(super) fn size(place: &Place, key: &'static str, text: &str) -> Result<u64, 
     }
 }
 
-/// A DMA or storage workload's flow: its target, checked against its source, and the
-/// transfers in flight, write TLP size and doorbell.
+/// A DMA, storage or memcpy workload's flow of `kind`: its target, checked against its
+/// source, and the transfers in flight, write TLP size and doorbell.
 pub(super) fn transfers(
     place: &Place,
     keys: &Transfers,
     source: NodeId,
     direction: DmaDirection,
     transfer_size: u64,
-    storage: Option<StorageMix>,
+    kind: WorkloadKind,
     fabric: &Fabric,
 ) -> Result<WorkloadSpec, BuildError> {
     let (target, address) = target(place, keys, source, transfer_size, fabric)?;
@@ -258,15 +259,12 @@ pub(super) fn transfers(
         direction,
         transfer_size,
         outstanding,
-        storage,
-        bridge: None,
+        kind,
         tlp_payload,
         doorbell,
         address,
         addresses: Addresses::single(transfer_size),
         cache: CacheState::Warm,
-        fio: None,
-        memcpy: None,
         rate: None,
     })
 }
@@ -422,8 +420,7 @@ pub(super) fn bridge(
         direction: DmaDirection::Both,
         transfer_size: frame_size as u64,
         outstanding: 1,
-        storage: None,
-        bridge: Some(BridgeSpec {
+        kind: WorkloadKind::Bridge(BridgeSpec {
             frame_size,
             load: b.load,
         }),
@@ -432,8 +429,6 @@ pub(super) fn bridge(
         address: None,
         addresses: Addresses::single(frame_size as u64),
         cache: CacheState::Warm,
-        fio: None,
-        memcpy: None,
         rate: None,
     })
 }

@@ -5,7 +5,9 @@ use super::flows::{size, transfers, Transfers};
 use super::paths::memory;
 use super::values;
 use super::workload::{CopyWord, Fabric, MemcpyWorkloadSection};
-use crate::fabric::{CopyDirection, DmaDirection, NodeId, NodeKind, TargetKind, WorkloadSpec};
+use crate::fabric::{
+    CopyDirection, DmaDirection, NodeId, NodeKind, TargetKind, WorkloadKind, WorkloadSpec,
+};
 
 /// A GPU's memcpy workload: one flow per direction it copies, each a stream of `size`-byte
 /// transfers one after another, run by the GPU's copy engines.
@@ -102,8 +104,8 @@ pub(super) fn memcpy(
             tlp_payload: &None,
             doorbell_every: None,
         };
-        let mut spec = transfers(place, &keys, source, direction, size, None, fabric)?;
-        spec.memcpy = Some(copy);
+        let kind = WorkloadKind::Memcpy(copy);
+        let mut spec = transfers(place, &keys, source, direction, size, kind, fabric)?;
         spec.rate = rate;
         out.push(spec);
     }

@@ -10,7 +10,7 @@ use super::values::{self, defaults, words, CreditsSection};
 use super::workload::Fabric;
 use crate::fabric::{
     Addresses, CacheState, DmaDirection, FioRw, FioSpec, NodeId, NodeKind, NvmeSpec, TargetKind,
-    WorkloadSpec,
+    WorkloadKind, WorkloadSpec,
 };
 use crate::units;
 
@@ -292,21 +292,18 @@ pub fn fio(
         },
         transfer_size: bs,
         outstanding: iodepth * numjobs,
-        storage: None,
-        bridge: None,
-        tlp_payload: fabric.pcie.mps,
-        doorbell: None,
-        address: None,
-        addresses: Addresses::single(bs),
-        cache: CacheState::Warm,
-        fio: Some(FioSpec {
+        kind: WorkloadKind::Fio(FioSpec {
             rw,
             bs,
             iodepth,
             numjobs,
             first_queue: earlier_jobs % spec.queues,
         }),
-        memcpy: None,
+        tlp_payload: fabric.pcie.mps,
+        doorbell: None,
+        address: None,
+        addresses: Addresses::single(bs),
+        cache: CacheState::Warm,
         rate,
     })
 }

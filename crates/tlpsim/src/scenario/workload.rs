@@ -450,7 +450,7 @@ pub fn workloads(
                     name: spec.name,
                 });
             }
-            if let Some(f) = spec.fio {
+            if let Some(f) = spec.kind.fio() {
                 *jobs.entry(spec.source).or_insert(0) += f.numjobs;
             }
             out.push(spec);

@@ -34,7 +34,9 @@ use serde::Serialize;
 
 use super::{Flow, Simulator, NONE};
 use crate::engine::SimTime;
-use crate::fabric::{CreditType, DmaDirection, FioSpec, NodeKind, WorkloadSpec, CREDIT_TYPES};
+use crate::fabric::{
+    CreditType, DmaDirection, FioSpec, NodeKind, WorkloadKind, WorkloadSpec, CREDIT_TYPES,
+};
 use crate::pcie::dll::transmit::MAX_UNACKED;
 use crate::pcie::flow_control::FcClass;
 use crate::sim::result::LinkResult;
@@ -392,10 +394,15 @@ impl Simulator<'_> {
         // (reads' completions; a NIC's descriptor and frame reads; an NVMe drive's
         // doorbells and queue entries).
         let mut chans = self.path(src, dst);
+        // Whether answers come back whatever it does: a NIC's and a drive's reads.
+        let answered = match w.kind {
+            WorkloadKind::Bridge(_) | WorkloadKind::Fio(_) => true,
+            WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => false,
+        };
         // A flow that only reads sends nothing but its requests toward its target.
-        let requests_only = f.reads && !f.writes && w.bridge.is_none() && w.fio.is_none();
+        let requests_only = f.reads && !f.writes && !answered;
         let requests = if requests_only { chans.len() } else { 0 };
-        if f.reads || w.bridge.is_some() || w.fio.is_some() {
+        if f.reads || answered {
             chans.extend(self.path(dst, src));
         }
         let mut nodes = vec![src];
@@ -424,20 +431,29 @@ impl Simulator<'_> {
         if let Some(c) = rate_candidate(w, f, m.window) {
             cands.push(c);
         }
-        if let Some(fio) = w.fio {
-            cands.push(fio_depth(fio, f.transfer_latency.summary().mean));
-        } else if f.reads {
-            let full = f.window_ticks + f.window_full.elapsed(m.end);
-            let busy = (full as f64 / m.window).min(1.0);
-            cands.push(Candidate {
-                limit: Limit::Window,
-                kind: "requests",
-                resource: format!("{} read requests", w.name),
-                busy,
-                detail: self.window_detail(w, f, busy),
-            });
-        }
+        let in_flight = match w.kind {
+            WorkloadKind::Fio(fio) => Some(fio_depth(fio, f.transfer_latency.summary().mean)),
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Bridge(_)
+            | WorkloadKind::Memcpy(_) => f.reads.then(|| self.read_window(f, w, m)),
+        };
+        cands.extend(in_flight);
         cands
+    }
+
+    /// The read requests in flight of flow `f` of workload `w` as a limit over the window
+    /// `m`: its share is the time all its read transfers (or its source's tags) were.
+    fn read_window(&self, f: &Flow, w: &WorkloadSpec, m: &Measured<'_>) -> Candidate {
+        let full = f.window_ticks + f.window_full.elapsed(m.end);
+        let busy = (full as f64 / m.window).min(1.0);
+        Candidate {
+            limit: Limit::Window,
+            kind: "requests",
+            resource: format!("{} read requests", w.name),
+            busy,
+            detail: self.window_detail(w, f, busy),
+        }
     }
 
     /// The candidates of the channels `chans` of workload `w`'s path, the first `requests`
@@ -532,15 +548,22 @@ impl Simulator<'_> {
     fn window_detail(&self, w: &WorkloadSpec, f: &Flow, busy: f64) -> String {
         let src = &self.sys.nodes[w.source];
         let engine_reads = src.kind.dma_device().and_then(|d| d.read.reads_per_engine);
-        match (w.memcpy, engine_reads) {
-            (Some(_), Some(reads)) => format!(
+        let copy_engine_reads = match w.kind {
+            WorkloadKind::Memcpy(_) => engine_reads,
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Bridge(_)
+            | WorkloadKind::Fio(_) => None,
+        };
+        match copy_engine_reads {
+            Some(reads) => format!(
                 "{}'s copy engine keeps at most {reads} reads of up to {} B in flight (or all \
                  its tags are) {:.0} % of the time: throughput is bytes in flight over latency",
                 src.name,
                 self.sys.pcie.mrrs,
                 busy * 100.0
             ),
-            _ => format!(
+            None => format!(
                 "all {} read transfers of {} B (or all of {}'s tags) are in flight {:.0} % of \
                  the time: throughput is bytes in flight over latency",
                 f.outstanding,
@@ -679,11 +702,19 @@ fn rate_candidate(w: &WorkloadSpec, f: &Flow, window: f64) -> Option<Candidate> 
     let seconds = window / (SimTime::TICKS_PER_PS as f64 * 1e12);
     let moved = f.bytes as f64 / seconds;
     let share = moved / cap;
-    let streams = match (w.fio, w.direction) {
-        (Some(fio), _) if fio.numjobs > 1 => format!(" per job, {} jobs", fio.numjobs),
-        (Some(_), _) => String::new(),
-        (None, DmaDirection::Both) => " per stream, 2 streams".to_string(),
-        (None, _) => String::new(),
+    let streams = match w.kind {
+        WorkloadKind::Fio(fio) if fio.numjobs > 1 => format!(" per job, {} jobs", fio.numjobs),
+        WorkloadKind::Fio(_) => String::new(),
+        WorkloadKind::Dma
+        | WorkloadKind::Storage(_)
+        | WorkloadKind::Bridge(_)
+        | WorkloadKind::Memcpy(_) => {
+            if w.direction == DmaDirection::Both {
+                " per stream, 2 streams".to_string()
+            } else {
+                String::new()
+            }
+        }
     };
     Some(Candidate {
         limit: Limit::Rate,

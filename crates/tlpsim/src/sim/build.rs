@@ -3,7 +3,7 @@
 //! routes, the nodes and the DMA flows.
 
 use super::*;
-use crate::fabric::{Credits, LinkSpec, WorkloadSpec};
+use crate::fabric::{Credits, LinkSpec, WorkloadKind, WorkloadSpec};
 
 /// Each node's ports as indices of `sys.links`: its upstream link first, then its
 /// downstream links in file order.
@@ -123,12 +123,20 @@ impl Channels {
 impl Flow {
     /// The state of workload `w`'s flow before it starts, its TLPs leaving on channel `out`.
     fn new(sys: &System, w: &WorkloadSpec, out: u32) -> Self {
+        // A bridging workload has no streams of its own: its NIC's frames drive it.
+        let streams = match w.kind {
+            WorkloadKind::Bridge(_) => false,
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Fio(_)
+            | WorkloadKind::Memcpy(_) => true,
+        };
         Flow {
             source: w.source as u32,
             target: w.target as u32,
             out,
-            reads: w.bridge.is_none() && w.direction.reads(),
-            writes: w.bridge.is_none() && w.direction.writes(),
+            reads: streams && w.direction.reads(),
+            writes: streams && w.direction.writes(),
             transfer_size: w.transfer_size,
             tlp_payload: w.tlp_payload.min(sys.pcie.mps) as u64,
             outstanding: w.outstanding,
@@ -151,7 +159,7 @@ impl Flow {
             transfer_issued: Vec::new(),
             write_taken: 0,
             write_issued: SimTime::ZERO,
-            storage: w.storage,
+            storage: w.kind.storage(),
             ios: 0,
             media_bytes: 0,
             doorbell: w.doorbell,

@@ -136,8 +136,8 @@ impl Simulator<'_> {
                 .as_ref()
                 .map(|a| a.describe(&self.sys.nodes, w.target)),
             bottleneck,
-            memcpy: w.memcpy.map(|d| d.word()),
-            memcpy_gbytes_per_s: w.memcpy.map(|_| bytes as f64 / window / 1e9),
+            memcpy: w.kind.memcpy().map(|d| d.word()),
+            memcpy_gbytes_per_s: w.kind.memcpy().map(|_| bytes as f64 / window / 1e9),
             completion_timeouts,
             starved: starving.is_some(),
             starved_on: starving.as_ref().map(|s| s.waits_on.clone()),
@@ -154,16 +154,15 @@ impl Simulator<'_> {
         let warmup = self.sys.warmup.as_ns_f64() / 1e9;
         let mut out = Vec::new();
         for (f, w) in flows.iter().zip(&self.sys.workloads) {
-            if w.bridge.is_some() || f.transfers >= result::FEW_UNITS {
+            let unit = match w.kind {
+                WorkloadKind::Bridge(_) => continue,
+                WorkloadKind::Fio(_) => "I/Os",
+                WorkloadKind::Memcpy(_) => "copies",
+                WorkloadKind::Dma | WorkloadKind::Storage(_) => "transfers",
+            };
+            if f.transfers >= result::FEW_UNITS {
                 continue;
             }
-            let unit = if w.fio.is_some() {
-                "I/Os"
-            } else if w.memcpy.is_some() {
-                "copies"
-            } else {
-                "transfers"
-            };
             let (what, why, needed) = match f.transfers {
                 0 => (
                     "none",

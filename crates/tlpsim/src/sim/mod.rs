@@ -47,6 +47,7 @@ use crate::engine::table::Pool;
 use crate::engine::{EventQueue, OpenSpan, SimTime, Table};
 use crate::fabric::{
     AckPolicy, Addresses, Arbitration, DmaDirection, Doorbell, NodeKind, StorageMix, System,
+    WorkloadKind,
 };
 use crate::pcie::dll::{self, DLLP_BYTES};
 use crate::pcie::tlp::{self, TlpKind};
@@ -548,20 +549,25 @@ impl Simulator<'_> {
     }
 
     /// Flow `f` starts issuing (`Ev::Start`): an fio workload's I/Os through its NVMe drive
-    /// (`node::nvme`), a flow run by its endpoint's engines through them (`transfer`), any
-    /// other's write and read streams.
+    /// (`node::nvme`); a DMA, storage or memcpy flow run by its endpoint's engines through
+    /// them (`transfer`), any other's write and read streams; a bridging workload nothing
+    /// (its NIC's frames drive it, `node::nic`).
     #[cold]
     fn start_flow(&mut self, f: u32) {
-        if self.sys.workloads[f as usize].fio.is_some() {
-            self.fio_start(f);
-        } else if self.work.flows[f as usize].engines.is_some() {
-            self.start_transfers(f);
-        } else {
-            if self.work.flows[f as usize].writes {
-                self.fill_writes(f);
-            }
-            if self.work.flows[f as usize].reads {
-                self.issue_reads(f);
+        match self.sys.workloads[f as usize].kind {
+            WorkloadKind::Fio(_) => self.fio_start(f),
+            WorkloadKind::Bridge(_) => {}
+            WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => {
+                if self.work.flows[f as usize].engines.is_some() {
+                    self.start_transfers(f);
+                    return;
+                }
+                if self.work.flows[f as usize].writes {
+                    self.fill_writes(f);
+                }
+                if self.work.flows[f as usize].reads {
+                    self.issue_reads(f);
+                }
             }
         }
     }

@@ -92,17 +92,31 @@ pub(in crate::sim) fn pacers(w: &WorkloadSpec) -> Vec<Pacer> {
     let Some(rate) = w.rate else {
         return Vec::new();
     };
-    let streams = w.fio.map_or(2, |f| f.numjobs as usize);
+    let streams = match w.kind {
+        WorkloadKind::Fio(f) => f.numjobs as usize,
+        WorkloadKind::Dma
+        | WorkloadKind::Storage(_)
+        | WorkloadKind::Bridge(_)
+        | WorkloadKind::Memcpy(_) => 2,
+    };
     vec![Pacer::new(rate); streams]
 }
 
 /// The bytes per second a workload with `rate` moves at most: the rate times its streams
 /// (its jobs, for fio), for the verdict.
 pub(in crate::sim) fn cap(w: &WorkloadSpec, rate: f64) -> f64 {
-    let streams = match w.fio {
-        Some(f) => f.numjobs as f64,
-        None if w.direction == DmaDirection::Both => 2.0,
-        None => 1.0,
+    let streams = match w.kind {
+        WorkloadKind::Fio(f) => f.numjobs as f64,
+        WorkloadKind::Dma
+        | WorkloadKind::Storage(_)
+        | WorkloadKind::Bridge(_)
+        | WorkloadKind::Memcpy(_) => {
+            if w.direction == DmaDirection::Both {
+                2.0
+            } else {
+                1.0
+            }
+        }
     };
     rate * streams
 }
@@ -126,12 +140,18 @@ impl Simulator<'_> {
     /// a DMA flow's direct stream issues (`s` 0 its reads, 1 its writes).
     pub(in crate::sim) fn pace_woken(&mut self, f: u32, s: usize) {
         self.work.flows[f as usize].pace[s].woke();
-        if self.sys.workloads[f as usize].fio.is_some() {
-            self.fio_paced(f, s as u32);
-        } else if s == READS {
-            self.issue_reads(f);
-        } else {
-            self.fill_writes(f);
+        match self.sys.workloads[f as usize].kind {
+            WorkloadKind::Fio(_) => self.fio_paced(f, s as u32),
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Bridge(_)
+            | WorkloadKind::Memcpy(_) => {
+                if s == READS {
+                    self.issue_reads(f);
+                } else {
+                    self.fill_writes(f);
+                }
+            }
         }
     }
 }

@@ -68,10 +68,12 @@ impl Simulator<'_> {
             .workloads
             .iter()
             .zip(self.work.flows.iter())
-            .map(|(w, f)| {
-                w.fio.is_none()
-                    && w.bridge.is_none()
-                    && (f.reads || f.writes || f.engines.is_some())
+            .map(|(w, f)| match w.kind {
+                // Their drive's and their NIC's own loops drive them.
+                WorkloadKind::Fio(_) | WorkloadKind::Bridge(_) => false,
+                WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => {
+                    f.reads || f.writes || f.engines.is_some()
+                }
             })
             .collect();
         let shortest = self

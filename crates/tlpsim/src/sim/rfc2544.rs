@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::node::nic::wire_bits;
 use super::{run, RunError, RunResult};
 use crate::engine::SimTime;
-use crate::fabric::{NodeKind, System};
+use crate::fabric::{NodeKind, System, WorkloadKind};
 
 /// Frame times of warmup per trial.
 const WARMUP_FRAMES: f64 = 300.0;
@@ -50,22 +50,27 @@ fn at_load(sys: &System, load: f64) -> System {
     let mut s = sys.clone();
     let mut longest = 0.0f64;
     for w in &mut s.workloads {
-        if let Some(b) = &mut w.bridge {
-            b.load = load;
-            let rate = match s.nodes[w.source].kind {
-                NodeKind::Nic { nic, .. } => nic.line_rate,
-                NodeKind::RootComplex { .. }
-                | NodeKind::Switch { .. }
-                | NodeKind::Ntb { .. }
-                | NodeKind::Dma { .. }
-                | NodeKind::Storage { .. }
-                | NodeKind::Memory { .. }
-                | NodeKind::Nvme { .. }
-                | NodeKind::Gpu { .. } => 1e9,
-            };
-            let frame_s = wire_bits(b.frame_size) / (rate * load);
-            longest = longest.max(frame_s);
-        }
+        let b = match &mut w.kind {
+            WorkloadKind::Bridge(b) => b,
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Fio(_)
+            | WorkloadKind::Memcpy(_) => continue,
+        };
+        b.load = load;
+        let rate = match s.nodes[w.source].kind {
+            NodeKind::Nic { nic, .. } => nic.line_rate,
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => 1e9,
+        };
+        let frame_s = wire_bits(b.frame_size) / (rate * load);
+        longest = longest.max(frame_s);
     }
     let warmup = SimTime::from_ps((longest * WARMUP_FRAMES * 1e12) as u64).max(sys.warmup);
     let window =
@@ -79,7 +84,7 @@ fn at_load(sys: &System, load: f64) -> System {
 fn bridged_mbps(sys: &System) -> f64 {
     sys.workloads
         .iter()
-        .filter(|w| w.bridge.is_some())
+        .filter(|w| w.kind.bridge().is_some())
         .map(|w| match sys.nodes[w.source].kind {
             NodeKind::Nic { nic, .. } => nic.ports as f64 * nic.line_rate / 1e6,
             NodeKind::RootComplex { .. }

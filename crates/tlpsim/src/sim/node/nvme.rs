@@ -348,7 +348,7 @@ impl Simulator<'_> {
     /// fio workload `f` starts: each job keeps its `iodepth` I/Os in flight on its queue.
     pub(in crate::sim) fn fio_start(&mut self, f: u32) {
         let w = &self.sys.workloads[f as usize];
-        let (n, Some(fio)) = (w.source, w.fio) else {
+        let (n, Some(fio)) = (w.source, w.kind.fio()) else {
             return;
         };
         for j in 0..fio.numjobs {
@@ -362,7 +362,10 @@ impl Simulator<'_> {
     /// behind the I/Os its `rate` already holds, once the rate allows (`pace`).
     fn fio_offer(&mut self, n: usize, f: u32, job: u32) {
         let now = self.now();
-        let bs = self.sys.workloads[f as usize].fio.map_or(0, |fio| fio.bs);
+        let bs = self.sys.workloads[f as usize]
+            .kind
+            .fio()
+            .map_or(0, |fio| fio.bs);
         let Some(p) = self.work.flows[f as usize].pace.get_mut(job as usize) else {
             return self.nvme_submit(n, f, job);
         };
@@ -380,7 +383,7 @@ impl Simulator<'_> {
     pub(in crate::sim) fn fio_paced(&mut self, f: u32, job: u32) {
         let now = self.now();
         let w = &self.sys.workloads[f as usize];
-        let (n, bs) = (w.source, w.fio.map_or(0, |fio| fio.bs));
+        let (n, bs) = (w.source, w.kind.fio().map_or(0, |fio| fio.bs));
         loop {
             let p = &mut self.work.flows[f as usize].pace[job as usize];
             if p.waiting == 0 {
@@ -402,7 +405,8 @@ impl Simulator<'_> {
     fn nvme_submit(&mut self, n: usize, f: u32, job: u32) {
         let now = self.now();
         let first_queue = self.sys.workloads[f as usize]
-            .fio
+            .kind
+            .fio()
             .map_or(0, |fio| fio.first_queue);
         let Some(d) = self.nvme_mut(n) else { return };
         let io = Io {
@@ -564,7 +568,7 @@ impl Simulator<'_> {
         let sys = self.sys;
         let Some(d) = self.nvme_mut(n) else { return };
         let i = d.ios[io as usize];
-        let Some(fio) = sys.workloads[i.flow as usize].fio else {
+        let Some(fio) = sys.workloads[i.flow as usize].kind.fio() else {
             return;
         };
         let reads = fio.rw.reads();
@@ -664,7 +668,8 @@ impl Simulator<'_> {
         let mut took = false;
         while let Some(&io) = d.buffer_wait.front() {
             let bs = sys.workloads[d.ios[io as usize].flow as usize]
-                .fio
+                .kind
+                .fio()
                 .map_or(0, |f| f.bs);
             if d.buffer_free < bs && d.buffer_free != d.spec.write_buffer {
                 break;
@@ -768,7 +773,7 @@ impl Simulator<'_> {
             .iter()
             .zip(self.work.flows.iter())
             .filter_map(|(w, f)| {
-                let fio = w.fio?;
+                let fio = w.kind.fio()?;
                 let ios = f.transfer_latency.count();
                 let per_s = f.bytes as f64 / window;
                 Some(FioResult {

@@ -150,7 +150,7 @@ impl NicEndpoint {
             .collect();
         let mut workloads = Vec::new();
         for (f, w) in sys.workloads.iter().enumerate() {
-            let Some(b) = w.bridge.filter(|_| w.source == n) else {
+            let Some(b) = w.kind.bridge().filter(|_| w.source == n) else {
                 continue;
             };
             workloads.push(f as u32);
@@ -188,7 +188,7 @@ impl NicEndpoint {
     /// Its Ethernet results for bridge workload `f` over a window of `window` seconds.
     fn ethernet(&self, sys: &System, f: u32, window: f64) -> Option<EthernetResult> {
         let w = &sys.workloads[f as usize];
-        let b = w.bridge?;
+        let b = w.kind.bridge()?;
         let (mut offered, mut forwarded, mut dropped, mut growth) = (0u64, 0u64, 0u64, 0.0);
         let mut zero_loss = true;
         for (port, win) in self.ports.iter().zip(&self.windows) {
