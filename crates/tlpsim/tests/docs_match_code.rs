@@ -72,7 +72,7 @@ fn the_schema_says_a_peer_target_may_sit_under_another_switch() {
          [[workload]]\nname = \"gds\"\nkind = \"fio\"\nendpoint = \"nvme\"\nrw = \"read\"\n\
          bs = \"16KiB\"\niodepth = 4\ntarget = \"gpu\"\n";
     let r = simulate(text);
-    assert!(r.fio[0].ios > 0 && r.fio[0].target == "gpu");
+    assert!(r.fio()[0].ios > 0 && r.fio()[0].target == "gpu");
     for kind in ["fio", "memcpy"] {
         let d = workload_key(kind, "target");
         assert!(

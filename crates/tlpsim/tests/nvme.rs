@@ -31,7 +31,7 @@ fn simulate(text: &str) -> RunResult {
 }
 
 fn fio(r: &RunResult) -> &FioResult {
-    &r.fio[0]
+    r.fio()[0]
 }
 
 /// The build error of `text`, as the user reads it.
@@ -245,7 +245,7 @@ fn gpudirect_storage_moves_the_data_peer_to_peer_under_a_switch() {
     assert!(link("rc-sw", "up").payload_gbps < 0.01 * link("sw-gpu", "down").payload_gbps);
     // A write I/O reads its data from the GPU's BAR.
     let w = simulate(&text.replace("rw = \"read\"", "rw = \"write\""));
-    assert!(w.fio[0].ios > 0 && link("rc-sw", "down").payload_gbps < 1.0);
+    assert!(w.fio()[0].ios > 0 && link("rc-sw", "down").payload_gbps < 1.0);
 }
 
 #[test]
@@ -258,7 +258,7 @@ fn the_same_seed_gives_the_same_result_and_jobs_share_queues() {
         "rw = \"randread\"\nbs = \"16KiB\"\niodepth = 16\nnumjobs = 4\n",
     );
     let (a, b) = (simulate(&text), simulate(&text));
-    assert_eq!(a.fio, b.fio);
+    assert_eq!(a.fio(), b.fio());
     assert_eq!(a.flows, b.flows);
     assert_eq!(a.links, b.links);
     let f = fio(&a);
@@ -333,8 +333,8 @@ fn a_root_complex_may_write_into_a_drives_bar_beside_fio() {
         + "[[workload]]\nname = \"cmb\"\nkind = \"dma\"\nendpoint = \"rc\"\ntarget = \"nvme\"\n\
          direction = \"write\"\ntransfer_size = \"4KiB\"\n";
     let r = simulate(&text);
-    assert!(r.flows[1].bytes > 0 && r.fio[0].ios > 0);
-    assert_eq!(r.fio.len(), 1);
+    assert!(r.flows[1].bytes > 0 && r.fio()[0].ios > 0);
+    assert_eq!(r.fio().len(), 1);
 }
 
 /// The shared reproduction of a faster link that is slower: a Gen `gen` x`width` fabric,

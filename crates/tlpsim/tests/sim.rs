@@ -530,7 +530,7 @@ fn a_saturated_bridge_never_forwards_more_than_its_line_rate() {
         let text = bridge(64, 1.0, "frame_cost = \"0ns\"", "")
             .replace("duration = \"3ms\"", &format!("duration = \"{duration}\""));
         let r = simulate(&text);
-        let e = &r.ethernet[0];
+        let e = r.ethernet()[0];
         let window = r.simulated_s;
         // 64 B frames take 84 B on the wire: 1,488,095 frames/s per port.
         let per_port = (window * 1e9 / (84.0 * 8.0)).floor();
@@ -550,7 +550,7 @@ fn a_saturated_bridge_never_forwards_more_than_its_line_rate() {
 #[test]
 fn a_lightly_loaded_bridge_forwards_every_frame() {
     let r = simulate(&bridge(512, 0.3, "frame_cost = \"1us\"", ""));
-    let e = &r.ethernet[0];
+    let e = r.ethernet()[0];
     assert_eq!(e.dropped, 0, "{e:?}");
     assert!(e.zero_loss, "{e:?}");
     // Offered: 2 ports x 0.3 x 1 Gb/s / ((512 + 20) x 8 bits).
@@ -573,7 +573,7 @@ fn a_lightly_loaded_bridge_forwards_every_frame() {
 fn an_overloaded_host_loses_frames_and_forwards_at_its_software_rate() {
     // 5 us per frame on one core: at most 200 k frames/s whatever is offered.
     let r = simulate(&bridge(64, 0.5, "frame_cost = \"5us\"", ""));
-    let e = &r.ethernet[0];
+    let e = r.ethernet()[0];
     assert!(!e.zero_loss && e.dropped > 0, "{e:?}");
     assert!(
         e.forwarded_fps <= 200_000.0 && e.forwarded_fps > 170_000.0,
@@ -614,10 +614,10 @@ fn a_switch_lengthens_the_cpus_register_reads() {
     ));
     let switched = simulate(&via_switch);
     assert!(
-        switched.ethernet[0].forwarded_fps < direct_per_int.ethernet[0].forwarded_fps,
+        switched.ethernet()[0].forwarded_fps < direct_per_int.ethernet()[0].forwarded_fps,
         "{:?} vs {:?}",
-        switched.ethernet[0],
-        direct_per_int.ethernet[0]
+        switched.ethernet()[0],
+        direct_per_int.ethernet()[0]
     );
     assert!(direct.audit.passed && switched.audit.passed);
 }

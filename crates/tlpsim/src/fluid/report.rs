@@ -7,7 +7,8 @@ use crate::fabric::{FioSpec, System, WorkloadKind, WorkloadSpec};
 use crate::pcie::dll::DLLP_BYTES;
 use crate::sim::bottleneck::{Bottleneck, ResourceResult};
 use crate::sim::result::{
-    Audit, FioResult, FlowResult, LatencySummary, LinkResult, RunResult, SocketLinkResult,
+    Audit, FioResult, FlowResult, KindResult, LatencySummary, LinkResult, RunResult,
+    SocketLinkResult,
 };
 
 /// What the solved rates put on each resource, per second.
@@ -39,12 +40,19 @@ impl Model<'_> {
         let load = self.load(&rates, cap, dllp);
         let links = self.link_results(&load, window);
         let mut flows = Vec::new();
-        let mut fio = Vec::new();
+        let mut kinds = Vec::new();
         for (i, w) in sys.workloads.iter().enumerate() {
             let (flow, rate) = self.flow_result(&load, &rates, &bounds, i, window);
             flows.push(flow);
-            if let Some(f) = w.kind.fio() {
-                fio.push(fio_result(sys, w, f, rate, window));
+            match w.kind {
+                WorkloadKind::Fio(f) => {
+                    kinds.push(KindResult::Fio(fio_result(sys, w, f, rate, window)))
+                }
+                // The fluid engine refuses bridging; the others report their flow alone.
+                WorkloadKind::Dma
+                | WorkloadKind::Storage(_)
+                | WorkloadKind::Bridge(_)
+                | WorkloadKind::Memcpy(_) => {}
             }
         }
         let socket_links = self.socket_results(&load);
@@ -67,8 +75,7 @@ impl Model<'_> {
                 links,
                 socket_links,
                 resources,
-                ethernet: Vec::new(),
-                fio,
+                kinds,
                 starved: Vec::new(),
                 warnings: Vec::new(),
                 audit,

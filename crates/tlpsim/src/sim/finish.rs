@@ -5,7 +5,7 @@
 use super::*;
 use crate::fabric::WorkloadSpec;
 use bottleneck::Bottleneck;
-use result::{EthernetResult, Starved};
+use result::{EthernetResult, KindResult, Starved};
 
 impl Simulator<'_> {
     /// What the nodes report (see `node::Node::report`), in workload order.
@@ -25,13 +25,8 @@ impl Simulator<'_> {
         let (links, hops) = self.link_results(now, window);
         let at_warmup = std::mem::take(&mut self.window.busy_at_warmup);
         let (resources, bottlenecks) = self.bottlenecks(now, &at_warmup, &links);
-        let ethernet: Vec<_> = self
-            .node_reports()
-            .ethernet
-            .into_iter()
-            .map(|e| e.1)
-            .collect();
-        let fio = self.fio_results(window);
+        let kinds = self.kind_results(window);
+        let ethernet: Vec<_> = kinds.iter().filter_map(KindResult::ethernet).collect();
         let mut starved = Vec::new();
         let flows: Vec<FlowResult> = bottlenecks
             .into_iter()
@@ -58,12 +53,33 @@ impl Simulator<'_> {
             links,
             socket_links,
             resources,
-            ethernet,
-            fio,
+            kinds,
             starved,
             warnings,
             audit: self.audit,
         }
+    }
+
+    /// The results of the workloads whose kind has its own over the `window` seconds
+    /// measured, in workload order: a bridging workload's frames (from its NIC), an fio
+    /// workload's I/Os.
+    fn kind_results(&self, window: f64) -> Vec<KindResult> {
+        let mut ethernet = vec![None; self.sys.workloads.len()];
+        for (f, e) in self.node_reports().ethernet {
+            ethernet[f as usize] = Some(e);
+        }
+        // One per fio workload, in workload order.
+        let mut fio = self.fio_results(window).into_iter();
+        let mut out = Vec::new();
+        for (i, w) in self.sys.workloads.iter().enumerate() {
+            let r = match w.kind {
+                WorkloadKind::Bridge(_) => ethernet[i].take().map(KindResult::Bridge),
+                WorkloadKind::Fio(_) => fio.next().map(KindResult::Fio),
+                WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => None,
+            };
+            out.extend(r);
+        }
+        out
     }
 
     /// Every link direction's results over the `window` seconds measured, which ends at
@@ -109,7 +125,7 @@ impl Simulator<'_> {
         &self,
         i: usize,
         bottleneck: Bottleneck,
-        ethernet: &[EthernetResult],
+        ethernet: &[&EthernetResult],
         window: f64,
     ) -> (FlowResult, Option<Starved>) {
         let (f, w): (&Flow, &WorkloadSpec) = (&self.work.flows[i], &self.sys.workloads[i]);

@@ -2,7 +2,8 @@
 //! field names of the design (`flows[].latency_ns.p99`, `links[].credit_stall_fraction`, ...).
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 
 use super::bottleneck::{Bottleneck, ResourceResult};
 
@@ -234,8 +235,37 @@ pub struct FioResult {
     pub latency_ns: LatencySummary,
 }
 
-/// Everything a run reports.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// What a workload of a kind that reports more than its flow achieved: one variant per such
+/// kind, as [`crate::fabric::WorkloadKind`] names them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KindResult {
+    /// An Ethernet bridging workload's frames (JSON `ethernet[]`).
+    Bridge(EthernetResult),
+    /// An fio workload's I/Os (JSON `fio[]`).
+    Fio(FioResult),
+}
+
+impl KindResult {
+    /// Its frames, if it is a bridging workload's.
+    pub fn ethernet(&self) -> Option<&EthernetResult> {
+        match self {
+            KindResult::Bridge(e) => Some(e),
+            KindResult::Fio(_) => None,
+        }
+    }
+
+    /// Its I/Os, if it is an fio workload's.
+    pub fn fio(&self) -> Option<&FioResult> {
+        match self {
+            KindResult::Fio(f) => Some(f),
+            KindResult::Bridge(_) => None,
+        }
+    }
+}
+
+/// Everything a run reports. Its JSON (see the `Serialize` impl) lists `kinds` by kind, as
+/// `ethernet` and `fio`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunResult {
     /// Simulated seconds measured (duration minus warmup).
     pub simulated_s: f64,
@@ -253,10 +283,9 @@ pub struct RunResult {
     pub socket_links: Vec<SocketLinkResult>,
     /// Memory, host bridges, shared switch buses, storage media and CPU cores: how busy.
     pub resources: Vec<ResourceResult>,
-    /// Per Ethernet bridging workload.
-    pub ethernet: Vec<EthernetResult>,
-    /// Per fio workload on an NVMe drive.
-    pub fio: Vec<FioResult>,
+    /// Per workload of a kind with results of its own (Ethernet bridging, fio), in
+    /// workload order.
+    pub kinds: Vec<KindResult>,
     /// The flows that starved (see [`FlowResult::starved`]), in workload order.
     pub starved: Vec<Starved>,
     /// One sentence per flow that completed fewer than [`FEW_UNITS`] of its units (I/Os,
@@ -290,6 +319,37 @@ impl RunResult {
     /// The result as JSON text.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Per Ethernet bridging workload, in workload order (JSON `ethernet`).
+    pub fn ethernet(&self) -> Vec<&EthernetResult> {
+        self.kinds.iter().filter_map(KindResult::ethernet).collect()
+    }
+
+    /// Per fio workload on an NVMe drive, in workload order (JSON `fio`).
+    pub fn fio(&self) -> Vec<&FioResult> {
+        self.kinds.iter().filter_map(KindResult::fio).collect()
+    }
+}
+
+impl Serialize for RunResult {
+    /// The design's fields in their order, `kinds` as one list per kind (`ethernet`, `fio`).
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut r = serializer.serialize_struct("RunResult", 13)?;
+        r.serialize_field("simulated_s", &self.simulated_s)?;
+        r.serialize_field("wall_s", &self.wall_s)?;
+        r.serialize_field("events", &self.events)?;
+        r.serialize_field("tlp_hops", &self.tlp_hops)?;
+        r.serialize_field("flows", &self.flows)?;
+        r.serialize_field("links", &self.links)?;
+        r.serialize_field("socket_links", &self.socket_links)?;
+        r.serialize_field("resources", &self.resources)?;
+        r.serialize_field("ethernet", &self.ethernet())?;
+        r.serialize_field("fio", &self.fio())?;
+        r.serialize_field("starved", &self.starved)?;
+        r.serialize_field("warnings", &self.warnings)?;
+        r.serialize_field("audit", &self.audit)?;
+        r.end()
     }
 }
 

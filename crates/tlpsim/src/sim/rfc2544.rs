@@ -101,7 +101,7 @@ fn bridged_mbps(sys: &System) -> f64 {
 
 fn trial(sys: &System, load: f64) -> Result<(bool, RunResult), RunError> {
     let r = run(&at_load(sys, load))?;
-    let passed = r.ethernet.iter().all(|e| e.zero_loss);
+    let passed = r.ethernet().iter().all(|e| e.zero_loss);
     Ok((passed, r))
 }
 
@@ -125,8 +125,8 @@ pub fn rfc2544(sys: &System, resolution: f64) -> Result<Rfc2544Result, RunError>
         });
     }
     // What the host forwarded while overloaded brackets its zero-loss rate.
-    let offered: f64 = full.ethernet.iter().map(|e| e.offered_fps).sum();
-    let forwarded: f64 = full.ethernet.iter().map(|e| e.forwarded_fps).sum();
+    let offered: f64 = full.ethernet().iter().map(|e| e.offered_fps).sum();
+    let forwarded: f64 = full.ethernet().iter().map(|e| e.forwarded_fps).sum();
     let estimate = (forwarded / offered.max(1.0)).clamp(1e-4, 1.0);
     let (mut lo, mut hi) = (0.0f64, 1.0f64);
     let mut best = None;

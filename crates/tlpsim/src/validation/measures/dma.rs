@@ -6,7 +6,7 @@ use super::super::registry::Registry;
 use super::super::template::scenario_text;
 use super::{build, limit_of, mean_latency, run_audited, Computed};
 use crate::error::Result;
-use crate::sim::result::{FioResult, RunResult};
+use crate::sim::result::{FioResult, KindResult, RunResult};
 
 /// Runs the cell's scenario (audited).
 pub(super) fn run(cell: &Cell, registry: &Registry) -> Result<RunResult> {
@@ -24,7 +24,7 @@ pub(super) fn throughput(
 ) -> Result<Computed> {
     let result = run(cell, registry)?;
     let limit = limit_of(&result);
-    let bridging = |name: &str| result.ethernet.iter().any(|e| e.name == name);
+    let bridging = |name: &str| result.ethernet().iter().any(|e| e.name == name);
     let named = |name: &str| cell.flows.is_empty() || cell.flows.iter().any(|f| f == name);
     if let Some(missing) = cell
         .flows
@@ -53,8 +53,9 @@ pub(super) fn fio(
 ) -> Result<Computed> {
     let result = run(cell, registry)?;
     let f = result
-        .fio
-        .first()
+        .kinds
+        .iter()
+        .find_map(KindResult::fio)
         .ok_or_else(|| cell.error("a fio measure needs a kind = \"fio\" workload"))?;
     let v = figure(f).ok_or_else(|| {
         cell.error(format!(
