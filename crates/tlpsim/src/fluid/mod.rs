@@ -169,7 +169,15 @@ fn refuse(sys: &System) -> Result<(), Refused> {
                     n.name
                 ))
             }
-            _ => {}
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => {}
         }
         if let Some(d) = n.kind.dma_device() {
             let simple = |e: &crate::fabric::DmaEngines| {
@@ -209,7 +217,10 @@ fn refuse(sys: &System) -> Result<(), Refused> {
             TargetKind::Scratchpad | TargetKind::NicRegisters => {
                 return no(format!("{} targets registers, not memory", w.name))
             }
-            _ => {}
+            TargetKind::HostMemory
+            | TargetKind::BarMemory { .. }
+            | TargetKind::WriteSink
+            | TargetKind::Nothing => {}
         }
     }
     Ok(())
@@ -356,7 +367,13 @@ impl<'a> Model<'a> {
                         m.add_res("media", format!("{name} media (write)"), r);
                     }
                 }
-                _ => {}
+                NodeKind::Switch { .. }
+                | NodeKind::Ntb { .. }
+                | NodeKind::Dma { .. }
+                | NodeKind::Storage { .. }
+                | NodeKind::Nic { .. }
+                | NodeKind::Memory { .. }
+                | NodeKind::Gpu { .. } => {}
             }
             let _ = n;
         }
@@ -464,7 +481,15 @@ impl<'a> Model<'a> {
                         *mix.uses.entry(r).or_default() += payload as f64 * count;
                     }
                 }
-                _ => {}
+                NodeKind::RootComplex { .. }
+                | NodeKind::Switch { .. }
+                | NodeKind::Ntb { .. }
+                | NodeKind::Dma { .. }
+                | NodeKind::Storage { .. }
+                | NodeKind::Nic { .. }
+                | NodeKind::Memory { .. }
+                | NodeKind::Nvme { .. }
+                | NodeKind::Gpu { .. } => {}
             }
         }
     }
@@ -490,7 +515,14 @@ impl<'a> Model<'a> {
             NodeKind::Memory { .. } | NodeKind::Gpu { .. } if write => {
                 names.push(format!("{name} memory (write)"));
             }
-            _ => {}
+            NodeKind::Memory { .. }
+            | NodeKind::Gpu { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Nvme { .. } => {}
         }
         for r in names.iter().filter_map(|s| self.named(s)) {
             *mix.uses.entry(r).or_default() += bytes;
@@ -511,7 +543,13 @@ impl<'a> Model<'a> {
                         *forwarding == Forwarding::StoreAndForward
                     }
                     NodeKind::Ntb { .. } => false,
-                    _ => true,
+                    NodeKind::RootComplex { .. }
+                    | NodeKind::Dma { .. }
+                    | NodeKind::Storage { .. }
+                    | NodeKind::Nic { .. }
+                    | NodeKind::Memory { .. }
+                    | NodeKind::Nvme { .. }
+                    | NodeKind::Gpu { .. } => true,
                 };
             if i > 0 {
                 t += match &self.sys.nodes[sender].kind {
@@ -525,7 +563,12 @@ impl<'a> Model<'a> {
                             0.0
                         }
                     }
-                    _ => 0.0,
+                    NodeKind::Dma { .. }
+                    | NodeKind::Storage { .. }
+                    | NodeKind::Nic { .. }
+                    | NodeKind::Memory { .. }
+                    | NodeKind::Nvme { .. }
+                    | NodeKind::Gpu { .. } => 0.0,
                 };
             }
             match *hop {
@@ -576,7 +619,12 @@ impl<'a> Model<'a> {
             NodeKind::Memory { read_latency, .. } | NodeKind::Gpu { read_latency, .. } => {
                 secs(*read_latency)
             }
-            _ => 0.0,
+            NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Nvme { .. } => 0.0,
         }
     }
 
@@ -588,7 +636,15 @@ impl<'a> Model<'a> {
                 completion: CompletionRule::Rcb,
                 ..
             } => p.rcb.min(p.mps),
-            _ => p.mps,
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => p.mps,
         }
     }
 

@@ -66,11 +66,21 @@ impl Model<'_> {
             let l = &self.sys.links[c / 2];
             let ser = self.ser(c, self.wire(c, TlpKind::MWr, max));
             // The receiver holds the buffer until it passes the TLP on.
-            let hold = match (&self.sys.nodes[rx].kind, p.hops.get(i + 1)) {
-                (NodeKind::Switch { latency, .. }, Some(Hop::Chan(next))) => {
-                    secs(*latency) + self.ser(*next, self.wire(*next, TlpKind::MWr, max))
-                }
-                _ => 0.0,
+            let hold = match &self.sys.nodes[rx].kind {
+                NodeKind::Switch { latency, .. } => match p.hops.get(i + 1) {
+                    Some(Hop::Chan(next)) => {
+                        secs(*latency) + self.ser(*next, self.wire(*next, TlpKind::MWr, max))
+                    }
+                    Some(Hop::Socket { .. }) | None => 0.0,
+                },
+                NodeKind::RootComplex { .. }
+                | NodeKind::Ntb { .. }
+                | NodeKind::Dma { .. }
+                | NodeKind::Storage { .. }
+                | NodeKind::Nic { .. }
+                | NodeKind::Memory { .. }
+                | NodeKind::Nvme { .. }
+                | NodeKind::Gpu { .. } => 0.0,
             };
             let timer = match l.ack {
                 AckPolicy::Timer if !l.flit => {

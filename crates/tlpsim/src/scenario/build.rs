@@ -152,7 +152,12 @@ fn check_data_credits(nodes: &NodeTable, mps: u32) -> Result<(), BuildError> {
             NodeKind::RootComplex { .. } => ("root_complex", 0),
             NodeKind::Switch { .. } => ("switch", 1),
             NodeKind::Ntb { .. } => ("ntb", 2),
-            _ => ("endpoint", 3),
+            NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => ("endpoint", 3),
         };
         let place = Place::element(section, seen[k], &node.name);
         seen[k] += 1;

@@ -309,7 +309,15 @@ fn target(
                 place,
                 format!("a workload on {:?} needs a target endpoint", keys.endpoint),
             )),
-            _ => Ok((fabric.topology.root_above(source), None)),
+            // Those that issue no requests are refused by `check_pair`.
+            NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => Ok((fabric.topology.root_above(source), None)),
         },
     }
 }

@@ -311,21 +311,34 @@ fn link(
         },
         replay_buffer: replay,
         ack: l.ack.map_or(defaults.ack, AckPolicy::from),
-        acs_redirect: match (&up.kind, l.acs_redirect) {
-            (NodeKind::Switch { acs_redirect, .. }, set) => set.unwrap_or(*acs_redirect),
-            (_, Some(_)) => {
-                return Err(BuildError::conflict(
-                    place,
-                    format!(
-                        "acs_redirect applies to a switch's downstream port; {:?} is {}",
-                        up.name,
-                        up.kind.noun()
-                    ),
-                ))
-            }
-            (_, None) => false,
-        },
+        acs_redirect: acs_redirect(place, up, l.acs_redirect)?,
     })
+}
+
+/// Whether the port of `up` at the top of a link redirects peer-to-peer TLPs upstream: `set`
+/// or, unset, its switch's default; `set` on a port of anything but a switch is refused.
+fn acs_redirect(place: &Place, up: &NodeSpec, set: Option<bool>) -> Result<bool, BuildError> {
+    match &up.kind {
+        NodeKind::Switch { acs_redirect, .. } => Ok(set.unwrap_or(*acs_redirect)),
+        NodeKind::RootComplex { .. }
+        | NodeKind::Ntb { .. }
+        | NodeKind::Dma { .. }
+        | NodeKind::Storage { .. }
+        | NodeKind::Nic { .. }
+        | NodeKind::Memory { .. }
+        | NodeKind::Nvme { .. }
+        | NodeKind::Gpu { .. } => match set {
+            Some(_) => Err(BuildError::conflict(
+                place,
+                format!(
+                    "acs_redirect applies to a switch's downstream port; {:?} is {}",
+                    up.name,
+                    up.kind.noun()
+                ),
+            )),
+            None => Ok(false),
+        },
+    }
 }
 
 /// Checks that every node but a root complex reaches a root complex through upstream links,

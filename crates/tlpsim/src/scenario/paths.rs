@@ -97,7 +97,7 @@ pub(super) fn check_pair(
         TargetKind::WriteSink if from_root => None,
         // Peer-to-peer when the source is an endpoint.
         TargetKind::BarMemory { .. } => None,
-        _ => Some(format!(
+        TargetKind::HostMemory | TargetKind::WriteSink | TargetKind::Nothing => Some(format!(
             "the target {target_name:?} must be a root complex (or, for a root complex's \
              writes, an endpoint or another domain's root complex; for its reads and writes, \
              a memory endpoint)"

@@ -61,13 +61,24 @@ impl Streams {
         if device.is_none() && !w.direction.mixed() {
             return None;
         }
+        let device_timed = match sys.nodes[w.source].kind {
+            NodeKind::Gpu { .. } => false,
+            NodeKind::Dma { .. }
+            | NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. } => true,
+        };
         Some(Box::new(Streams {
             direction: w.direction,
             active: [0; 2],
             started: 0,
             unit: device.unit,
             leaving: VecDeque::new(),
-            device_timed: !matches!(sys.nodes[w.source].kind, NodeKind::Gpu { .. }),
+            device_timed,
         }))
     }
 
