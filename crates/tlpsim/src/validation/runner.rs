@@ -67,8 +67,7 @@ pub(crate) fn validate(
     let core_progress = |done: usize, _: usize| progress(done, total);
     let mut values = compute_all(registry, &simulated, &core_progress).into_iter();
     let mut rows = Vec::with_capacity(selected.len());
-    // Per table, the cells the engine did not compute, and why.
-    let mut not_run: Vec<(String, usize, String)> = Vec::new();
+    let mut not_run = NotRun::default();
     for cell in selected {
         let computed = if cell.quantity.is_closed_form() {
             cell.quantity.compute(cell, registry)
@@ -78,21 +77,13 @@ pub(crate) fn validate(
                 .unwrap_or_else(|| Err(cell.error("was not run")))
         };
         if let Some(why) = computed.as_ref().err().and_then(not_run_reason) {
-            let (system, table) = system_and_table(&cell.reference);
-            let table = format!("{system}.{table}");
-            match not_run.iter_mut().find(|(t, _, w)| *t == table && w == why) {
-                Some(entry) => entry.1 += 1,
-                None => not_run.push((table, 1, why.to_string())),
-            }
+            not_run.add(cell, why);
             continue;
         }
         rows.push(row(root, cell, computed)?);
     }
     let mut unmodelled = unmodelled_tables(registry, only);
-    unmodelled.extend(not_run.into_iter().map(|(table, n, why)| {
-        let cells = if n == 1 { "cell" } else { "cells" };
-        format!("{table}: {n} {cells} not run by the fluid engine ({why})")
-    }));
+    unmodelled.extend(not_run.lines());
     if fluid {
         for name in registry
             .fronts
@@ -122,6 +113,30 @@ pub(crate) fn validate(
         rows,
         unmodelled_tables: unmodelled,
     })
+}
+
+/// Per table, the cells the validation's engine did not compute, and why.
+#[derive(Default)]
+struct NotRun(Vec<(String, usize, String)>);
+
+impl NotRun {
+    /// `cell` was not run, for `why`.
+    fn add(&mut self, cell: &Cell, why: &str) {
+        let (system, table) = system_and_table(&cell.reference);
+        let table = format!("{system}.{table}");
+        match self.0.iter_mut().find(|(t, _, w)| *t == table && w == why) {
+            Some(entry) => entry.1 += 1,
+            None => self.0.push((table, 1, why.to_string())),
+        }
+    }
+
+    /// One line per table and reason.
+    fn lines(self) -> impl Iterator<Item = String> {
+        self.0.into_iter().map(|(table, n, why)| {
+            let cells = if n == 1 { "cell" } else { "cells" };
+            format!("{table}: {n} {cells} not run by the fluid engine ({why})")
+        })
+    }
 }
 
 /// The `system.table` keys of the reference (of `only` if given) that no cell compares.
