@@ -34,9 +34,7 @@ use serde::Serialize;
 
 use super::{Flow, Simulator, NONE};
 use crate::engine::SimTime;
-use crate::fabric::{
-    CreditType, DmaDirection, FioSpec, NodeKind, WorkloadKind, WorkloadSpec, CREDIT_TYPES,
-};
+use crate::fabric::{CreditType, DmaDirection, FioSpec, WorkloadKind, WorkloadSpec, CREDIT_TYPES};
 use crate::pcie::dll::transmit::MAX_UNACKED;
 use crate::pcie::flow_control::FcClass;
 use crate::sim::result::LinkResult;
@@ -610,21 +608,10 @@ impl Simulator<'_> {
             // A root complex frees posted credits as its memory takes the data: where that
             // memory is limited, it (not the round trip) holds them, and the reads queued
             // behind the waiting writes wait too (a read does not pass a posted write).
-            let sink = match rx_kind {
-                NodeKind::RootComplex {
-                    memory_bandwidth,
-                    posted_write_rate,
-                    ..
-                } if ty.class() == FcClass::Posted => memory_bandwidth.or(*posted_write_rate),
-                NodeKind::RootComplex { .. }
-                | NodeKind::Switch { .. }
-                | NodeKind::Ntb { .. }
-                | NodeKind::Dma { .. }
-                | NodeKind::Storage { .. }
-                | NodeKind::Nic { .. }
-                | NodeKind::Memory { .. }
-                | NodeKind::Nvme { .. }
-                | NodeKind::Gpu { .. } => None,
+            let sink = if ty.class() == FcClass::Posted {
+                rx_kind.posted_sink_rate()
+            } else {
+                None
             };
             let why = match sink {
                 Some(rate) => format!(

@@ -28,26 +28,7 @@ fn port_links(sys: &System) -> Vec<Vec<usize>> {
 /// The egress arbiter of a node of `kind` with `ports` ports: its weights per input, and
 /// whether it serves the oldest TLP first.
 fn arbiter_inputs(kind: &NodeKind, ports: usize) -> (Vec<u32>, bool) {
-    match kind {
-        NodeKind::Switch {
-            arbitration: Arbitration::Weighted(w),
-            ..
-        } => (w.clone(), false),
-        NodeKind::Switch { arbitration, .. } => {
-            (vec![1; ports], *arbitration == Arbitration::Oldest)
-        }
-        NodeKind::Ntb { .. } => (vec![1; ports], false),
-        // The peer-to-peer TLPs a root complex forwards come in on their root port's
-        // input, its own TLPs on one more after them.
-        NodeKind::RootComplex { .. } => (vec![1; ports + 1], false),
-        // An endpoint's one port.
-        NodeKind::Dma { .. }
-        | NodeKind::Storage { .. }
-        | NodeKind::Nic { .. }
-        | NodeKind::Memory { .. }
-        | NodeKind::Nvme { .. }
-        | NodeKind::Gpu { .. } => (vec![1], false),
-    }
+    kind.arbiter_inputs(ports)
 }
 
 /// One direction of link `l` with the egress arbiter `(weights, oldest_first)`, toward a
