@@ -279,6 +279,7 @@ impl NodeKind {
 
     /// The scenario section that describes it and that section's index among the four
     /// (`root_complex` 0, `switch` 1, `ntb` 2, `endpoint` 3).
+    #[inline]
     pub fn section(&self) -> (&'static str, usize) {
         match self {
             NodeKind::RootComplex { .. } => ("root_complex", 0),
@@ -295,6 +296,7 @@ impl NodeKind {
 
     /// How TLPs cross it port to port, if it passes them on between its own ports (a switch,
     /// a bridge): its forwarding, latency and latency by the narrower port's width.
+    #[inline]
     pub fn crossing(&self) -> Option<(Forwarding, SimTime, &LatencyByWidth)> {
         match self {
             NodeKind::Switch {
@@ -316,6 +318,7 @@ impl NodeKind {
 
     /// Whether it takes a TLP's last byte in before it passes the TLP on (a store-and-forward
     /// switch, a root complex, an endpoint), rather than cut-through.
+    #[inline]
     pub fn stores_and_forwards(&self) -> bool {
         match self {
             NodeKind::Switch { forwarding, .. } => *forwarding == Forwarding::StoreAndForward,
@@ -332,6 +335,7 @@ impl NodeKind {
 
     /// The latency it adds passing a TLP on: a switch's or bridge's port-to-port latency, a
     /// root complex's peer-to-peer latency where the TLP goes `peer` to peer, else zero.
+    #[inline]
     pub fn forwarding_latency(&self, peer: bool) -> SimTime {
         match self {
             NodeKind::Switch { latency, .. } | NodeKind::Ntb { latency, .. } => *latency,
@@ -348,6 +352,7 @@ impl NodeKind {
 
     /// The latency for which it holds a received TLP's buffer before passing the TLP on, if
     /// it holds the buffer until the TLP has left it (a switch).
+    #[inline]
     pub fn holds_until_forwarded(&self) -> Option<SimTime> {
         match self {
             NodeKind::Switch { latency, .. } => Some(*latency),
@@ -363,6 +368,7 @@ impl NodeKind {
     }
 
     /// The latency after which a bridge's rung doorbell sends its MSI (zero for others).
+    #[inline]
     pub fn doorbell_latency(&self) -> SimTime {
         match self {
             NodeKind::Ntb { latency, .. } => *latency,
@@ -379,6 +385,7 @@ impl NodeKind {
 
     /// Its egress arbiter with `ports` ports: its weights per input, and whether it serves
     /// the oldest TLP first.
+    #[inline]
     pub fn arbiter_inputs(&self, ports: usize) -> (Vec<u32>, bool) {
         match self {
             NodeKind::Switch {
@@ -403,6 +410,7 @@ impl NodeKind {
     }
 
     /// The rate of a switch's shared bus, if it is a switch with one.
+    #[inline]
     pub fn shared_bus(&self) -> Option<f64> {
         match self {
             NodeKind::Switch {
@@ -423,6 +431,7 @@ impl NodeKind {
 
     /// A switch's default for whether its downstream ports redirect peer-to-peer TLPs
     /// upstream (None: it is no switch).
+    #[inline]
     pub fn switch_acs_redirect(&self) -> Option<bool> {
         match self {
             NodeKind::Switch { acs_redirect, .. } => Some(*acs_redirect),
@@ -439,6 +448,7 @@ impl NodeKind {
 
     /// Reads it may have outstanding at once: an endpoint's tags, a root complex's own read
     /// tags, unlimited for nodes that issue no reads.
+    #[inline]
     pub fn outstanding_reads(&self) -> u32 {
         match self {
             NodeKind::RootComplex { read_tags, .. } => *read_tags,
@@ -453,6 +463,7 @@ impl NodeKind {
 
     /// Whether its engines time a read request from its transfer's start in the device (a
     /// DMA endpoint, as pcie-bench does) rather than from when it leaves (a GPU's copy).
+    #[inline]
     pub fn times_reads_in_device(&self) -> bool {
         match self {
             NodeKind::Gpu { .. } => false,
@@ -468,6 +479,7 @@ impl NodeKind {
     }
 
     /// Whether a memcpy workload may run on it (a GPU's copy engines).
+    #[inline]
     pub fn runs_memcpy(&self) -> bool {
         match self {
             NodeKind::Gpu { .. } => true,
@@ -483,6 +495,7 @@ impl NodeKind {
     }
 
     /// Its Ethernet side, if it is a NIC.
+    #[inline]
     pub fn nic(&self) -> Option<&NicSpec> {
         match self {
             NodeKind::Nic { nic, .. } => Some(nic),
@@ -498,6 +511,7 @@ impl NodeKind {
     }
 
     /// Its controller and media, if it is an NVMe drive.
+    #[inline]
     pub fn nvme(&self) -> Option<&NvmeSpec> {
         match self {
             NodeKind::Nvme { spec, .. } => Some(spec),
@@ -514,6 +528,7 @@ impl NodeKind {
 
     /// The rate at which the posted write data it sinks leaves its receive buffer, if a
     /// root complex's memory or posted-write sink limits it.
+    #[inline]
     pub fn posted_sink_rate(&self) -> Option<f64> {
         match self {
             NodeKind::RootComplex {
@@ -534,6 +549,7 @@ impl NodeKind {
 
     /// The rate its BAR memory absorbs written data at, if it is a memory endpoint or a GPU
     /// with a limit.
+    #[inline]
     pub fn bar_write_rate(&self) -> Option<f64> {
         match self {
             NodeKind::Memory { write_rate, .. } | NodeKind::Gpu { write_rate, .. } => *write_rate,
@@ -548,6 +564,7 @@ impl NodeKind {
     }
 
     /// The host bridge its memory traffic crosses, if it is a root complex behind one.
+    #[inline]
     pub fn host_bridge(&self) -> Option<usize> {
         match self {
             NodeKind::RootComplex { host_bridge, .. } => *host_bridge,
@@ -564,6 +581,7 @@ impl NodeKind {
 
     /// Mean read request to first completion data of its memory, host bridge aside (zero
     /// for nodes with no memory).
+    #[inline]
     pub fn read_latency(&self) -> SimTime {
         match self {
             NodeKind::RootComplex { read_latency, .. } => read_latency.mean(),
@@ -580,6 +598,7 @@ impl NodeKind {
     }
 
     /// The completion payload size it answers reads with under `pcie`.
+    #[inline]
     pub fn completion_size(&self, pcie: &PcieSettings) -> u32 {
         match self {
             NodeKind::RootComplex {
@@ -600,6 +619,7 @@ impl NodeKind {
 
     /// Why the fluid engine cannot model it, if it cannot (a root complex with a host memory
     /// model or a shared outbound queue), completing "NAME ...".
+    #[inline]
     pub fn fluid_refusal(&self) -> Option<&'static str> {
         match self {
             NodeKind::RootComplex {
