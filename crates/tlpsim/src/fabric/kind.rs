@@ -706,4 +706,38 @@ impl WorkloadKind {
             | WorkloadKind::Fio(_) => None,
         }
     }
+
+    /// The frames of an Ethernet bridging workload, to change (None for other kinds).
+    #[inline]
+    pub fn bridge_mut(&mut self) -> Option<&mut BridgeSpec> {
+        match self {
+            WorkloadKind::Bridge(b) => Some(b),
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Fio(_)
+            | WorkloadKind::Memcpy(_) => None,
+        }
+    }
+
+    /// Whether its source's reads are answered whatever its direction (a NIC's descriptor
+    /// and frame reads, an NVMe drive's command and data reads).
+    #[inline]
+    pub fn answered(&self) -> bool {
+        match self {
+            WorkloadKind::Bridge(_) | WorkloadKind::Fio(_) => true,
+            WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => false,
+        }
+    }
+
+    /// What its results count, in words ("transfers", "I/Os", "copies"); None for bridging,
+    /// whose frames its Ethernet results count.
+    #[inline]
+    pub fn unit_noun(&self) -> Option<&'static str> {
+        match self {
+            WorkloadKind::Bridge(_) => None,
+            WorkloadKind::Fio(_) => Some("I/Os"),
+            WorkloadKind::Memcpy(_) => Some("copies"),
+            WorkloadKind::Dma | WorkloadKind::Storage(_) => Some("transfers"),
+        }
+    }
 }

@@ -131,13 +131,7 @@ pub fn run(sys: &System) -> Result<FluidRun, Refused> {
 /// What the fluid engine refuses, before any work.
 fn refuse(sys: &System) -> Result<(), Refused> {
     let no = |why: String| Err(Refused(why));
-    let bridging = |w: &WorkloadSpec| match w.kind {
-        WorkloadKind::Bridge(_) => true,
-        WorkloadKind::Dma
-        | WorkloadKind::Storage(_)
-        | WorkloadKind::Fio(_)
-        | WorkloadKind::Memcpy(_) => false,
-    };
+    let bridging = |w: &WorkloadSpec| w.kind.bridge().is_some();
     if sys.cpu.is_some() || sys.workloads.iter().any(bridging) {
         return no(
             "Ethernet bridging by a host CPU is a loop of interrupts and register \

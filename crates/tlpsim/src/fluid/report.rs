@@ -247,13 +247,7 @@ impl Model<'_> {
             Some(s) => self.verdict(load, &self.streams[s], bounds[s], rate),
             None => offered(rate),
         };
-        let unit = match w.kind {
-            WorkloadKind::Fio(f) => f.bs,
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Bridge(_)
-            | WorkloadKind::Memcpy(_) => w.transfer_size,
-        } as f64;
+        let unit = w.kind.fio().map_or(w.transfer_size, |f| f.bs) as f64;
         let flow = FlowResult {
             name: w.name.clone(),
             bytes,

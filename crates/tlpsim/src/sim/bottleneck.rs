@@ -393,10 +393,7 @@ impl Simulator<'_> {
         // doorbells and queue entries).
         let mut chans = self.path(src, dst);
         // Whether answers come back whatever it does: a NIC's and a drive's reads.
-        let answered = match w.kind {
-            WorkloadKind::Bridge(_) | WorkloadKind::Fio(_) => true,
-            WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => false,
-        };
+        let answered = w.kind.answered();
         // A flow that only reads sends nothing but its requests toward its target.
         let requests_only = f.reads && !f.writes && !answered;
         let requests = if requests_only { chans.len() } else { 0 };

@@ -3,7 +3,7 @@
 //! routes, the nodes and the DMA flows.
 
 use super::*;
-use crate::fabric::{Credits, LinkSpec, WorkloadKind, WorkloadSpec};
+use crate::fabric::{Credits, LinkSpec, WorkloadSpec};
 
 /// Each node's ports as indices of `sys.links`: its upstream link first, then its
 /// downstream links in file order.
@@ -105,13 +105,7 @@ impl Flow {
     /// The state of workload `w`'s flow before it starts, its TLPs leaving on channel `out`.
     fn new(sys: &System, w: &WorkloadSpec, out: u32) -> Self {
         // A bridging workload has no streams of its own: its NIC's frames drive it.
-        let streams = match w.kind {
-            WorkloadKind::Bridge(_) => false,
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Fio(_)
-            | WorkloadKind::Memcpy(_) => true,
-        };
+        let streams = w.kind.bridge().is_none();
         Flow {
             source: w.source as u32,
             target: w.target as u32,

@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::node::nic::wire_bits;
 use super::{run, RunError, RunResult};
 use crate::engine::SimTime;
-use crate::fabric::{System, WorkloadKind};
+use crate::fabric::System;
 
 /// Frame times of warmup per trial.
 const WARMUP_FRAMES: f64 = 300.0;
@@ -50,12 +50,8 @@ fn at_load(sys: &System, load: f64) -> System {
     let mut s = sys.clone();
     let mut longest = 0.0f64;
     for w in &mut s.workloads {
-        let b = match &mut w.kind {
-            WorkloadKind::Bridge(b) => b,
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Fio(_)
-            | WorkloadKind::Memcpy(_) => continue,
+        let Some(b) = w.kind.bridge_mut() else {
+            continue;
         };
         b.load = load;
         let rate = s.nodes[w.source]
