@@ -740,4 +740,14 @@ impl WorkloadKind {
             WorkloadKind::Dma | WorkloadKind::Storage(_) => Some("transfers"),
         }
     }
+
+    /// Whether its source's own loop drives it (an NVMe drive's fio jobs, a NIC's frames)
+    /// rather than its flow's streams.
+    #[inline]
+    pub fn source_driven(&self) -> bool {
+        match self {
+            WorkloadKind::Fio(_) | WorkloadKind::Bridge(_) => true,
+            WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => false,
+        }
+    }
 }

@@ -53,7 +53,7 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::engine::SimTime;
-use crate::fabric::{AckPolicy, NodeId, NodeKind, System, TargetKind, WorkloadKind, WorkloadSpec};
+use crate::fabric::{AckPolicy, NodeId, NodeKind, System, TargetKind, WorkloadSpec};
 use crate::pcie::dll::{spec_dllp_fraction, DLLP_BYTES};
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::{flit, phy};
@@ -167,18 +167,12 @@ fn refuse(sys: &System) -> Result<(), Refused> {
         }
     }
     for w in &sys.workloads {
-        match w.kind {
-            WorkloadKind::Storage(_) => {
-                return no(format!(
-                    "{} is a storage HBA's I/O mix (media turnaround, seeks)",
-                    w.name
-                ))
-            }
-            // Bridging is refused above, with the CPU that bridges.
-            WorkloadKind::Dma
-            | WorkloadKind::Bridge(_)
-            | WorkloadKind::Fio(_)
-            | WorkloadKind::Memcpy(_) => {}
+        // Bridging is refused above, with the CPU that bridges.
+        if w.kind.storage().is_some() {
+            return no(format!(
+                "{} is a storage HBA's I/O mix (media turnaround, seeks)",
+                w.name
+            ));
         }
         if w.direction.mixed() {
             return no(format!("{} mixes reads and writes in one stream", w.name));

@@ -4,9 +4,7 @@
 
 use super::{secs, Hop, Limit, Mix, Model, Path, Refused, Stream};
 use crate::engine::SimTime;
-use crate::fabric::{
-    AckPolicy, DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadKind, WorkloadSpec,
-};
+use crate::fabric::{AckPolicy, DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadSpec};
 use crate::pcie::dll::{update_fc_latency_symbols, DLLP_BYTES};
 use crate::pcie::tlp::TlpKind;
 use crate::pcie::wire::symbol_ticks;
@@ -110,13 +108,9 @@ impl Model<'_> {
 
     /// The streams of workload `i`.
     pub(super) fn workload(&mut self, i: usize, w: &WorkloadSpec) -> Result<(), Refused> {
-        match w.kind {
-            WorkloadKind::Fio(fio) => return self.fio(i, w, fio),
-            // Storage mixes and bridging are refused before any stream.
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Bridge(_)
-            | WorkloadKind::Memcpy(_) => {}
+        // Storage mixes and bridging are refused before any stream.
+        if let Some(fio) = w.kind.fio() {
+            return self.fio(i, w, fio);
         }
         let (src, dst) = (w.source, w.target);
         let t = w.transfer_size;

@@ -426,12 +426,9 @@ impl Simulator<'_> {
         if let Some(c) = rate_candidate(w, f, m.window) {
             cands.push(c);
         }
-        let in_flight = match w.kind {
-            WorkloadKind::Fio(fio) => Some(fio_depth(fio, f.transfer_latency.summary().mean)),
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Bridge(_)
-            | WorkloadKind::Memcpy(_) => f.reads.then(|| self.read_window(f, w, m)),
+        let in_flight = match w.kind.fio() {
+            Some(fio) => Some(fio_depth(fio, f.transfer_latency.summary().mean)),
+            None => f.reads.then(|| self.read_window(f, w, m)),
         };
         cands.extend(in_flight);
         cands
@@ -686,19 +683,11 @@ fn rate_candidate(w: &WorkloadSpec, f: &Flow, window: f64) -> Option<Candidate> 
     let seconds = window / (SimTime::TICKS_PER_PS as f64 * 1e12);
     let moved = f.bytes as f64 / seconds;
     let share = moved / cap;
-    let streams = match w.kind {
-        WorkloadKind::Fio(fio) if fio.numjobs > 1 => format!(" per job, {} jobs", fio.numjobs),
-        WorkloadKind::Fio(_) => String::new(),
-        WorkloadKind::Dma
-        | WorkloadKind::Storage(_)
-        | WorkloadKind::Bridge(_)
-        | WorkloadKind::Memcpy(_) => {
-            if w.direction == DmaDirection::Both {
-                " per stream, 2 streams".to_string()
-            } else {
-                String::new()
-            }
-        }
+    let streams = match w.kind.fio() {
+        Some(fio) if fio.numjobs > 1 => format!(" per job, {} jobs", fio.numjobs),
+        Some(_) => String::new(),
+        None if w.direction == DmaDirection::Both => " per stream, 2 streams".to_string(),
+        None => String::new(),
     };
     Some(Candidate {
         limit: Limit::Rate,
