@@ -3,11 +3,14 @@
 
 use super::{
     Arbitration, BridgeSpec, CompletionRule, CopyDirection, Core, DmaDevice, FioSpec, Forwarding,
-    MediaSpec, NicSpec, NtbWindow, NvmeSpec, PeerForwarding, StorageMix,
+    MediaSpec, NicSpec, NtbWindow, NvmeSpec, PcieSettings, PeerForwarding, StorageMix,
 };
 use crate::engine::rng::Latency;
 use crate::engine::SimTime;
 use crate::host_memory_spec::HostMemorySpec;
+
+/// Port-to-port latency by the width of the narrower of the two ports.
+pub type LatencyByWidth = [(u32, SimTime)];
 
 /// What a node is.
 #[derive(Debug, Clone, PartialEq)]
@@ -255,6 +258,391 @@ impl NodeKind {
     }
 }
 
+/// What the simulator, the fluid engine and the loader ask of a node's kind: every match over
+/// the kinds is here, so a new kind answers each question in this one file.
+impl NodeKind {
+    /// Whether it is a root complex.
+    #[inline]
+    pub fn is_root_complex(&self) -> bool {
+        match self {
+            NodeKind::RootComplex { .. } => true,
+            NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => false,
+        }
+    }
+
+    /// The scenario section that describes it and that section's index among the four
+    /// (`root_complex` 0, `switch` 1, `ntb` 2, `endpoint` 3).
+    #[inline]
+    pub fn section(&self) -> (&'static str, usize) {
+        match self {
+            NodeKind::RootComplex { .. } => ("root_complex", 0),
+            NodeKind::Switch { .. } => ("switch", 1),
+            NodeKind::Ntb { .. } => ("ntb", 2),
+            NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => ("endpoint", 3),
+        }
+    }
+
+    /// How TLPs cross it port to port, if it passes them on between its own ports (a switch,
+    /// a bridge): its forwarding, latency and latency by the narrower port's width.
+    #[inline]
+    pub fn crossing(&self) -> Option<(Forwarding, SimTime, &LatencyByWidth)> {
+        match self {
+            NodeKind::Switch {
+                forwarding,
+                latency,
+                latency_by_width,
+                ..
+            } => Some((*forwarding, *latency, latency_by_width)),
+            NodeKind::Ntb { latency, .. } => Some((Forwarding::CutThrough, *latency, &[])),
+            NodeKind::RootComplex { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => None,
+        }
+    }
+
+    /// Whether it takes a TLP's last byte in before it passes the TLP on (a store-and-forward
+    /// switch, a root complex, an endpoint), rather than cut-through.
+    #[inline]
+    pub fn stores_and_forwards(&self) -> bool {
+        match self {
+            NodeKind::Switch { forwarding, .. } => *forwarding == Forwarding::StoreAndForward,
+            NodeKind::Ntb { .. } => false,
+            NodeKind::RootComplex { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => true,
+        }
+    }
+
+    /// The latency it adds passing a TLP on: a switch's or bridge's port-to-port latency, a
+    /// root complex's peer-to-peer latency where the TLP goes `peer` to peer, else zero.
+    #[inline]
+    pub fn forwarding_latency(&self, peer: bool) -> SimTime {
+        match self {
+            NodeKind::Switch { latency, .. } | NodeKind::Ntb { latency, .. } => *latency,
+            NodeKind::RootComplex { p2p, .. } if peer => p2p.map_or(SimTime::ZERO, |q| q.latency),
+            NodeKind::RootComplex { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => SimTime::ZERO,
+        }
+    }
+
+    /// The latency for which it holds a received TLP's buffer before passing the TLP on, if
+    /// it holds the buffer until the TLP has left it (a switch).
+    #[inline]
+    pub fn holds_until_forwarded(&self) -> Option<SimTime> {
+        match self {
+            NodeKind::Switch { latency, .. } => Some(*latency),
+            NodeKind::RootComplex { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => None,
+        }
+    }
+
+    /// The latency after which a bridge's rung doorbell sends its MSI (zero for others).
+    #[inline]
+    pub fn doorbell_latency(&self) -> SimTime {
+        match self {
+            NodeKind::Ntb { latency, .. } => *latency,
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => SimTime::ZERO,
+        }
+    }
+
+    /// Its egress arbiter with `ports` ports: its weights per input, and whether it serves
+    /// the oldest TLP first.
+    #[inline]
+    pub fn arbiter_inputs(&self, ports: usize) -> (Vec<u32>, bool) {
+        match self {
+            NodeKind::Switch {
+                arbitration: Arbitration::Weighted(w),
+                ..
+            } => (w.clone(), false),
+            NodeKind::Switch { arbitration, .. } => {
+                (vec![1; ports], *arbitration == Arbitration::Oldest)
+            }
+            NodeKind::Ntb { .. } => (vec![1; ports], false),
+            // The peer-to-peer TLPs a root complex forwards come in on their root port's
+            // input, its own TLPs on one more after them.
+            NodeKind::RootComplex { .. } => (vec![1; ports + 1], false),
+            // An endpoint's one port.
+            NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => (vec![1], false),
+        }
+    }
+
+    /// The rate of a switch's shared bus, if it is a switch with one.
+    #[inline]
+    pub fn shared_bus(&self) -> Option<f64> {
+        match self {
+            NodeKind::Switch {
+                core: Core::SharedBus(rate),
+                ..
+            } => Some(*rate),
+            NodeKind::Switch { .. }
+            | NodeKind::RootComplex { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => None,
+        }
+    }
+
+    /// A switch's default for whether its downstream ports redirect peer-to-peer TLPs
+    /// upstream (None: it is no switch).
+    #[inline]
+    pub fn switch_acs_redirect(&self) -> Option<bool> {
+        match self {
+            NodeKind::Switch { acs_redirect, .. } => Some(*acs_redirect),
+            NodeKind::RootComplex { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => None,
+        }
+    }
+
+    /// Reads it may have outstanding at once: an endpoint's tags, a root complex's own read
+    /// tags, unlimited for nodes that issue no reads.
+    #[inline]
+    pub fn outstanding_reads(&self) -> u32 {
+        match self {
+            NodeKind::RootComplex { read_tags, .. } => *read_tags,
+            NodeKind::Dma { tags, .. }
+            | NodeKind::Storage { tags, .. }
+            | NodeKind::Nic { tags, .. }
+            | NodeKind::Nvme { tags, .. }
+            | NodeKind::Gpu { tags, .. } => *tags,
+            NodeKind::Switch { .. } | NodeKind::Ntb { .. } | NodeKind::Memory { .. } => u32::MAX,
+        }
+    }
+
+    /// Whether its engines time a read request from its transfer's start in the device (a
+    /// DMA endpoint, as pcie-bench does) rather than from when it leaves (a GPU's copy).
+    #[inline]
+    pub fn times_reads_in_device(&self) -> bool {
+        match self {
+            NodeKind::Gpu { .. } => false,
+            NodeKind::Dma { .. }
+            | NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. } => true,
+        }
+    }
+
+    /// Whether a memcpy workload may run on it (a GPU's copy engines).
+    #[inline]
+    pub fn runs_memcpy(&self) -> bool {
+        match self {
+            NodeKind::Gpu { .. } => true,
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. } => false,
+        }
+    }
+
+    /// Its Ethernet side, if it is a NIC.
+    #[inline]
+    pub fn nic(&self) -> Option<&NicSpec> {
+        match self {
+            NodeKind::Nic { nic, .. } => Some(nic),
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => None,
+        }
+    }
+
+    /// Its controller and media, if it is an NVMe drive.
+    #[inline]
+    pub fn nvme(&self) -> Option<&NvmeSpec> {
+        match self {
+            NodeKind::Nvme { spec, .. } => Some(spec),
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Gpu { .. } => None,
+        }
+    }
+
+    /// The rate at which the posted write data it sinks leaves its receive buffer, if a
+    /// root complex's memory or posted-write sink limits it.
+    #[inline]
+    pub fn posted_sink_rate(&self) -> Option<f64> {
+        match self {
+            NodeKind::RootComplex {
+                memory_bandwidth,
+                posted_write_rate,
+                ..
+            } => memory_bandwidth.or(*posted_write_rate),
+            NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => None,
+        }
+    }
+
+    /// The rate its BAR memory absorbs written data at, if it is a memory endpoint or a GPU
+    /// with a limit.
+    #[inline]
+    pub fn bar_write_rate(&self) -> Option<f64> {
+        match self {
+            NodeKind::Memory { write_rate, .. } | NodeKind::Gpu { write_rate, .. } => *write_rate,
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Nvme { .. } => None,
+        }
+    }
+
+    /// The host bridge its memory traffic crosses, if it is a root complex behind one.
+    #[inline]
+    pub fn host_bridge(&self) -> Option<usize> {
+        match self {
+            NodeKind::RootComplex { host_bridge, .. } => *host_bridge,
+            NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => None,
+        }
+    }
+
+    /// Mean read request to first completion data of its memory, host bridge aside (zero
+    /// for nodes with no memory).
+    #[inline]
+    pub fn read_latency(&self) -> SimTime {
+        match self {
+            NodeKind::RootComplex { read_latency, .. } => read_latency.mean(),
+            NodeKind::Memory { read_latency, .. } | NodeKind::Gpu { read_latency, .. } => {
+                *read_latency
+            }
+            NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Nvme { .. } => SimTime::ZERO,
+        }
+    }
+
+    /// The completion payload size it answers reads with under `pcie`.
+    #[inline]
+    pub fn completion_size(&self, pcie: &PcieSettings) -> u32 {
+        match self {
+            NodeKind::RootComplex {
+                completion: CompletionRule::Rcb,
+                ..
+            } => pcie.rcb.min(pcie.mps),
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => pcie.mps,
+        }
+    }
+
+    /// Why the fluid engine cannot model it, if it cannot (a root complex with a host memory
+    /// model or a shared outbound queue), completing "NAME ...".
+    #[inline]
+    pub fn fluid_refusal(&self) -> Option<&'static str> {
+        match self {
+            NodeKind::RootComplex {
+                host_memory: Some(_),
+                ..
+            } => Some("has a host memory model (LLC, IOMMU)"),
+            NodeKind::RootComplex {
+                shared_outbound: Some(_),
+                ..
+            } => Some("has a shared outbound queue (head-of-line order)"),
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. } => None,
+        }
+    }
+}
+
 /// What a workload is (its `[[workload]]` section's `kind`), with the settings only that
 /// kind has.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -316,6 +704,50 @@ impl WorkloadKind {
             | WorkloadKind::Storage(_)
             | WorkloadKind::Bridge(_)
             | WorkloadKind::Fio(_) => None,
+        }
+    }
+
+    /// The frames of an Ethernet bridging workload, to change (None for other kinds).
+    #[inline]
+    pub fn bridge_mut(&mut self) -> Option<&mut BridgeSpec> {
+        match self {
+            WorkloadKind::Bridge(b) => Some(b),
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Fio(_)
+            | WorkloadKind::Memcpy(_) => None,
+        }
+    }
+
+    /// Whether its source's reads are answered whatever its direction (a NIC's descriptor
+    /// and frame reads, an NVMe drive's command and data reads).
+    #[inline]
+    pub fn answered(&self) -> bool {
+        match self {
+            WorkloadKind::Bridge(_) | WorkloadKind::Fio(_) => true,
+            WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => false,
+        }
+    }
+
+    /// What its results count, in words ("transfers", "I/Os", "copies"); None for bridging,
+    /// whose frames its Ethernet results count.
+    #[inline]
+    pub fn unit_noun(&self) -> Option<&'static str> {
+        match self {
+            WorkloadKind::Bridge(_) => None,
+            WorkloadKind::Fio(_) => Some("I/Os"),
+            WorkloadKind::Memcpy(_) => Some("copies"),
+            WorkloadKind::Dma | WorkloadKind::Storage(_) => Some("transfers"),
+        }
+    }
+
+    /// Whether its source's own loop drives it (an NVMe drive's fio jobs, a NIC's frames)
+    /// rather than its flow's streams.
+    #[inline]
+    pub fn source_driven(&self) -> bool {
+        match self {
+            WorkloadKind::Fio(_) | WorkloadKind::Bridge(_) => true,
+            WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => false,
         }
     }
 }

@@ -53,10 +53,7 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::engine::SimTime;
-use crate::fabric::{
-    AckPolicy, CompletionRule, Core, Forwarding, NodeId, NodeKind, System, TargetKind,
-    WorkloadKind, WorkloadSpec,
-};
+use crate::fabric::{AckPolicy, NodeId, NodeKind, System, TargetKind, WorkloadSpec};
 use crate::pcie::dll::{spec_dllp_fraction, DLLP_BYTES};
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::{flit, phy};
@@ -134,13 +131,7 @@ pub fn run(sys: &System) -> Result<FluidRun, Refused> {
 /// What the fluid engine refuses, before any work.
 fn refuse(sys: &System) -> Result<(), Refused> {
     let no = |why: String| Err(Refused(why));
-    let bridging = |w: &WorkloadSpec| match w.kind {
-        WorkloadKind::Bridge(_) => true,
-        WorkloadKind::Dma
-        | WorkloadKind::Storage(_)
-        | WorkloadKind::Fio(_)
-        | WorkloadKind::Memcpy(_) => false,
-    };
+    let bridging = |w: &WorkloadSpec| w.kind.bridge().is_some();
     if sys.cpu.is_some() || sys.workloads.iter().any(bridging) {
         return no(
             "Ethernet bridging by a host CPU is a loop of interrupts and register \
@@ -155,29 +146,8 @@ fn refuse(sys: &System) -> Result<(), Refused> {
         ));
     }
     for n in &sys.nodes {
-        match &n.kind {
-            NodeKind::RootComplex {
-                host_memory: Some(_),
-                ..
-            } => return no(format!("{} has a host memory model (LLC, IOMMU)", n.name)),
-            NodeKind::RootComplex {
-                shared_outbound: Some(_),
-                ..
-            } => {
-                return no(format!(
-                    "{} has a shared outbound queue (head-of-line order)",
-                    n.name
-                ))
-            }
-            NodeKind::RootComplex { .. }
-            | NodeKind::Switch { .. }
-            | NodeKind::Ntb { .. }
-            | NodeKind::Dma { .. }
-            | NodeKind::Storage { .. }
-            | NodeKind::Nic { .. }
-            | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => {}
+        if let Some(why) = n.kind.fluid_refusal() {
+            return no(format!("{} {why}", n.name));
         }
         if let Some(d) = n.kind.dma_device() {
             let simple = |e: &crate::fabric::DmaEngines| {
@@ -197,18 +167,12 @@ fn refuse(sys: &System) -> Result<(), Refused> {
         }
     }
     for w in &sys.workloads {
-        match w.kind {
-            WorkloadKind::Storage(_) => {
-                return no(format!(
-                    "{} is a storage HBA's I/O mix (media turnaround, seeks)",
-                    w.name
-                ))
-            }
-            // Bridging is refused above, with the CPU that bridges.
-            WorkloadKind::Dma
-            | WorkloadKind::Bridge(_)
-            | WorkloadKind::Fio(_)
-            | WorkloadKind::Memcpy(_) => {}
+        // Bridging is refused above, with the CPU that bridges.
+        if w.kind.storage().is_some() {
+            return no(format!(
+                "{} is a storage HBA's I/O mix (media turnaround, seeks)",
+                w.name
+            ));
         }
         if w.direction.mixed() {
             return no(format!("{} mixes reads and writes in one stream", w.name));
@@ -311,69 +275,55 @@ impl<'a> Model<'a> {
         }
         for (n, node) in sys.nodes.iter().enumerate() {
             let name = &node.name;
-            match &node.kind {
-                NodeKind::RootComplex {
-                    memory_bandwidth,
+            if let NodeKind::RootComplex {
+                memory_bandwidth,
+                posted_write_rate,
+                read_bandwidth,
+                data_path_bandwidth,
+                p2p,
+                ..
+            } = &node.kind
+            {
+                let mut add = |kind, what: String, rate: &Option<f64>| {
+                    if let Some(r) = rate {
+                        m.add_res(kind, what, *r);
+                    }
+                };
+                add(
+                    "write_sink",
+                    format!("{name} posted-write sink"),
                     posted_write_rate,
+                );
+                add("memory", format!("{name} memory"), memory_bandwidth);
+                add(
+                    "read_path",
+                    format!("{name} read data path"),
                     read_bandwidth,
+                );
+                add(
+                    "data_path",
+                    format!("{name} data path (reads and writes)"),
                     data_path_bandwidth,
-                    p2p,
-                    ..
-                } => {
-                    let mut add = |kind, what: String, rate: &Option<f64>| {
-                        if let Some(r) = rate {
-                            m.add_res(kind, what, *r);
-                        }
-                    };
-                    add(
-                        "write_sink",
-                        format!("{name} posted-write sink"),
-                        posted_write_rate,
-                    );
-                    add("memory", format!("{name} memory"), memory_bandwidth);
-                    add(
-                        "read_path",
-                        format!("{name} read data path"),
-                        read_bandwidth,
-                    );
-                    add(
-                        "data_path",
-                        format!("{name} data path (reads and writes)"),
-                        data_path_bandwidth,
-                    );
-                    let p2p_rate = p2p.and_then(|p| p.bandwidth);
-                    add("p2p", format!("{name} peer-to-peer forwarding"), &p2p_rate);
+                );
+                let p2p_rate = p2p.and_then(|p| p.bandwidth);
+                add("p2p", format!("{name} peer-to-peer forwarding"), &p2p_rate);
+            }
+            if let Some(rate) = node.kind.shared_bus() {
+                m.add_res("switch_bus", format!("{name} shared bus"), rate);
+            }
+            if let Some(r) = node.kind.bar_write_rate() {
+                m.add_res("memory", format!("{name} memory (write)"), r);
+            }
+            if let Some(spec) = node.kind.nvme() {
+                if let Some(r) = spec.command_rate {
+                    m.add_res("command_rate", format!("{name} command processor"), r);
                 }
-                NodeKind::Switch {
-                    core: Core::SharedBus(rate),
-                    ..
-                } => m.add_res("switch_bus", format!("{name} shared bus"), *rate),
-                NodeKind::Memory {
-                    write_rate: Some(r),
-                    ..
+                if let Some(r) = spec.read_bandwidth {
+                    m.add_res("media", format!("{name} media (read)"), r);
                 }
-                | NodeKind::Gpu {
-                    write_rate: Some(r),
-                    ..
-                } => m.add_res("memory", format!("{name} memory (write)"), *r),
-                NodeKind::Nvme { spec, .. } => {
-                    if let Some(r) = spec.command_rate {
-                        m.add_res("command_rate", format!("{name} command processor"), r);
-                    }
-                    if let Some(r) = spec.read_bandwidth {
-                        m.add_res("media", format!("{name} media (read)"), r);
-                    }
-                    if let Some(r) = spec.write_bandwidth {
-                        m.add_res("media", format!("{name} media (write)"), r);
-                    }
+                if let Some(r) = spec.write_bandwidth {
+                    m.add_res("media", format!("{name} media (write)"), r);
                 }
-                NodeKind::Switch { .. }
-                | NodeKind::Ntb { .. }
-                | NodeKind::Dma { .. }
-                | NodeKind::Storage { .. }
-                | NodeKind::Nic { .. }
-                | NodeKind::Memory { .. }
-                | NodeKind::Gpu { .. } => {}
             }
             let _ = n;
         }
@@ -437,7 +387,7 @@ impl<'a> Model<'a> {
     }
 
     fn is_root(&self, n: NodeId) -> bool {
-        matches!(self.sys.nodes[n].kind, NodeKind::RootComplex { .. })
+        self.sys.nodes[n].kind.is_root_complex()
     }
 
     /// Adds `count` TLPs of `kind` with `payload` bytes along `p` to `mix`.
@@ -465,31 +415,17 @@ impl<'a> Model<'a> {
                 continue;
             }
             let name = &self.sys.nodes[n].name;
-            match &self.sys.nodes[n].kind {
-                NodeKind::Switch {
-                    core: Core::SharedBus(_),
-                    ..
-                } => {
-                    let pc = &self.sys.pcie;
-                    let bytes = tlp::tlp_bytes(kind, pc.addressing, payload, pc.ecrc) as f64;
-                    if let Some(r) = self.named(&format!("{name} shared bus")) {
-                        *mix.uses.entry(r).or_default() += bytes * count;
-                    }
+            let node = &self.sys.nodes[n].kind;
+            if node.shared_bus().is_some() {
+                let pc = &self.sys.pcie;
+                let bytes = tlp::tlp_bytes(kind, pc.addressing, payload, pc.ecrc) as f64;
+                if let Some(r) = self.named(&format!("{name} shared bus")) {
+                    *mix.uses.entry(r).or_default() += bytes * count;
                 }
-                NodeKind::RootComplex { .. } if peer => {
-                    if let Some(r) = self.named(&format!("{name} peer-to-peer forwarding")) {
-                        *mix.uses.entry(r).or_default() += payload as f64 * count;
-                    }
+            } else if peer && node.is_root_complex() {
+                if let Some(r) = self.named(&format!("{name} peer-to-peer forwarding")) {
+                    *mix.uses.entry(r).or_default() += payload as f64 * count;
                 }
-                NodeKind::RootComplex { .. }
-                | NodeKind::Switch { .. }
-                | NodeKind::Ntb { .. }
-                | NodeKind::Dma { .. }
-                | NodeKind::Storage { .. }
-                | NodeKind::Nic { .. }
-                | NodeKind::Memory { .. }
-                | NodeKind::Nvme { .. }
-                | NodeKind::Gpu { .. } => {}
             }
         }
     }
@@ -499,8 +435,9 @@ impl<'a> Model<'a> {
     fn charge_target(&self, mix: &mut Mix, n: NodeId, bytes: f64, write: bool) {
         let name = &self.sys.nodes[n].name;
         let mut names = Vec::new();
-        match &self.sys.nodes[n].kind {
-            NodeKind::RootComplex { host_bridge, .. } => {
+        let kind = &self.sys.nodes[n].kind;
+        match kind.as_target() {
+            TargetKind::HostMemory => {
                 names.push(format!("{name} memory"));
                 names.push(format!("{name} data path (reads and writes)"));
                 names.push(if write {
@@ -508,21 +445,18 @@ impl<'a> Model<'a> {
                 } else {
                     format!("{name} read data path")
                 });
-                if let Some(b) = host_bridge {
-                    names.push(format!("{} host bridge", self.sys.host_bridges[*b].name));
+                if let Some(b) = kind.host_bridge() {
+                    names.push(format!("{} host bridge", self.sys.host_bridges[b].name));
                 }
             }
-            NodeKind::Memory { .. } | NodeKind::Gpu { .. } if write => {
+            TargetKind::BarMemory { .. } if write => {
                 names.push(format!("{name} memory (write)"));
             }
-            NodeKind::Memory { .. }
-            | NodeKind::Gpu { .. }
-            | NodeKind::Switch { .. }
-            | NodeKind::Ntb { .. }
-            | NodeKind::Dma { .. }
-            | NodeKind::Storage { .. }
-            | NodeKind::Nic { .. }
-            | NodeKind::Nvme { .. } => {}
+            TargetKind::BarMemory { .. }
+            | TargetKind::WriteSink
+            | TargetKind::NicRegisters
+            | TargetKind::Scratchpad
+            | TargetKind::Nothing => {}
         }
         for r in names.iter().filter_map(|s| self.named(s)) {
             *mix.uses.entry(r).or_default() += bytes;
@@ -537,39 +471,12 @@ impl<'a> Model<'a> {
         let mut last_ser = 0.0;
         for (i, hop) in p.hops.iter().enumerate() {
             let sender = p.nodes[i];
-            let store = i == 0
-                || match &self.sys.nodes[sender].kind {
-                    NodeKind::Switch { forwarding, .. } => {
-                        *forwarding == Forwarding::StoreAndForward
-                    }
-                    NodeKind::Ntb { .. } => false,
-                    NodeKind::RootComplex { .. }
-                    | NodeKind::Dma { .. }
-                    | NodeKind::Storage { .. }
-                    | NodeKind::Nic { .. }
-                    | NodeKind::Memory { .. }
-                    | NodeKind::Nvme { .. }
-                    | NodeKind::Gpu { .. } => true,
-                };
+            let node = &self.sys.nodes[sender].kind;
+            let store = i == 0 || node.stores_and_forwards();
             if i > 0 {
-                t += match &self.sys.nodes[sender].kind {
-                    NodeKind::Switch { latency, .. } => secs(*latency),
-                    NodeKind::Ntb { latency, .. } => secs(*latency),
-                    NodeKind::RootComplex { p2p, .. } => {
-                        let ends = (p.nodes[0], *p.nodes.last().unwrap_or(&sender));
-                        if !self.is_root(ends.0) && !self.is_root(ends.1) {
-                            p2p.map_or(0.0, |q| secs(q.latency))
-                        } else {
-                            0.0
-                        }
-                    }
-                    NodeKind::Dma { .. }
-                    | NodeKind::Storage { .. }
-                    | NodeKind::Nic { .. }
-                    | NodeKind::Memory { .. }
-                    | NodeKind::Nvme { .. }
-                    | NodeKind::Gpu { .. } => 0.0,
-                };
+                let ends = (p.nodes[0], *p.nodes.last().unwrap_or(&sender));
+                let peer = !self.is_root(ends.0) && !self.is_root(ends.1);
+                t += secs(node.forwarding_latency(peer));
             }
             match *hop {
                 Hop::Chan(c) => {
@@ -607,45 +514,16 @@ impl<'a> Model<'a> {
 
     /// Read latency of node `n`'s memory, with its host bridge both ways.
     fn memory_latency(&self, n: NodeId) -> f64 {
-        match &self.sys.nodes[n].kind {
-            NodeKind::RootComplex {
-                read_latency,
-                host_bridge,
-                ..
-            } => {
-                secs(read_latency.mean())
-                    + host_bridge.map_or(0.0, |b| 2.0 * secs(self.sys.host_bridges[b].latency))
-            }
-            NodeKind::Memory { read_latency, .. } | NodeKind::Gpu { read_latency, .. } => {
-                secs(*read_latency)
-            }
-            NodeKind::Switch { .. }
-            | NodeKind::Ntb { .. }
-            | NodeKind::Dma { .. }
-            | NodeKind::Storage { .. }
-            | NodeKind::Nic { .. }
-            | NodeKind::Nvme { .. } => 0.0,
-        }
+        let kind = &self.sys.nodes[n].kind;
+        secs(kind.read_latency())
+            + kind
+                .host_bridge()
+                .map_or(0.0, |b| 2.0 * secs(self.sys.host_bridges[b].latency))
     }
 
     /// Completion payload size node `n` answers reads with.
     fn cpl_size(&self, n: NodeId) -> u32 {
-        let p = &self.sys.pcie;
-        match &self.sys.nodes[n].kind {
-            NodeKind::RootComplex {
-                completion: CompletionRule::Rcb,
-                ..
-            } => p.rcb.min(p.mps),
-            NodeKind::RootComplex { .. }
-            | NodeKind::Switch { .. }
-            | NodeKind::Ntb { .. }
-            | NodeKind::Dma { .. }
-            | NodeKind::Storage { .. }
-            | NodeKind::Nic { .. }
-            | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => p.mps,
-        }
+        self.sys.nodes[n].kind.completion_size(&self.sys.pcie)
     }
 
     /// Largest write TLP payload of `w`.

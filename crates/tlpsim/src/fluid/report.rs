@@ -3,7 +3,7 @@
 //! back, each socket link direction's load.
 
 use super::{secs, Bound, FluidRun, Limit, Model, Stream};
-use crate::fabric::{FioSpec, System, WorkloadKind, WorkloadSpec};
+use crate::fabric::{FioSpec, System, WorkloadSpec};
 use crate::pcie::dll::DLLP_BYTES;
 use crate::sim::bottleneck::{Bottleneck, ResourceResult};
 use crate::sim::result::{
@@ -44,15 +44,9 @@ impl Model<'_> {
         for (i, w) in sys.workloads.iter().enumerate() {
             let (flow, rate) = self.flow_result(&load, &rates, &bounds, i, window);
             flows.push(flow);
-            match w.kind {
-                WorkloadKind::Fio(f) => {
-                    kinds.push(KindResult::Fio(fio_result(sys, w, f, rate, window)))
-                }
-                // The fluid engine refuses bridging; the others report their flow alone.
-                WorkloadKind::Dma
-                | WorkloadKind::Storage(_)
-                | WorkloadKind::Bridge(_)
-                | WorkloadKind::Memcpy(_) => {}
+            // The fluid engine refuses bridging; the others report their flow alone.
+            if let Some(f) = w.kind.fio() {
+                kinds.push(KindResult::Fio(fio_result(sys, w, f, rate, window)))
             }
         }
         let socket_links = self.socket_results(&load);
@@ -247,13 +241,7 @@ impl Model<'_> {
             Some(s) => self.verdict(load, &self.streams[s], bounds[s], rate),
             None => offered(rate),
         };
-        let unit = match w.kind {
-            WorkloadKind::Fio(f) => f.bs,
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Bridge(_)
-            | WorkloadKind::Memcpy(_) => w.transfer_size,
-        } as f64;
+        let unit = w.kind.fio().map_or(w.transfer_size, |f| f.bs) as f64;
         let flow = FlowResult {
             name: w.name.clone(),
             bytes,

@@ -4,9 +4,7 @@
 
 use super::{secs, Hop, Limit, Mix, Model, Path, Refused, Stream};
 use crate::engine::SimTime;
-use crate::fabric::{
-    AckPolicy, DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadKind, WorkloadSpec,
-};
+use crate::fabric::{AckPolicy, DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadSpec};
 use crate::pcie::dll::{update_fc_latency_symbols, DLLP_BYTES};
 use crate::pcie::tlp::TlpKind;
 use crate::pcie::wire::symbol_ticks;
@@ -66,21 +64,14 @@ impl Model<'_> {
             let l = &self.sys.links[c / 2];
             let ser = self.ser(c, self.wire(c, TlpKind::MWr, max));
             // The receiver holds the buffer until it passes the TLP on.
-            let hold = match &self.sys.nodes[rx].kind {
-                NodeKind::Switch { latency, .. } => match p.hops.get(i + 1) {
-                    Some(Hop::Chan(next)) => {
-                        secs(*latency) + self.ser(*next, self.wire(*next, TlpKind::MWr, max))
-                    }
-                    Some(Hop::Socket { .. }) | None => 0.0,
-                },
-                NodeKind::RootComplex { .. }
-                | NodeKind::Ntb { .. }
-                | NodeKind::Dma { .. }
-                | NodeKind::Storage { .. }
-                | NodeKind::Nic { .. }
-                | NodeKind::Memory { .. }
-                | NodeKind::Nvme { .. }
-                | NodeKind::Gpu { .. } => 0.0,
+            let hold = match (
+                self.sys.nodes[rx].kind.holds_until_forwarded(),
+                p.hops.get(i + 1),
+            ) {
+                (Some(latency), Some(Hop::Chan(next))) => {
+                    secs(latency) + self.ser(*next, self.wire(*next, TlpKind::MWr, max))
+                }
+                (Some(_), Some(Hop::Socket { .. }) | None) | (None, _) => 0.0,
             };
             let timer = match l.ack {
                 AckPolicy::Timer if !l.flit => {
@@ -112,26 +103,14 @@ impl Model<'_> {
 
     /// Read tags of node `n`.
     fn tags(&self, n: NodeId) -> u32 {
-        match &self.sys.nodes[n].kind {
-            NodeKind::RootComplex { read_tags, .. } => *read_tags,
-            NodeKind::Dma { tags, .. }
-            | NodeKind::Storage { tags, .. }
-            | NodeKind::Nic { tags, .. }
-            | NodeKind::Nvme { tags, .. }
-            | NodeKind::Gpu { tags, .. } => *tags,
-            NodeKind::Switch { .. } | NodeKind::Ntb { .. } | NodeKind::Memory { .. } => u32::MAX,
-        }
+        self.sys.nodes[n].kind.outstanding_reads()
     }
 
     /// The streams of workload `i`.
     pub(super) fn workload(&mut self, i: usize, w: &WorkloadSpec) -> Result<(), Refused> {
-        match w.kind {
-            WorkloadKind::Fio(fio) => return self.fio(i, w, fio),
-            // Storage mixes and bridging are refused before any stream.
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Bridge(_)
-            | WorkloadKind::Memcpy(_) => {}
+        // Storage mixes and bridging are refused before any stream.
+        if let Some(fio) = w.kind.fio() {
+            return self.fio(i, w, fio);
         }
         let (src, dst) = (w.source, w.target);
         let t = w.transfer_size;

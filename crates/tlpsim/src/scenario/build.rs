@@ -14,7 +14,7 @@ use super::tags;
 use super::values;
 use super::workload::{self, Fabric, WorkloadKind};
 use crate::engine::SimTime;
-use crate::fabric::{NodeKind, PcieSettings, System};
+use crate::fabric::{PcieSettings, System};
 use crate::pcie::tlp::{self, Addressing};
 
 /// Checks a parsed file and resolves its names.
@@ -148,17 +148,7 @@ fn check_data_credits(nodes: &NodeTable, mps: u32) -> Result<(), BuildError> {
     let need = mps / 16;
     let mut seen = [0usize; 4];
     for node in nodes.nodes() {
-        let (section, k) = match node.kind {
-            NodeKind::RootComplex { .. } => ("root_complex", 0),
-            NodeKind::Switch { .. } => ("switch", 1),
-            NodeKind::Ntb { .. } => ("ntb", 2),
-            NodeKind::Dma { .. }
-            | NodeKind::Storage { .. }
-            | NodeKind::Nic { .. }
-            | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => ("endpoint", 3),
-        };
+        let (section, k) = node.kind.section();
         let place = Place::element(section, seen[k], &node.name);
         seen[k] += 1;
         for (key, i) in [("credits.pd", 1), ("credits.cpld", 5)] {

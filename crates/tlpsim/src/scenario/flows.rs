@@ -304,21 +304,12 @@ fn target(
             Ok((t, Some(path)))
         }
         (Some(t), None) => Ok((fabric.nodes.lookup(place, "target", t)?, None)),
-        (None, None) => match fabric.node(source).kind {
-            NodeKind::RootComplex { .. } => Err(BuildError::conflict(
-                place,
-                format!("a workload on {:?} needs a target endpoint", keys.endpoint),
-            )),
-            // Those that issue no requests are refused by `check_pair`.
-            NodeKind::Switch { .. }
-            | NodeKind::Ntb { .. }
-            | NodeKind::Dma { .. }
-            | NodeKind::Storage { .. }
-            | NodeKind::Nic { .. }
-            | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => Ok((fabric.topology.root_above(source), None)),
-        },
+        (None, None) if fabric.node(source).kind.is_root_complex() => Err(BuildError::conflict(
+            place,
+            format!("a workload on {:?} needs a target endpoint", keys.endpoint),
+        )),
+        // Those that issue no requests are refused by `check_pair`.
+        (None, None) => Ok((fabric.topology.root_above(source), None)),
     }
 }
 

@@ -318,26 +318,17 @@ fn link(
 /// Whether the port of `up` at the top of a link redirects peer-to-peer TLPs upstream: `set`
 /// or, unset, its switch's default; `set` on a port of anything but a switch is refused.
 fn acs_redirect(place: &Place, up: &NodeSpec, set: Option<bool>) -> Result<bool, BuildError> {
-    match &up.kind {
-        NodeKind::Switch { acs_redirect, .. } => Ok(set.unwrap_or(*acs_redirect)),
-        NodeKind::RootComplex { .. }
-        | NodeKind::Ntb { .. }
-        | NodeKind::Dma { .. }
-        | NodeKind::Storage { .. }
-        | NodeKind::Nic { .. }
-        | NodeKind::Memory { .. }
-        | NodeKind::Nvme { .. }
-        | NodeKind::Gpu { .. } => match set {
-            Some(_) => Err(BuildError::conflict(
-                place,
-                format!(
-                    "acs_redirect applies to a switch's downstream port; {:?} is {}",
-                    up.name,
-                    up.kind.noun()
-                ),
-            )),
-            None => Ok(false),
-        },
+    match (up.kind.switch_acs_redirect(), set) {
+        (Some(default), set) => Ok(set.unwrap_or(default)),
+        (None, Some(_)) => Err(BuildError::conflict(
+            place,
+            format!(
+                "acs_redirect applies to a switch's downstream port; {:?} is {}",
+                up.name,
+                up.kind.noun()
+            ),
+        )),
+        (None, None) => Ok(false),
     }
 }
 

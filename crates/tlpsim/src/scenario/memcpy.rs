@@ -5,9 +5,7 @@ use super::flows::{size, transfers, Transfers};
 use super::paths::memory;
 use super::values;
 use super::workload::{CopyWord, Fabric, MemcpyWorkloadSection};
-use crate::fabric::{
-    CopyDirection, DmaDirection, NodeId, NodeKind, TargetKind, WorkloadKind, WorkloadSpec,
-};
+use crate::fabric::{CopyDirection, DmaDirection, NodeId, TargetKind, WorkloadKind, WorkloadSpec};
 
 /// A GPU's memcpy workload: one flow per direction it copies, each a stream of `size`-byte
 /// transfers one after another, run by the GPU's copy engines.
@@ -18,7 +16,7 @@ pub(super) fn memcpy(
     fabric: &Fabric,
 ) -> Result<Vec<WorkloadSpec>, BuildError> {
     let kind = &fabric.node(source).kind;
-    if !matches!(kind, NodeKind::Gpu { .. }) {
+    if !kind.runs_memcpy() {
         return Err(BuildError::conflict(
             place,
             format!(

@@ -34,9 +34,7 @@ use serde::Serialize;
 
 use super::{Flow, Simulator, NONE};
 use crate::engine::SimTime;
-use crate::fabric::{
-    CreditType, DmaDirection, FioSpec, NodeKind, WorkloadKind, WorkloadSpec, CREDIT_TYPES,
-};
+use crate::fabric::{CreditType, DmaDirection, FioSpec, WorkloadKind, WorkloadSpec, CREDIT_TYPES};
 use crate::pcie::dll::transmit::MAX_UNACKED;
 use crate::pcie::flow_control::FcClass;
 use crate::sim::result::LinkResult;
@@ -395,10 +393,7 @@ impl Simulator<'_> {
         // doorbells and queue entries).
         let mut chans = self.path(src, dst);
         // Whether answers come back whatever it does: a NIC's and a drive's reads.
-        let answered = match w.kind {
-            WorkloadKind::Bridge(_) | WorkloadKind::Fio(_) => true,
-            WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => false,
-        };
+        let answered = w.kind.answered();
         // A flow that only reads sends nothing but its requests toward its target.
         let requests_only = f.reads && !f.writes && !answered;
         let requests = if requests_only { chans.len() } else { 0 };
@@ -431,12 +426,9 @@ impl Simulator<'_> {
         if let Some(c) = rate_candidate(w, f, m.window) {
             cands.push(c);
         }
-        let in_flight = match w.kind {
-            WorkloadKind::Fio(fio) => Some(fio_depth(fio, f.transfer_latency.summary().mean)),
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Bridge(_)
-            | WorkloadKind::Memcpy(_) => f.reads.then(|| self.read_window(f, w, m)),
+        let in_flight = match w.kind.fio() {
+            Some(fio) => Some(fio_depth(fio, f.transfer_latency.summary().mean)),
+            None => f.reads.then(|| self.read_window(f, w, m)),
         };
         cands.extend(in_flight);
         cands
@@ -610,21 +602,10 @@ impl Simulator<'_> {
             // A root complex frees posted credits as its memory takes the data: where that
             // memory is limited, it (not the round trip) holds them, and the reads queued
             // behind the waiting writes wait too (a read does not pass a posted write).
-            let sink = match rx_kind {
-                NodeKind::RootComplex {
-                    memory_bandwidth,
-                    posted_write_rate,
-                    ..
-                } if ty.class() == FcClass::Posted => memory_bandwidth.or(*posted_write_rate),
-                NodeKind::RootComplex { .. }
-                | NodeKind::Switch { .. }
-                | NodeKind::Ntb { .. }
-                | NodeKind::Dma { .. }
-                | NodeKind::Storage { .. }
-                | NodeKind::Nic { .. }
-                | NodeKind::Memory { .. }
-                | NodeKind::Nvme { .. }
-                | NodeKind::Gpu { .. } => None,
+            let sink = if ty.class() == FcClass::Posted {
+                rx_kind.posted_sink_rate()
+            } else {
+                None
             };
             let why = match sink {
                 Some(rate) => format!(
@@ -702,19 +683,11 @@ fn rate_candidate(w: &WorkloadSpec, f: &Flow, window: f64) -> Option<Candidate> 
     let seconds = window / (SimTime::TICKS_PER_PS as f64 * 1e12);
     let moved = f.bytes as f64 / seconds;
     let share = moved / cap;
-    let streams = match w.kind {
-        WorkloadKind::Fio(fio) if fio.numjobs > 1 => format!(" per job, {} jobs", fio.numjobs),
-        WorkloadKind::Fio(_) => String::new(),
-        WorkloadKind::Dma
-        | WorkloadKind::Storage(_)
-        | WorkloadKind::Bridge(_)
-        | WorkloadKind::Memcpy(_) => {
-            if w.direction == DmaDirection::Both {
-                " per stream, 2 streams".to_string()
-            } else {
-                String::new()
-            }
-        }
+    let streams = match w.kind.fio() {
+        Some(fio) if fio.numjobs > 1 => format!(" per job, {} jobs", fio.numjobs),
+        Some(_) => String::new(),
+        None if w.direction == DmaDirection::Both => " per stream, 2 streams".to_string(),
+        None => String::new(),
     };
     Some(Candidate {
         limit: Limit::Rate,

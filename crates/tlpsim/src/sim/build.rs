@@ -3,7 +3,7 @@
 //! routes, the nodes and the DMA flows.
 
 use super::*;
-use crate::fabric::{Credits, LinkSpec, WorkloadKind, WorkloadSpec};
+use crate::fabric::{Credits, LinkSpec, WorkloadSpec};
 
 /// Each node's ports as indices of `sys.links`: its upstream link first, then its
 /// downstream links in file order.
@@ -28,26 +28,7 @@ fn port_links(sys: &System) -> Vec<Vec<usize>> {
 /// The egress arbiter of a node of `kind` with `ports` ports: its weights per input, and
 /// whether it serves the oldest TLP first.
 fn arbiter_inputs(kind: &NodeKind, ports: usize) -> (Vec<u32>, bool) {
-    match kind {
-        NodeKind::Switch {
-            arbitration: Arbitration::Weighted(w),
-            ..
-        } => (w.clone(), false),
-        NodeKind::Switch { arbitration, .. } => {
-            (vec![1; ports], *arbitration == Arbitration::Oldest)
-        }
-        NodeKind::Ntb { .. } => (vec![1; ports], false),
-        // The peer-to-peer TLPs a root complex forwards come in on their root port's
-        // input, its own TLPs on one more after them.
-        NodeKind::RootComplex { .. } => (vec![1; ports + 1], false),
-        // An endpoint's one port.
-        NodeKind::Dma { .. }
-        | NodeKind::Storage { .. }
-        | NodeKind::Nic { .. }
-        | NodeKind::Memory { .. }
-        | NodeKind::Nvme { .. }
-        | NodeKind::Gpu { .. } => (vec![1], false),
-    }
+    kind.arbiter_inputs(ports)
 }
 
 /// One direction of link `l` with the egress arbiter `(weights, oldest_first)`, toward a
@@ -124,13 +105,7 @@ impl Flow {
     /// The state of workload `w`'s flow before it starts, its TLPs leaving on channel `out`.
     fn new(sys: &System, w: &WorkloadSpec, out: u32) -> Self {
         // A bridging workload has no streams of its own: its NIC's frames drive it.
-        let streams = match w.kind {
-            WorkloadKind::Bridge(_) => false,
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Fio(_)
-            | WorkloadKind::Memcpy(_) => true,
-        };
+        let streams = w.kind.bridge().is_none();
         Flow {
             source: w.source as u32,
             target: w.target as u32,

@@ -170,11 +170,8 @@ impl Simulator<'_> {
         let warmup = self.sys.warmup.as_ns_f64() / 1e9;
         let mut out = Vec::new();
         for (f, w) in flows.iter().zip(&self.sys.workloads) {
-            let unit = match w.kind {
-                WorkloadKind::Bridge(_) => continue,
-                WorkloadKind::Fio(_) => "I/Os",
-                WorkloadKind::Memcpy(_) => "copies",
-                WorkloadKind::Dma | WorkloadKind::Storage(_) => "transfers",
+            let Some(unit) = w.kind.unit_noun() else {
+                continue;
             };
             if f.transfers >= result::FEW_UNITS {
                 continue;

@@ -46,8 +46,7 @@ use crate::engine::rng::Rng;
 use crate::engine::table::Pool;
 use crate::engine::{EventQueue, OpenSpan, SimTime, Table};
 use crate::fabric::{
-    AckPolicy, Addresses, Arbitration, DmaDirection, Doorbell, NodeKind, StorageMix, System,
-    WorkloadKind,
+    AckPolicy, Addresses, DmaDirection, Doorbell, NodeKind, StorageMix, System, WorkloadKind,
 };
 use crate::pcie::dll::{self, DLLP_BYTES};
 use crate::pcie::tlp::{self, TlpKind};

@@ -92,31 +92,17 @@ pub(in crate::sim) fn pacers(w: &WorkloadSpec) -> Vec<Pacer> {
     let Some(rate) = w.rate else {
         return Vec::new();
     };
-    let streams = match w.kind {
-        WorkloadKind::Fio(f) => f.numjobs as usize,
-        WorkloadKind::Dma
-        | WorkloadKind::Storage(_)
-        | WorkloadKind::Bridge(_)
-        | WorkloadKind::Memcpy(_) => 2,
-    };
+    let streams = w.kind.fio().map_or(2, |f| f.numjobs as usize);
     vec![Pacer::new(rate); streams]
 }
 
 /// The bytes per second a workload with `rate` moves at most: the rate times its streams
 /// (its jobs, for fio), for the verdict.
 pub(in crate::sim) fn cap(w: &WorkloadSpec, rate: f64) -> f64 {
-    let streams = match w.kind {
-        WorkloadKind::Fio(f) => f.numjobs as f64,
-        WorkloadKind::Dma
-        | WorkloadKind::Storage(_)
-        | WorkloadKind::Bridge(_)
-        | WorkloadKind::Memcpy(_) => {
-            if w.direction == DmaDirection::Both {
-                2.0
-            } else {
-                1.0
-            }
-        }
+    let streams = match w.kind.fio() {
+        Some(f) => f.numjobs as f64,
+        None if w.direction == DmaDirection::Both => 2.0,
+        None => 1.0,
     };
     rate * streams
 }

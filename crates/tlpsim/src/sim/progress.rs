@@ -68,12 +68,9 @@ impl Simulator<'_> {
             .workloads
             .iter()
             .zip(self.work.flows.iter())
-            .map(|(w, f)| match w.kind {
+            .map(|(w, f)| {
                 // Their drive's and their NIC's own loops drive them.
-                WorkloadKind::Fio(_) | WorkloadKind::Bridge(_) => false,
-                WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => {
-                    f.reads || f.writes || f.engines.is_some()
-                }
+                !w.kind.source_driven() && (f.reads || f.writes || f.engines.is_some())
             })
             .collect();
         let shortest = self

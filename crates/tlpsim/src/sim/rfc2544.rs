@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::node::nic::wire_bits;
 use super::{run, RunError, RunResult};
 use crate::engine::SimTime;
-use crate::fabric::{NodeKind, System, WorkloadKind};
+use crate::fabric::System;
 
 /// Frame times of warmup per trial.
 const WARMUP_FRAMES: f64 = 300.0;
@@ -50,25 +50,14 @@ fn at_load(sys: &System, load: f64) -> System {
     let mut s = sys.clone();
     let mut longest = 0.0f64;
     for w in &mut s.workloads {
-        let b = match &mut w.kind {
-            WorkloadKind::Bridge(b) => b,
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Fio(_)
-            | WorkloadKind::Memcpy(_) => continue,
+        let Some(b) = w.kind.bridge_mut() else {
+            continue;
         };
         b.load = load;
-        let rate = match s.nodes[w.source].kind {
-            NodeKind::Nic { nic, .. } => nic.line_rate,
-            NodeKind::RootComplex { .. }
-            | NodeKind::Switch { .. }
-            | NodeKind::Ntb { .. }
-            | NodeKind::Dma { .. }
-            | NodeKind::Storage { .. }
-            | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => 1e9,
-        };
+        let rate = s.nodes[w.source]
+            .kind
+            .nic()
+            .map_or(1e9, |nic| nic.line_rate);
         let frame_s = wire_bits(b.frame_size) / (rate * load);
         longest = longest.max(frame_s);
     }
@@ -85,16 +74,9 @@ fn bridged_mbps(sys: &System) -> f64 {
     sys.workloads
         .iter()
         .filter(|w| w.kind.bridge().is_some())
-        .map(|w| match sys.nodes[w.source].kind {
-            NodeKind::Nic { nic, .. } => nic.ports as f64 * nic.line_rate / 1e6,
-            NodeKind::RootComplex { .. }
-            | NodeKind::Switch { .. }
-            | NodeKind::Ntb { .. }
-            | NodeKind::Dma { .. }
-            | NodeKind::Storage { .. }
-            | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => 0.0,
+        .map(|w| {
+            let nic = sys.nodes[w.source].kind.nic();
+            nic.map_or(0.0, |nic| nic.ports as f64 * nic.line_rate / 1e6)
         })
         .sum()
 }

@@ -61,17 +61,7 @@ impl Streams {
         if device.is_none() && !w.direction.mixed() {
             return None;
         }
-        let device_timed = match sys.nodes[w.source].kind {
-            NodeKind::Gpu { .. } => false,
-            NodeKind::Dma { .. }
-            | NodeKind::RootComplex { .. }
-            | NodeKind::Switch { .. }
-            | NodeKind::Ntb { .. }
-            | NodeKind::Storage { .. }
-            | NodeKind::Nic { .. }
-            | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. } => true,
-        };
+        let device_timed = sys.nodes[w.source].kind.times_reads_in_device();
         Some(Box::new(Streams {
             direction: w.direction,
             active: [0; 2],

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use super::nic::RegisterWrite;
 use super::root::cpu_owner;
-use super::{AnyNode, NodeEv};
+use super::NodeEv;
 use crate::engine::{OpenSpan, SimTime};
 use crate::fabric::CpuSpec;
 use crate::pcie::tlp::TlpKind;
@@ -132,20 +132,14 @@ fn cpu_ev(r: usize, core: u32) -> Ev {
 impl Simulator<'_> {
     /// The CPU behind root complex `r`, if it has one.
     fn cpu_mut(&mut self, r: usize) -> Option<&mut Cpu> {
-        match &mut self.nodes[r] {
-            AnyNode::Root(root) => root.cpu.as_deref_mut(),
-            _ => None,
-        }
+        self.nodes[r].cpu_mut()
     }
 
     /// Per core, the fraction of the measurement window (which ends at `end`) it was busy:
     /// taking interrupts, reading registers, bridging frames, writing registers.
     pub(in crate::sim) fn cpu_busy(&self, end: SimTime) -> Vec<f64> {
         let window = end.saturating_sub(self.sys.warmup).ticks().max(1) as f64;
-        let cpu = self.sys.cpu.and_then(|c| match &self.nodes[c.root] {
-            AnyNode::Root(root) => root.cpu.as_deref(),
-            _ => None,
-        });
+        let cpu = self.sys.cpu.and_then(|c| self.nodes[c.root].cpu());
         cpu.map_or(Vec::new(), |cpu| {
             cpu.cores
                 .iter()

@@ -57,6 +57,7 @@ use crate::engine::SimTime;
 use crate::fabric::{NodeKind, System};
 use crate::pcie::tlp::TlpKind;
 use context::{Call, Context};
+use cpu::Cpu;
 
 /// An event of one node's own: a timer of its, or the end of work it started. Only the
 /// node's module interprets it (the simulator hands it to [`Node::event`]).
@@ -491,6 +492,86 @@ impl AnyNode {
             | AnyNode::Switch(_)
             | AnyNode::Ntb(_)
             | AnyNode::Dma(_)
+            | AnyNode::Nic(_)
+            | AnyNode::Memory(_)
+            | AnyNode::Nvme(_)
+            | AnyNode::Gpu(_) => None,
+        }
+    }
+
+    /// The NIC it is, if it is one.
+    #[inline]
+    pub(in crate::sim) fn nic(&self) -> Option<&NicEndpoint> {
+        match self {
+            AnyNode::Nic(nic) => Some(nic),
+            AnyNode::Root(_)
+            | AnyNode::Switch(_)
+            | AnyNode::Ntb(_)
+            | AnyNode::Dma(_)
+            | AnyNode::Storage(_)
+            | AnyNode::Memory(_)
+            | AnyNode::Nvme(_)
+            | AnyNode::Gpu(_) => None,
+        }
+    }
+
+    /// The NIC it is, if it is one, to change.
+    #[inline]
+    pub(in crate::sim) fn nic_mut(&mut self) -> Option<&mut NicEndpoint> {
+        match self {
+            AnyNode::Nic(nic) => Some(nic),
+            AnyNode::Root(_)
+            | AnyNode::Switch(_)
+            | AnyNode::Ntb(_)
+            | AnyNode::Dma(_)
+            | AnyNode::Storage(_)
+            | AnyNode::Memory(_)
+            | AnyNode::Nvme(_)
+            | AnyNode::Gpu(_) => None,
+        }
+    }
+
+    /// The NVMe drive it is, if it is one, to change.
+    #[inline]
+    pub(in crate::sim) fn nvme_mut(&mut self) -> Option<&mut NvmeDrive> {
+        match self {
+            AnyNode::Nvme(d) => Some(d),
+            AnyNode::Root(_)
+            | AnyNode::Switch(_)
+            | AnyNode::Ntb(_)
+            | AnyNode::Dma(_)
+            | AnyNode::Storage(_)
+            | AnyNode::Nic(_)
+            | AnyNode::Memory(_)
+            | AnyNode::Gpu(_) => None,
+        }
+    }
+
+    /// The host CPU behind it, if it is a root complex with one.
+    #[inline]
+    pub(in crate::sim) fn cpu(&self) -> Option<&Cpu> {
+        match self {
+            AnyNode::Root(root) => root.cpu.as_deref(),
+            AnyNode::Switch(_)
+            | AnyNode::Ntb(_)
+            | AnyNode::Dma(_)
+            | AnyNode::Storage(_)
+            | AnyNode::Nic(_)
+            | AnyNode::Memory(_)
+            | AnyNode::Nvme(_)
+            | AnyNode::Gpu(_) => None,
+        }
+    }
+
+    /// The host CPU behind it, if it is a root complex with one, to change.
+    #[inline]
+    pub(in crate::sim) fn cpu_mut(&mut self) -> Option<&mut Cpu> {
+        match self {
+            AnyNode::Root(root) => root.cpu.as_deref_mut(),
+            AnyNode::Switch(_)
+            | AnyNode::Ntb(_)
+            | AnyNode::Dma(_)
+            | AnyNode::Storage(_)
             | AnyNode::Nic(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_)

@@ -4,7 +4,6 @@
 use super::switch::forward;
 use super::{Context, Node, NodeEv};
 use crate::engine::SimTime;
-use crate::fabric::NodeKind;
 use crate::pcie::tlp::TlpKind;
 use crate::sim::{Ev, Owner, Simulator, Tlp};
 
@@ -112,17 +111,7 @@ impl Simulator<'_> {
         let now = self.now();
         // The bridge's latency from its description: the bridge itself is out of its table
         // while its own handler has the doorbell write take effect.
-        let latency = match &self.sys.nodes[n].kind {
-            NodeKind::Ntb { latency, .. } => *latency,
-            NodeKind::RootComplex { .. }
-            | NodeKind::Switch { .. }
-            | NodeKind::Dma { .. }
-            | NodeKind::Storage { .. }
-            | NodeKind::Nic { .. }
-            | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => SimTime::ZERO,
-        };
+        let latency = self.sys.nodes[n].kind.doorbell_latency();
         let owner = Owner {
             node: n as u32,
             cookie: Msi {

@@ -339,10 +339,7 @@ fn io_ev(n: usize, io: u32) -> Ev {
 impl Simulator<'_> {
     /// The NVMe drive at node `n`, if it is one.
     fn nvme_mut(&mut self, n: usize) -> Option<&mut NvmeDrive> {
-        match &mut self.nodes[n] {
-            AnyNode::Nvme(d) => Some(d),
-            _ => None,
-        }
+        self.nodes[n].nvme_mut()
     }
 
     /// fio workload `f` starts: each job keeps its `iodepth` I/Os in flight on its queue.

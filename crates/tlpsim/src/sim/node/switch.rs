@@ -4,7 +4,7 @@
 
 use super::{Context, Node};
 use crate::engine::SimTime;
-use crate::fabric::{Core, Forwarding, NodeKind, System};
+use crate::fabric::{Core, Forwarding, System};
 use crate::pcie::{flit, phy, tlp};
 use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::throttle::Throttle;
@@ -91,34 +91,8 @@ impl Crossing {
     /// How TLPs cross node `n` of `sys`, whose ports are links `ports`, if it forwards them
     /// (a switch, a non-transparent bridge): the routing keeps it (`sim::route`).
     pub(in crate::sim) fn of(sys: &System, n: usize, ports: &[usize]) -> Option<Crossing> {
-        match &sys.nodes[n].kind {
-            NodeKind::Switch {
-                forwarding,
-                latency,
-                latency_by_width,
-                ..
-            } => Some(Crossing::new(
-                sys,
-                ports,
-                *forwarding,
-                *latency,
-                latency_by_width,
-            )),
-            NodeKind::Ntb { latency, .. } => Some(Crossing::new(
-                sys,
-                ports,
-                Forwarding::CutThrough,
-                *latency,
-                &[],
-            )),
-            NodeKind::RootComplex { .. }
-            | NodeKind::Dma { .. }
-            | NodeKind::Storage { .. }
-            | NodeKind::Nic { .. }
-            | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => None,
-        }
+        let (forwarding, latency, by_width) = sys.nodes[n].kind.crossing()?;
+        Some(Crossing::new(sys, ports, forwarding, latency, by_width))
     }
 }
 

@@ -18,7 +18,7 @@ mod tx;
 
 pub(in crate::sim) use registers::RegisterWrite;
 
-use super::{AnyNode, LegacyNode, NodeEv, NodeReport};
+use super::{LegacyNode, NodeEv, NodeReport};
 use crate::engine::SimTime;
 use crate::fabric::{NicSpec, NodeKind, System};
 use crate::pcie::tlp::TlpKind;
@@ -382,18 +382,12 @@ fn nic_ev(n: usize, ev: NodeEv) -> Ev {
 impl Simulator<'_> {
     /// The NIC at node `n`, if it is one.
     pub(in crate::sim) fn nic_mut(&mut self, n: usize) -> Option<&mut NicEndpoint> {
-        match &mut self.nodes[n] {
-            AnyNode::Nic(nic) => Some(nic),
-            _ => None,
-        }
+        self.nodes[n].nic_mut()
     }
 
     /// The core that serves the NIC at `node`, if the node is a NIC.
     pub(in crate::sim) fn nic_core(&self, node: usize) -> Option<u32> {
-        match &self.nodes[node] {
-            AnyNode::Nic(nic) => Some(nic.core),
-            _ => None,
-        }
+        self.nodes[node].nic().map(|nic| nic.core)
     }
 
     /// A new TLP of NIC `n` toward its root complex (`root`), owned as `what`: `bytes` is
