@@ -22,10 +22,9 @@ impl<T> Table<T> {
 }
 
 /// Puts `item` in an entry of `items` that `free` lists as reusable, or at the end; returns
-/// its index. The simulator's slabs (TLPs, read requests, DMA transfers, media writes, CPU
-/// register writes) keep their freed entries on such a list.
+/// its index ([`Pool::place`]).
 #[inline(always)]
-pub fn place<T>(items: &mut Vec<T>, free: &mut Vec<u32>, item: T) -> u32 {
+fn place<T>(items: &mut Vec<T>, free: &mut Vec<u32>, item: T) -> u32 {
     match free.pop() {
         Some(i) => {
             items[i as usize] = item;
@@ -38,7 +37,9 @@ pub fn place<T>(items: &mut Vec<T>, free: &mut Vec<u32>, item: T) -> u32 {
     }
 }
 
-/// A slab: a [`Table`] whose freed entries are listed for reuse ([`place`]).
+/// A slab: a [`Table`] whose freed entries are listed for reuse. The simulator's slabs (TLPs,
+/// read requests, DMA transfers, NVMe I/Os and reads, media writes, CPU register writes)
+/// are pools.
 #[derive(Debug, Clone, Default)]
 pub struct Pool<T> {
     items: Table<T>,

@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use super::nic::RegisterWrite;
 use super::root::cpu_owner;
 use super::NodeEv;
+use crate::engine::table::Pool;
 use crate::engine::{OpenSpan, SimTime};
 use crate::fabric::CpuSpec;
 use crate::pcie::tlp::TlpKind;
@@ -23,8 +24,7 @@ pub(in crate::sim) struct Cpu {
     cores: Vec<Core>,
     /// What each register write in flight does at its NIC (a write's cookie indexes it);
     /// free entries.
-    writes: Vec<RegisterWrite>,
-    free_writes: Vec<u32>,
+    writes: Pool<RegisterWrite>,
     /// Register writes the root complex holds, not yet sent.
     posted_queued: u32,
     /// Cores waiting for room among them.
@@ -75,8 +75,7 @@ impl Cpu {
         Cpu {
             spec,
             cores,
-            writes: Vec::new(),
-            free_writes: Vec::new(),
+            writes: Pool::new(),
             posted_queued: 0,
             posted_waiters: Vec::new(),
         }
@@ -294,7 +293,7 @@ impl Simulator<'_> {
         let Some(cpu) = self.cpu_mut(r) else {
             return false;
         };
-        let i = crate::engine::table::place(&mut cpu.writes, &mut cpu.free_writes, w);
+        let i = cpu.writes.place(w);
         cpu.posted_queued += 1;
         let owner = cpu_owner(r as u32, CpuTlp::RegWrite(i).cookie());
         let id = self.new_tlp(Tlp::at_source(TlpKind::MWr, r as u32, k as u32, 4, owner));
@@ -334,7 +333,7 @@ impl Simulator<'_> {
         };
         if let CpuTlp::RegWrite(i) = CpuTlp::of(cookie) {
             let w = cpu.writes[i as usize];
-            cpu.free_writes.push(i);
+            cpu.writes.release(i);
             self.registers_written(t.dst as usize, w);
         }
     }

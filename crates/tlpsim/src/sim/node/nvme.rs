@@ -18,6 +18,7 @@
 use std::collections::VecDeque;
 
 use super::{AnyNode, LegacyNode, NodeEv};
+use crate::engine::table::Pool;
 use crate::engine::SimTime;
 use crate::fabric::{NvmeSpec, System};
 use crate::pcie::tlp::{self, TlpKind};
@@ -133,10 +134,8 @@ pub(in crate::sim) struct NvmeDrive {
     /// The media's read and write data paths, where limited.
     media_read: Option<Throttle>,
     media_write: Option<Throttle>,
-    ios: Vec<Io>,
-    free_ios: Vec<u32>,
-    reads: Vec<Read>,
-    free_reads: Vec<u32>,
+    ios: Pool<Io>,
+    reads: Pool<Read>,
     read_jobs: VecDeque<ReadJob>,
     out: VecDeque<Out>,
     /// Its posted writes queued at its link, not yet left.
@@ -168,10 +167,8 @@ impl NvmeDrive {
             commands: spec.command_rate.map(Throttle::new),
             media_read: spec.read_bandwidth.map(Throttle::new),
             media_write: spec.write_bandwidth.map(Throttle::new),
-            ios: Vec::new(),
-            free_ios: Vec::new(),
-            reads: Vec::new(),
-            free_reads: Vec::new(),
+            ios: Pool::new(),
+            reads: Pool::new(),
             read_jobs: VecDeque::new(),
             out: VecDeque::new(),
             posted_queued: 0,
@@ -414,7 +411,7 @@ impl Simulator<'_> {
             step: Step::Fetch,
             awaiting: SQE_BYTES as u64,
         };
-        let io = crate::engine::table::place(&mut d.ios, &mut d.free_ios, io);
+        let io = d.ios.place(io);
         self.nvme_doorbell(n, NvmeTlp::SqDoorbell(io));
     }
 
@@ -502,7 +499,7 @@ impl Simulator<'_> {
                 issued: SimTime::ZERO,
                 answered: false,
             };
-            let r = crate::engine::table::place(&mut d.reads, &mut d.free_reads, read);
+            let r = d.reads.place(read);
             // Queue entries and PRP lists are in host memory; data where the workload says.
             let flow = d.ios[io as usize].flow as usize;
             let dst = if data {
@@ -539,7 +536,7 @@ impl Simulator<'_> {
         read.answered = true;
         let read = *read;
         if read.remaining == 0 {
-            d.free_reads.push(r);
+            d.reads.release(r);
             d.free_tags += 1;
         }
         let io = &mut d.ios[read.io as usize];
@@ -751,7 +748,7 @@ impl Simulator<'_> {
         let measuring = self.window.measuring;
         let Some(d) = self.nvme_mut(n) else { return };
         let i = d.ios[io as usize];
-        d.free_ios.push(io);
+        d.ios.release(io);
         if measuring {
             let latency = (now - i.issued).as_ns_f64();
             self.work.flows[i.flow as usize]

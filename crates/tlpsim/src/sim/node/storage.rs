@@ -3,6 +3,7 @@
 //! (the [`Media`]: one resource serving reads and writes in turn, or both at once).
 
 use super::{AnyNode, LegacyNode, NodeEv};
+use crate::engine::table::Pool;
 use crate::engine::SimTime;
 use crate::fabric::MediaSpec;
 use crate::sim::bottleneck::{Resource, UsedBy};
@@ -18,8 +19,7 @@ pub(in crate::sim) struct StorageHba {
     pub(in crate::sim) media: Media,
     /// (flow, transfer slot) of storage writes whose media time is still running, by the
     /// index their `NodeEv::MediaDone` carries; free entries.
-    media_writes: Vec<(u32, u32)>,
-    free_media_writes: Vec<u32>,
+    media_writes: Pool<(u32, u32)>,
 }
 
 impl StorageHba {
@@ -28,8 +28,7 @@ impl StorageHba {
         StorageHba {
             free_tags: tags,
             media: Media::new(spec),
-            media_writes: Vec::new(),
-            free_media_writes: Vec::new(),
+            media_writes: Pool::new(),
         }
     }
 }
@@ -47,8 +46,7 @@ impl Simulator<'_> {
         let AnyNode::Storage(s) = &mut self.nodes[n] else {
             return;
         };
-        let i =
-            crate::engine::table::place(&mut s.media_writes, &mut s.free_media_writes, (f, slot));
+        let i = s.media_writes.place((f, slot));
         let ev = Ev::Node {
             node: n as u32,
             ev: NodeEv::MediaDone(i),
@@ -81,7 +79,7 @@ impl LegacyNode for StorageHba {
             return;
         };
         let (f, slot) = s.media_writes[i as usize];
-        s.free_media_writes.push(i);
+        s.media_writes.release(i);
         sim.transfer_done(f, slot);
     }
 
