@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 import io
 import signal
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -542,6 +543,7 @@ def sweep_cmd(
     """Run one scenario at every combination of some of its values: throughput, latency and
     bottleneck per point and workload."""
     # Imported here: process pools register exit handlers every other command can do without.
+    from tlpsim.sweep import but_engine, with_des
     from tlpsim.sweep import sweep as run_sweep
 
     values = parse_set(set_)
@@ -578,13 +580,13 @@ def sweep_cmd(
         columns += [("forwarded_mbps", "forwarded Mb/s", ".1f"), ("frames_dropped", "dropped", "")]
     rows = result.rows
     if checked is not None and format is not Format.table:
-        rows = _with_des(rows, result.keys, checked)
+        rows = with_des(rows, but_engine(result.keys), checked)
     if format is Format.table:
         copies = [f.get("memcpy") for run in result.runs for f in run["flows"]]
         rows = in_unit(_no_first_byte(rows, copies), ["throughput_gbps"], unit)
     emit(rows, format, columns, title=f"{scenario.name}: sweep", keys=len(result.keys) + 1)
     if checked is not None and format is Format.table:
-        _print_agreement(checked, [k for k in result.keys if k != "simulation.engine"], unit)
+        _print_agreement(checked, but_engine(result.keys), unit)
     for point in result.failed:
         where = ", ".join(f"{k}={point[k]}" for k in result.keys)
         print(f"tlpsim: sweep point {where} failed: {point['error']}", file=sys.stderr)
@@ -601,7 +603,7 @@ def sweep_cmd(
 def _check_on_des(scenario: Path, values: dict, fluid: SweepResult, jobs: int | None, client: object) -> list[dict]:
     """``sweep --engine auto``: runs a few of the fluid sweep's points on the DES; the
     agreement per checked point and workload (``tlpsim.sweep.agreement``)."""
-    from tlpsim.sweep import agreement, check_points
+    from tlpsim.sweep import agreement, but_engine, check_points
     from tlpsim.sweep import sweep as run_sweep
 
     picked = [{**fluid.points[i], "simulation.engine": "des"} for i in check_points(len(fluid.points))]
@@ -612,26 +614,9 @@ def _check_on_des(scenario: Path, values: dict, fluid: SweepResult, jobs: int | 
                                points=picked),
     )  # fmt: skip
     for point in des.failed:
-        where = ", ".join(f"{k}={point[k]}" for k in des.keys if k != "simulation.engine")
+        where = ", ".join(f"{k}={point[k]}" for k in but_engine(des.keys))
         print(f"tlpsim: the DES check of point {where} failed: {point['error']}", file=sys.stderr)
-    return agreement(fluid, des, [k for k in fluid.keys if k != "simulation.engine"])
-
-
-def _with_des(rows: list[dict], keys: list[str], checked: list[dict]) -> list[dict]:
-    """``rows`` with the DES's throughput and the fluid's difference from it where the DES ran
-    (None elsewhere), for JSON and CSV."""
-    from tlpsim.simulate import value_text
-
-    names = [k for k in keys if k != "simulation.engine"]
-    key = lambda r: (tuple(value_text(r[k]) for k in names), r["flow"])  # noqa: E731
-    by = {key(c): c for c in checked}
-    out = []
-    for r in rows:
-        c = by.get(key(r), {})
-        out.append({
-            **r, "des_throughput_gbps": c.get("des_gbps"), "fluid_vs_des_percent": c.get("fluid_vs_des_percent"),
-        })  # fmt: skip
-    return out
+    return agreement(fluid, des, but_engine(fluid.keys))
 
 
 def _print_agreement(checked: list[dict], keys: list[str], unit: Unit) -> None:
@@ -644,7 +629,7 @@ def _print_agreement(checked: list[dict], keys: list[str], unit: Unit) -> None:
          title="fluid against the DES at the checked points", keys=len(keys) + 1)  # fmt: skip
     diffs = sorted(abs(c["fluid_vs_des_percent"]) for c in checked if c["fluid_vs_des_percent"] is not None)
     if diffs:
-        median = diffs[len(diffs) // 2] if len(diffs) % 2 else (diffs[len(diffs) // 2 - 1] + diffs[len(diffs) // 2]) / 2
+        median = statistics.median(diffs)
         points = len({tuple(str(c[k]) for k in keys) for c in checked})
         print(f"fluid vs DES at {points} points, {len(diffs)} flows: median |difference| {median:.2f} %, "
               f"largest {diffs[-1]:.2f} %")  # fmt: skip

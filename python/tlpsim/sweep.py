@@ -292,14 +292,21 @@ def check_points(total: int, checks: int = AUTO_CHECKS) -> list[int]:
     return sorted({round(i * (total - 1) / (checks - 1)) for i in range(checks)})
 
 
+def but_engine(keys: Sequence[str]) -> list[str]:
+    """The swept keys but ``simulation.engine``: what matches a fluid point with its DES run."""
+    return [k for k in keys if k != "simulation.engine"]
+
+
+def _row_key(keys: Sequence[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """What matches a row of one engine's sweep with the same point and workload of the other."""
+    return lambda row: (tuple(value_text(row[k]) for k in keys), row["flow"])
+
+
 def agreement(fluid: SweepResult, des: SweepResult, keys: Sequence[str]) -> list[dict[str, Any]]:
     """Per point the DES ran and workload, matched on ``keys`` (the swept keys but the
     engine): the fluid and DES throughputs and the fluid's difference in per cent of the DES
     (None where the DES moved nothing)."""
-
-    def key(row: Mapping[str, Any]) -> tuple[Any, ...]:
-        return tuple(value_text(row[k]) for k in keys), row["flow"]
-
+    key = _row_key(keys)
     by = {key(r): r["throughput_gbps"] for r in des.rows}
     out = []
     for r in fluid.rows:
@@ -312,3 +319,15 @@ def agreement(fluid: SweepResult, des: SweepResult, keys: Sequence[str]) -> list
             "des_gbps": d, "fluid_vs_des_percent": diff,
         })  # fmt: skip
     return out
+
+
+def with_des(rows: list[dict[str, Any]], keys: Sequence[str], checked: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with the DES's throughput and the fluid's difference from it where the DES ran
+    (None elsewhere): ``checked`` is :func:`agreement`'s, matched on ``keys``."""
+    key = _row_key(keys)
+    by = {key(c): c for c in checked}
+    return [
+        {**r, "des_throughput_gbps": c.get("des_gbps"), "fluid_vs_des_percent": c.get("fluid_vs_des_percent")}
+        for r in rows
+        for c in [by.get(key(r), {})]
+    ]
