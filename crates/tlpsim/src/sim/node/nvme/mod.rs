@@ -92,6 +92,7 @@ struct Io {
     job: u32,
     /// When the host issued its submission doorbell.
     issued: SimTime,
+    /// Where it is in its life.
     step: Step,
     /// Bytes of its current step's reads not yet in.
     awaiting: u64,
