@@ -494,6 +494,21 @@ impl NodeKind {
         }
     }
 
+    /// Whether every TLP it owns is a DMA flow's (a DMA endpoint, a storage HBA, a GPU's
+    /// copy engines): the flow code, not the node, says which workload one belongs to.
+    #[inline]
+    pub fn owns_only_flow_tlps(&self) -> bool {
+        match self {
+            NodeKind::Dma { .. } | NodeKind::Storage { .. } | NodeKind::Gpu { .. } => true,
+            NodeKind::RootComplex { .. }
+            | NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. } => false,
+        }
+    }
+
     /// Its Ethernet side, if it is a NIC.
     #[inline]
     pub fn nic(&self) -> Option<&NicSpec> {

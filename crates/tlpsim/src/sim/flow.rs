@@ -4,7 +4,12 @@
 //! arriving at the target. A flow whose DMA endpoint has limits of its own, or whose
 //! direction mixes reads and writes, has its transfers run by the endpoint's engines
 //! instead (`sim::transfer`); its TLPs come back here when they leave and arrive.
+//!
+//! The requester's own state (its tags, engines, drives) stays in the node: its handler
+//! lends it ([`Requester::Lent`]); flow code run outside its handlers reaches the node in
+//! its slot ([`Requester::InSlot`]).
 
+use super::node::requester::Requester;
 use super::pace::{READS, WRITES};
 use super::*;
 
@@ -68,25 +73,32 @@ impl FlowTlp {
 }
 
 impl Simulator<'_> {
-    /// A TLP of a flow left its requester (see `node::Node::tlp_left`): a write makes
+    /// A TLP of a flow left its requester, a kind not yet behind `node::Node`, in its slot
+    /// (see [`Self::flow_left`]).
+    pub(in crate::sim) fn flow_tlp_left(&mut self, id: u32, start: SimTime) {
+        let n = self.tlps[id as usize].owner.node as usize;
+        self.flow_left(&mut Requester::InSlot(n), id, start);
+    }
+
+    /// A TLP of a flow left its requester `rq` (see `node::Node::tlp_left`): a write makes
     /// room for the next; a read request's latency (and its transfer's, for the transfer's
     /// first request) counts from now.
     #[inline(always)]
-    pub(in crate::sim) fn flow_tlp_left(&mut self, id: u32, start: SimTime) {
+    pub(in crate::sim) fn flow_left(&mut self, rq: &mut Requester<'_>, id: u32, start: SimTime) {
         let t = &self.tlps[id as usize];
         match (t.kind, FlowTlp::of(t.owner.cookie)) {
             (TlpKind::MWr, FlowTlp::Data(f)) => {
                 let flow = &mut self.work.flows[f as usize];
                 flow.write_queued -= 1;
                 if flow.engines.is_some() {
-                    self.engine_write_left(f);
+                    self.engine_write_left(rq, f);
                 } else {
-                    self.fill_writes(f);
+                    self.fill_writes(rq, f);
                 }
             }
             (TlpKind::MWr, FlowTlp::Status(f)) => {
                 self.work.flows[f as usize].write_queued -= 1;
-                self.engine_write_left(f);
+                self.engine_write_left(rq, f);
             }
             (TlpKind::MRd, FlowTlp::Request(r)) => {
                 let req = &mut self.work.reqs[r as usize];
@@ -160,19 +172,20 @@ impl Simulator<'_> {
         }
     }
 
-    /// A storage-write transfer left the media: its slot takes the next I/O.
-    pub(in crate::sim) fn transfer_done(&mut self, f: u32, slot: u32) {
+    /// A storage-write transfer of flow `f` (whose requester is `rq`) left the media: its
+    /// slot takes the next I/O.
+    pub(in crate::sim) fn transfer_done(&mut self, rq: &mut Requester<'_>, f: u32, slot: u32) {
         let flow = &mut self.work.flows[f as usize];
         flow.active -= 1;
         flow.free_transfers.push(slot);
-        self.issue_reads(f);
+        self.issue_reads(rq, f);
     }
 
     /// Keeps flow `f`'s write stream queued ahead of its link: MWr TLPs of at most MPS (or
     /// the workload's TLP payload) of the current transfer, never across 4 KiB (a storage
     /// read's data once its media has read it), and a doorbell after every `doorbell_every`
-    /// transfers; each once its `rate` allows (`pace`).
-    pub(in crate::sim) fn fill_writes(&mut self, f: u32) {
+    /// transfers; each once its `rate` allows (`pace`). `rq` is its requester.
+    pub(in crate::sim) fn fill_writes(&mut self, rq: &mut Requester<'_>, f: u32) {
         let mps = self.work.flows[f as usize].tlp_payload;
         let now = self.now();
         let mut started_io = false;
@@ -191,8 +204,8 @@ impl Simulator<'_> {
                 flow.ios += 1;
                 started_io = true;
                 let random = flow.storage.is_some_and(|m| m.random);
-                if let Some(m) = self.nodes[flow.source as usize].media() {
-                    m.begin_io(now, true, random);
+                if let Some(d) = rq.drives(&mut self.nodes) {
+                    d.media.begin_io(now, true, random);
                 }
             }
             let addr = flow.write_addr;
@@ -215,8 +228,8 @@ impl Simulator<'_> {
                 .data_at(addr),
             );
             // A storage read: the data exists once the media has read it.
-            let ready = match self.nodes[src as usize].media() {
-                Some(m) => m.pass(now, size, true),
+            let ready = match rq.drives(&mut self.nodes) {
+                Some(d) => d.media.pass(now, size, true),
                 None => now,
             };
             self.push_at(ready, out, id);
@@ -229,29 +242,28 @@ impl Simulator<'_> {
             }
         }
         if started_io && self.work.flows[f as usize].reads {
-            self.issue_reads(f);
+            self.issue_reads(rq, f);
         }
     }
 
     /// Issues flow `f`'s read requests (MRd TLPs of at most MRRS, never across 4 KiB) while
     /// a tag and a transfer slot are free and its `rate` allows (`pace`), noting how long
-    /// the flow waits for a tag or slot.
+    /// the flow waits for a tag or slot. `rq` is its requester.
     #[inline]
-    pub(in crate::sim) fn issue_reads(&mut self, f: u32) {
+    pub(in crate::sim) fn issue_reads(&mut self, rq: &mut Requester<'_>, f: u32) {
         // With no tag free and the flow's wait for one already noted, issuing would change
         // nothing (most completions of a tag-bound stream): answered here, inline.
-        let flow = &self.work.flows[f as usize];
-        let no_tag = matches!(self.nodes[flow.source as usize].requester(), Some((0, _)));
-        if !(no_tag && flow.window_full.is_open()) {
-            self.issue_reads_now(f);
+        let no_tag = matches!(rq.tags(&mut self.nodes), Some(0));
+        if !(no_tag && self.work.flows[f as usize].window_full.is_open()) {
+            self.issue_reads_now(rq, f);
         }
     }
 
     /// [`Self::issue_reads`] once it may have something to do.
     #[inline(never)]
-    fn issue_reads_now(&mut self, f: u32) {
+    fn issue_reads_now(&mut self, rq: &mut Requester<'_>, f: u32) {
         if self.work.flows[f as usize].engines.is_some() {
-            self.engine_tag_free(f);
+            self.engine_tag_free(rq, f);
             return;
         }
         let mrrs = self.sys.pcie.mrrs;
@@ -259,9 +271,10 @@ impl Simulator<'_> {
         loop {
             let mut first = false;
             let flow = &mut self.work.flows[f as usize];
-            let Some((free_tags, media)) = self.nodes[flow.source as usize].requester() else {
+            let Some(port) = rq.port(&mut self.nodes) else {
                 return;
             };
+            let free_tags = port.tags;
             if *free_tags == 0 {
                 flow.window_full.open(now);
                 return;
@@ -282,15 +295,16 @@ impl Simulator<'_> {
                 }
                 if flow.active >= flow.outstanding || flow.next_io_is_read() == Some(true) {
                     if flow.writes && flow.storage.is_some() {
-                        self.fill_writes(f);
+                        self.fill_writes(rq, f);
                     }
                     return;
                 }
                 let size = flow.read_transfer();
                 let addr = flow.next_address(&mut self.rng, size);
                 flow.ios += 1;
-                if let Some(m) = media {
-                    m.begin_io(now, false, flow.storage.is_some_and(|m| m.random));
+                if let Some(d) = port.drives {
+                    d.media
+                        .begin_io(now, false, flow.storage.is_some_and(|m| m.random));
                 }
                 let slot = match flow.free_transfers.pop() {
                     Some(s) => s,
@@ -376,11 +390,12 @@ impl Simulator<'_> {
         }
     }
 
-    /// A DMA requester `n` (a DMA engine or storage HBA) takes TLP `id`, accepted on channel
-    /// `c` with its first byte in at `head`: a write into it takes effect (its writer hears
-    /// of it), read data completes its request.
+    /// A DMA requester `n` (a DMA engine or storage HBA, its state `rq`) takes TLP `id`,
+    /// accepted on channel `c` with its first byte in at `head`: a write into it takes effect
+    /// (its writer hears of it), read data completes its request.
     pub(in crate::sim) fn requester_received(
         &mut self,
+        rq: &mut Requester<'_>,
         n: usize,
         c: u32,
         id: u32,
@@ -391,7 +406,7 @@ impl Simulator<'_> {
         match t.kind {
             TlpKind::MWr => AnyNode::tlp_written(self, &t, c),
             TlpKind::CplD => {
-                self.completion_arrived(n, id, t, head);
+                self.completion_by(rq, n, id, t, head);
                 return;
             }
             _ => {}
@@ -400,20 +415,20 @@ impl Simulator<'_> {
     }
 
     /// A completion for read request `slot` that is not a flow's data reached requester
-    /// `n`: one that came after the request timed out (discarded), or one of a transfer's
+    /// `rq`: one that came after the request timed out (discarded), or one of a transfer's
     /// descriptor.
     #[cold]
-    fn unusual_completion(&mut self, n: usize, slot: u32, id: u32, t: Tlp) {
+    fn unusual_completion(&mut self, rq: &mut Requester<'_>, slot: u32, id: u32, t: Tlp) {
         if self.work.reqs[slot as usize].timed_out {
             self.late_completion(slot, id, t.payload);
         } else {
-            self.descriptor_arrived(n, slot, id, t);
+            self.descriptor_arrived(rq, slot, id, t);
         }
     }
 
-    /// A completion of a transfer's descriptor read reached DMA endpoint `n`: not the
+    /// A completion of a transfer's descriptor read reached DMA endpoint `rq`: not the
     /// flow's data; the whole descriptor lets the transfer go on.
-    fn descriptor_arrived(&mut self, n: usize, slot: u32, id: u32, t: Tlp) {
+    fn descriptor_arrived(&mut self, rq: &mut Requester<'_>, slot: u32, id: u32, t: Tlp) {
         let req = &mut self.work.reqs[slot as usize];
         self.work.flows[req.flow as usize].done += 1;
         let req = &mut self.work.reqs[slot as usize];
@@ -426,25 +441,36 @@ impl Simulator<'_> {
         self.deliver(id);
         if r.remaining == 0 {
             self.work.reqs.release(slot);
-            if let Some((free_tags, _)) = self.nodes[n].requester() {
+            if let Some(free_tags) = rq.tags(&mut self.nodes) {
                 *free_tags += 1;
             }
-            self.engine_read_answered(r.transfer, r.length);
-            self.engine_tag_free(r.flow);
+            self.engine_read_answered(rq, r.transfer, r.length);
+            self.engine_tag_free(rq, r.flow);
         }
     }
 
     /// Read data for a flow reached its requester `n` (an endpoint, or a root complex reading
     /// a bridge's scratchpads): counts it, records the latency at the first completion, and
-    /// frees the tag and transfer when the request is complete.
+    /// frees the tag and transfer when the request is complete. The requester is a kind not
+    /// yet behind `node::Node`, in its slot (see [`Self::completion_by`]).
     pub(in crate::sim) fn completion_arrived(&mut self, n: usize, id: u32, t: Tlp, head: SimTime) {
+        self.completion_by(&mut Requester::InSlot(n), n, id, t, head);
+    }
+
+    /// Read data for a flow reached its requester `n`, whose state is `rq` (see
+    /// [`Self::completion_arrived`]).
+    fn completion_by(&mut self, rq: &mut Requester<'_>, n: usize, id: u32, t: Tlp, head: SimTime) {
         let now = self.now();
         let slot = FlowTlp::request_slot(t.owner.cookie);
         let r = self.work.reqs[slot as usize];
         if r.descriptor | r.timed_out {
-            return self.unusual_completion(n, slot, id, t);
+            return self.unusual_completion(rq, slot, id, t);
         }
         let f = r.flow as usize;
+        debug_assert_eq!(
+            self.work.flows[f].source as usize, n,
+            "a flow's own requester"
+        );
         self.work.flows[f].done += 1;
         if t.order != r.next_offset {
             self.audit.order_violations += 1;
@@ -452,7 +478,9 @@ impl Simulator<'_> {
         let measuring = self.window.measuring;
         // A storage write: the media takes the data as it arrives; its bytes count
         // when the media is done with them.
-        let media_done = self.nodes[n].media().map(|m| m.pass(now, t.payload, false));
+        let media_done = rq
+            .drives(&mut self.nodes)
+            .map(|d| d.media.pass(now, t.payload, false));
         let flow = &mut self.work.flows[f];
         if let Some(done) = media_done {
             if done >= self.sys.warmup && done < self.sys.duration {
@@ -470,13 +498,13 @@ impl Simulator<'_> {
         req.remaining -= t.payload.min(req.remaining);
         if req.remaining == 0 {
             self.work.reqs.release(slot);
-            if let Some((free_tags, _)) = self.nodes[n].requester() {
+            if let Some(free_tags) = rq.tags(&mut self.nodes) {
                 *free_tags += 1;
             }
             if self.work.flows[f].engines.is_some() {
-                self.engine_read_answered(r.transfer, r.length);
+                self.engine_read_answered(rq, r.transfer, r.length);
                 self.deliver(id);
-                self.engine_tag_free(f as u32);
+                self.engine_tag_free(rq, f as u32);
                 return;
             }
             let slot = r.transfer as usize;
@@ -490,7 +518,15 @@ impl Simulator<'_> {
                 }
                 let done = media_done.unwrap_or(now);
                 if done > now {
-                    self.media_write_done_at(n, f as u32, slot as u32, done);
+                    // Its slot frees when the media is done (`NodeEv::MediaDone`).
+                    if let Some(d) = rq.drives(&mut self.nodes) {
+                        let i = d.finishing(f as u32, slot as u32);
+                        let ev = Ev::Node {
+                            node: n as u32,
+                            ev: NodeEv::MediaDone(i),
+                        };
+                        self.q.schedule(done, ev);
+                    }
                 } else {
                     let flow = &mut self.work.flows[f];
                     flow.active -= 1;
@@ -499,6 +535,6 @@ impl Simulator<'_> {
             }
         }
         self.deliver(id);
-        self.issue_reads(f as u32);
+        self.issue_reads(rq, f as u32);
     }
 }

@@ -55,6 +55,7 @@ use bottleneck::BusyTicks;
 use channel::{
     Arrival, Blocked, Channel, ChannelCounters, Dllp, FcClass, Queued, ReplayEntry, CLASSES,
 };
+use node::requester::Requester;
 use node::{AnyNode, NodeEv, NodeReport};
 use result::{Audit, FlowResult, LatencyRecorder, LinkResult, RunResult};
 use slab::{Owner, Tlp};
@@ -560,15 +561,17 @@ impl Simulator<'_> {
             }
             WorkloadKind::Bridge(_) => {}
             WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => {
+                // Outside its requester's handlers: the requester is in its slot.
+                let rq = &mut Requester::InSlot(self.work.flows[f as usize].source as usize);
                 if self.work.flows[f as usize].engines.is_some() {
-                    self.start_transfers(f);
+                    self.start_transfers(rq, f);
                     return;
                 }
                 if self.work.flows[f as usize].writes {
-                    self.fill_writes(f);
+                    self.fill_writes(rq, f);
                 }
                 if self.work.flows[f as usize].reads {
-                    self.issue_reads(f);
+                    self.issue_reads(rq, f);
                 }
             }
         }

@@ -135,10 +135,12 @@ impl Simulator<'_> {
             | WorkloadKind::Storage(_)
             | WorkloadKind::Bridge(_)
             | WorkloadKind::Memcpy(_) => {
+                // Outside its requester's handlers: the requester is in its slot.
+                let rq = &mut Requester::InSlot(self.work.flows[f as usize].source as usize);
                 if s == READS {
-                    self.issue_reads(f);
+                    self.issue_reads(rq, f);
                 } else {
-                    self.fill_writes(f);
+                    self.fill_writes(rq, f);
                 }
             }
         }

@@ -285,13 +285,14 @@ impl Simulator<'_> {
         let r = *req;
         let f = r.flow as usize;
         self.watch.progress.timeouts[f] += 1;
-        let n = self.work.flows[f].source as usize;
-        if let Some((free_tags, _)) = self.nodes[n].requester() {
+        // Outside its requester's handlers: the requester is in its slot.
+        let rq = &mut Requester::InSlot(self.work.flows[f].source as usize);
+        if let Some(free_tags) = rq.tags(&mut self.nodes) {
             *free_tags += 1;
         }
         if self.work.flows[f].engines.is_some() {
-            self.engine_read_answered(r.transfer, r.length);
-            self.engine_tag_free(f as u32);
+            self.engine_read_answered(rq, r.transfer, r.length);
+            self.engine_tag_free(rq, f as u32);
             return;
         }
         let flow = &mut self.work.flows[f];
@@ -301,7 +302,7 @@ impl Simulator<'_> {
             flow.active -= 1;
             flow.free_transfers.push(t as u32);
         }
-        self.issue_reads(f as u32);
+        self.issue_reads(rq, f as u32);
     }
 
     /// A completion `id` (payload `payload`) came for read request `slot` after it timed

@@ -28,7 +28,8 @@
 use std::collections::VecDeque;
 
 use super::flow::FlowTlp;
-use super::node::dma::{EngineSide, READ, WRITE};
+use super::node::dma::{READ, WRITE};
+use super::node::requester::Requester;
 use super::*;
 use crate::engine::rng::Rng;
 use crate::fabric::{AddressPattern, DmaDevice, DmaDirection, WorkloadSpec, CACHE_LINE};
@@ -208,14 +209,6 @@ impl Flow {
 const _: () = assert!(CACHE_LINE.is_power_of_two());
 
 impl Simulator<'_> {
-    /// One side of DMA endpoint `n`'s engines.
-    fn side(&mut self, n: usize, side: usize) -> &mut EngineSide {
-        match self.nodes[n].dma_engines() {
-            Some(d) => &mut d.sides[side],
-            None => unreachable!("only a DMA endpoint's or GPU's flows run through engines"),
-        }
-    }
-
     /// The streams of flow `f` (one whose transfers run through engines).
     fn streams(&mut self, f: u32) -> &mut Streams {
         self.work.flows[f as usize]
@@ -226,7 +219,7 @@ impl Simulator<'_> {
 
     /// Starts flow `f`'s transfers while its streams have free slots.
     #[inline(never)]
-    pub(in crate::sim) fn start_transfers(&mut self, f: u32) {
+    pub(in crate::sim) fn start_transfers(&mut self, rq: &mut Requester<'_>, f: u32) {
         let now = self.now();
         for stream in 0..self.streams(f).count() {
             loop {
@@ -240,7 +233,7 @@ impl Simulator<'_> {
                 if stream == 0 {
                     st.started += 1;
                 }
-                self.new_transfer(f, stream as u8, writes, reads);
+                self.new_transfer(rq, f, stream as u8, writes, reads);
             }
         }
         // Every slot of the first stream is in use (the bottleneck's "requests").
@@ -248,7 +241,14 @@ impl Simulator<'_> {
     }
 
     /// Flow `f` starts a transfer on `stream` that `writes` and (then) `reads` its data.
-    fn new_transfer(&mut self, f: u32, stream: u8, writes: bool, reads: bool) {
+    fn new_transfer(
+        &mut self,
+        rq: &mut Requester<'_>,
+        f: u32,
+        stream: u8,
+        writes: bool,
+        reads: bool,
+    ) {
         let now = self.now();
         let flow = &mut self.work.flows[f as usize];
         let size = flow.transfer_size;
@@ -270,32 +270,30 @@ impl Simulator<'_> {
             ready: now,
         };
         let id = self.work.dma.place(t);
-        let descriptor = self.device(f).descriptor;
+        let descriptor = self.device(rq).descriptor;
         if descriptor > 0 {
-            self.enter_phase(id, Phase::Descriptor, descriptor as u64);
+            self.enter_phase(rq, id, Phase::Descriptor, descriptor as u64);
         } else {
-            self.data_phase(id);
+            self.data_phase(rq, id);
         }
     }
 
-    /// The limits of flow `f`'s endpoint.
-    fn device(&mut self, f: u32) -> DmaDevice {
-        let n = self.work.flows[f as usize].source as usize;
-        self.nodes[n]
-            .dma_engines()
-            .map_or_else(DmaDevice::default, |d| d.device)
+    /// The limits of endpoint `rq`.
+    fn device(&mut self, rq: &mut Requester<'_>) -> DmaDevice {
+        rq.engines(&mut self.nodes)
+            .map_or_else(DmaDevice::default, |e| e.device)
     }
 
     /// Transfer `t` moves its data: it writes first if it writes, else it reads.
-    fn data_phase(&mut self, t: u32) {
+    fn data_phase(&mut self, rq: &mut Requester<'_>, t: u32) {
         let tr = self.work.dma[t as usize];
         let phase = if tr.writes { Phase::Write } else { Phase::Read };
-        self.enter_phase(t, phase, tr.size);
+        self.enter_phase(rq, t, phase, tr.size);
     }
 
     /// Transfer `t`'s data is moved (its last byte in, or its last MWr out of the
     /// endpoint): its latency, then its status write if the endpoint has one, else done.
-    fn data_moved(&mut self, t: u32) {
+    fn data_moved(&mut self, rq: &mut Requester<'_>, t: u32) {
         let tr = self.work.dma[t as usize];
         if tr.started >= self.sys.warmup {
             let ns = (self.now() - tr.started).as_ns_f64();
@@ -303,33 +301,33 @@ impl Simulator<'_> {
                 .transfer_latency
                 .record(ns);
         }
-        let status = self.device(tr.flow).status_writeback;
+        let status = self.device(rq).status_writeback;
         if status > 0 {
-            self.enter_phase(t, Phase::Status, status as u64);
+            self.enter_phase(rq, t, Phase::Status, status as u64);
         } else {
-            self.dma_transfer_done(t);
+            self.dma_transfer_done(rq, t);
         }
     }
 
     /// Transfer `t` starts `phase` of `bytes` bytes (data at its own addresses; a descriptor
     /// or status at address 0 of a place of its own) on its side of its endpoint.
-    fn enter_phase(&mut self, t: u32, phase: Phase, bytes: u64) {
+    fn enter_phase(&mut self, rq: &mut Requester<'_>, t: u32, phase: Phase, bytes: u64) {
         let tr = &mut self.work.dma[t as usize];
         tr.phase = phase;
         tr.next = if phase.data() { tr.first } else { (0, 0) };
         tr.left = bytes;
         tr.unanswered = if phase.reads() { bytes } else { 0 };
-        self.enter_device(t);
+        self.enter_device(rq, t);
     }
 
     /// Transfer `t` enters its side of its endpoint: its device latency (a data phase),
     /// then an engine.
-    fn enter_device(&mut self, t: u32) {
+    fn enter_device(&mut self, rq: &mut Requester<'_>, t: u32) {
         let now = self.now();
         let tr = self.work.dma[t as usize];
         let n = self.work.flows[tr.flow as usize].source as usize;
         let side = if tr.phase.reads() { READ } else { WRITE };
-        let s = self.side(n, side);
+        let s = rq.side(&mut self.nodes, side);
         let latency = if tr.phase.data() {
             s.spec.latency + per_kib(s.spec.latency_per_kib, tr.size)
         } else {
@@ -341,16 +339,16 @@ impl Simulator<'_> {
             let at = now + latency;
             let i = s.delayed.partition_point(|&(ready, _)| ready <= at);
             s.delayed.insert(i, (at, t));
-            self.wake_engines(n, side, now + latency);
+            self.wake_engines(rq, n, side, now + latency);
         } else {
             s.waiting.push_back(t);
         }
-        self.run_engines(n, side);
+        self.run_engines(rq, n, side);
     }
 
     /// Makes sure side `side` of endpoint `n` is woken at `at` (or earlier).
-    fn wake_engines(&mut self, n: usize, side: usize, at: SimTime) {
-        let s = self.side(n, side);
+    fn wake_engines(&mut self, rq: &mut Requester<'_>, n: usize, side: usize, at: SimTime) {
+        let s = rq.side(&mut self.nodes, side);
         if s.wake.is_none_or(|w| at < w) {
             s.wake = Some(at);
             let ev = Ev::Node {
@@ -363,30 +361,30 @@ impl Simulator<'_> {
 
     /// A wake-up of side `side` of endpoint `n` fired (see `NodeEv::Engine`).
     #[inline(never)]
-    pub(in crate::sim) fn engines_woken(&mut self, n: usize, side: usize) {
+    pub(in crate::sim) fn engines_woken(&mut self, rq: &mut Requester<'_>, n: usize, side: usize) {
         let now = self.now();
-        let s = self.side(n, side);
+        let s = rq.side(&mut self.nodes, side);
         if s.wake.is_some_and(|w| w <= now) {
             s.wake = None;
         }
-        self.run_engines(n, side);
+        self.run_engines(rq, n, side);
     }
 
     /// Side `side` of endpoint `n` does what it can now: transfers whose latency is over
     /// wait for an engine, free engines take them, engines issue the requests that are due
     /// and have a tag or write-queue room. A call from within (a TLP sent synchronously
     /// wakes its owner) only asks for another round.
-    fn run_engines(&mut self, n: usize, side: usize) {
-        let s = self.side(n, side);
+    fn run_engines(&mut self, rq: &mut Requester<'_>, n: usize, side: usize) {
+        let s = rq.side(&mut self.nodes, side);
         if s.running {
             s.again = true;
             return;
         }
         s.running = true;
         loop {
-            self.side(n, side).again = false;
-            self.engines_round(n, side);
-            let s = self.side(n, side);
+            rq.side(&mut self.nodes, side).again = false;
+            self.engines_round(rq, n, side);
+            let s = rq.side(&mut self.nodes, side);
             if !s.again {
                 s.running = false;
                 return;
@@ -396,21 +394,21 @@ impl Simulator<'_> {
 
     /// Free engines of side `side` of endpoint `n` take the transfers waiting, oldest first
     /// (those whose device latency is over join the wait first).
-    fn take_engines(&mut self, n: usize, side: usize) {
+    fn take_engines(&mut self, rq: &mut Requester<'_>, n: usize, side: usize) {
         let now = self.now();
-        let unit = self.nodes[n]
-            .dma_engines()
-            .map_or(1, |d| d.device.unit as u64);
-        let s = self.side(n, side);
+        let unit = rq
+            .engines(&mut self.nodes)
+            .map_or(1, |e| e.device.unit as u64);
+        let s = rq.side(&mut self.nodes, side);
         while s.delayed.front().is_some_and(|&(at, _)| at <= now) {
             let (_, t) = s.delayed.pop_front().expect("checked");
             s.waiting.push_back(t);
         }
         if let Some(&(at, _)) = s.delayed.front() {
-            self.wake_engines(n, side, at);
+            self.wake_engines(rq, n, side, at);
         }
         loop {
-            let s = self.side(n, side);
+            let s = rq.side(&mut self.nodes, side);
             if s.free == 0 {
                 return;
             }
@@ -435,33 +433,33 @@ impl Simulator<'_> {
                 SimTime::ZERO
             };
             tr.ready = now + overhead + spec.request_cost;
-            self.side(n, side).work(overhead);
+            rq.side(&mut self.nodes, side).work(overhead);
         }
     }
 
     /// One round of [`Self::run_engines`].
-    fn engines_round(&mut self, n: usize, side: usize) {
+    fn engines_round(&mut self, rq: &mut Requester<'_>, n: usize, side: usize) {
         let now = self.now();
         let mut i = 0;
         loop {
-            self.take_engines(n, side);
-            let Some(&t) = self.side(n, side).busy.get(i) else {
+            self.take_engines(rq, n, side);
+            let Some(&t) = rq.side(&mut self.nodes, side).busy.get(i) else {
                 return;
             };
             let tr = self.work.dma[t as usize];
             if tr.ready > now {
-                self.wake_engines(n, side, tr.ready);
+                self.wake_engines(rq, n, side, tr.ready);
                 i += 1;
                 continue;
             }
             if let Some(due) = self.paced_until(&tr, now) {
                 // Its stream's rate holds its data requests; another flow's may go.
-                self.wake_engines(n, side, due);
+                self.wake_engines(rq, n, side, due);
                 i += 1;
                 continue;
             }
             let room = if side == READ {
-                matches!(self.nodes[n].requester(), Some((free, _)) if *free > 0)
+                matches!(rq.tags(&mut self.nodes), Some(free) if *free > 0)
             } else {
                 self.work.flows[tr.flow as usize].write_queued < WRITE_QUEUE_DEPTH
             };
@@ -473,12 +471,13 @@ impl Simulator<'_> {
                 continue;
             }
             if side == READ
-                && (self.side(n, side).spec.reads_per_engine).is_some_and(|m| tr.reads_out >= m)
+                && (rq.side(&mut self.nodes, side).spec.reads_per_engine)
+                    .is_some_and(|m| tr.reads_out >= m)
             {
                 i += 1; // its engine has all the reads it keeps in flight; another may not
                 continue;
             }
-            let (out, id) = self.make_request(n, t);
+            let (out, id) = self.make_request(rq, t);
             let tr = self.work.dma[t as usize];
             // The doorbell after every few transfers' data, behind it.
             let doorbell = match self.work.flows[tr.flow as usize].doorbell {
@@ -492,7 +491,7 @@ impl Simulator<'_> {
             };
             if tr.left == 0 {
                 // Its last request: the engine is free.
-                let s = self.side(n, side);
+                let s = rq.side(&mut self.nodes, side);
                 s.busy.remove(i);
                 s.free = s.free.saturating_add(1); // u32::MAX: unlimited
             }
@@ -532,9 +531,9 @@ impl Simulator<'_> {
         }
     }
 
-    /// Makes transfer `t`'s next request TLP at endpoint `n` (taking a tag for a read, a
+    /// Makes transfer `t`'s next request TLP at endpoint `rq` (taking a tag for a read, a
     /// place in the write queue for a write) and returns (channel, TLP) to push.
-    fn make_request(&mut self, n: usize, t: u32) -> (u32, u32) {
+    fn make_request(&mut self, rq: &mut Requester<'_>, t: u32) -> (u32, u32) {
         let now = self.now();
         let tr = self.work.dma[t as usize];
         let f = tr.flow;
@@ -545,12 +544,12 @@ impl Simulator<'_> {
             .as_ref()
             .map_or((1, true), |s| (s.unit, s.device_timed));
         let reads = tr.phase.reads();
-        let s = self.side(n, if reads { READ } else { WRITE });
+        let s = rq.side(&mut self.nodes, if reads { READ } else { WRITE });
         let cost = s.spec.request_cost;
         s.work(cost);
         let id = if reads {
             let len = request_bytes(tr.next, tr.left, self.sys.pcie.mrrs, unit);
-            if let Some((free, _)) = self.nodes[n].requester() {
+            if let Some(free) = rq.tags(&mut self.nodes) {
                 *free -= 1;
             }
             self.work.dma[t as usize].reads_out += 1;
@@ -625,7 +624,7 @@ impl Simulator<'_> {
     /// An MWr of flow `f` (run by engines) left its endpoint: the write queue has room, and
     /// the transfer whose last MWr it was is through its writing phase.
     #[inline(never)]
-    pub(in crate::sim) fn engine_write_left(&mut self, f: u32) {
+    pub(in crate::sim) fn engine_write_left(&mut self, rq: &mut Requester<'_>, f: u32) {
         let st = self.streams(f);
         let front = st
             .leaving
@@ -636,41 +635,46 @@ impl Simulator<'_> {
             let t = front.0;
             st.leaving.pop_front();
             if self.work.dma[t as usize].left == 0 {
-                self.transfer_written(t);
+                self.transfer_written(rq, t);
             }
         }
         let n = self.work.flows[f as usize].source as usize;
-        self.run_engines(n, WRITE);
+        self.run_engines(rq, n, WRITE);
     }
 
     /// Transfer `t`'s writes of its phase have all left its endpoint: after its data, a
     /// write-read goes on to read the same bytes; after its status it is done.
-    fn transfer_written(&mut self, t: u32) {
+    fn transfer_written(&mut self, rq: &mut Requester<'_>, t: u32) {
         let tr = self.work.dma[t as usize];
         match tr.phase {
-            Phase::Write if tr.reads => self.enter_phase(t, Phase::Read, tr.size),
-            Phase::Write => self.data_moved(t),
-            _ => self.dma_transfer_done(t),
+            Phase::Write if tr.reads => self.enter_phase(rq, t, Phase::Read, tr.size),
+            Phase::Write => self.data_moved(rq, t),
+            _ => self.dma_transfer_done(rq, t),
         }
     }
 
     /// A read request of transfer `t` has all its `len` bytes in: its descriptor is read
     /// (its data phase follows) or its data.
     #[inline(never)]
-    pub(in crate::sim) fn engine_read_answered(&mut self, t: u32, len: u32) {
+    pub(in crate::sim) fn engine_read_answered(
+        &mut self,
+        rq: &mut Requester<'_>,
+        t: u32,
+        len: u32,
+    ) {
         let tr = &mut self.work.dma[t as usize];
         tr.unanswered -= len as u64;
         tr.reads_out -= 1;
         if tr.unanswered == 0 {
             match tr.phase {
-                Phase::Descriptor => self.data_phase(t),
-                _ => self.data_moved(t),
+                Phase::Descriptor => self.data_phase(rq, t),
+                _ => self.data_moved(rq, t),
             }
         }
     }
 
     /// Transfer `t` is done: its slot takes the next transfer.
-    fn dma_transfer_done(&mut self, t: u32) {
+    fn dma_transfer_done(&mut self, rq: &mut Requester<'_>, t: u32) {
         let now = self.now();
         let tr = self.work.dma[t as usize];
         let f = tr.flow;
@@ -678,14 +682,14 @@ impl Simulator<'_> {
         self.streams(f).active[tr.stream as usize] -= 1;
         let flow = &mut self.work.flows[f as usize];
         flow.window_ticks += flow.window_full.close(now).unwrap_or(0);
-        self.start_transfers(f);
+        self.start_transfers(rq, f);
     }
 
     /// A read tag of endpoint `n` (whose flow `f` runs by engines) is free again.
     #[inline(never)]
-    pub(in crate::sim) fn engine_tag_free(&mut self, f: u32) {
+    pub(in crate::sim) fn engine_tag_free(&mut self, rq: &mut Requester<'_>, f: u32) {
         let n = self.work.flows[f as usize].source as usize;
-        self.run_engines(n, READ);
+        self.run_engines(rq, n, READ);
     }
 }
 

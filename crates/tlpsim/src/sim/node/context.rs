@@ -12,6 +12,7 @@
 //! Unit tests drive a node through a context of their own that records what it did
 //! (`context::tests::Recorder`), without a fabric.
 
+use super::requester::{Port, Requester};
 use super::{AnyNode, NodeEv};
 use crate::engine::SimTime;
 use crate::fabric::System;
@@ -106,6 +107,27 @@ pub(in crate::sim) trait Context {
     /// may start now (the pacer takes its bytes); false once none waits, or while the rate
     /// still holds them (it wakes the stream again).
     fn pace_next(&mut self, f: u32, s: u32, bytes: u64) -> bool;
+
+    /// TLP `id` (a copy in `t`), accepted on channel `c` with its first byte in at `head`,
+    /// reached the node, a DMA requester lending its state `req`: its buffer frees, a write
+    /// into it takes effect, read data goes to its flow's request (`sim::flow`).
+    fn flow_received(&mut self, req: Port<'_>, c: u32, id: u32, t: Tlp, head: SimTime);
+
+    /// Side `side` (`dma::READ`, `dma::WRITE`) of the engines of the node, a DMA requester
+    /// lending its state `req`, is due: they issue what they can (`sim::transfer`).
+    fn engines_woken(&mut self, req: Port<'_>, side: usize);
+
+    /// TLP `id` of a flow, which the node (a DMA requester lending its state `req`) owns,
+    /// left it at `start`: its flow makes room for the next or times the request.
+    fn flow_left(&mut self, req: Port<'_>, id: u32, start: SimTime);
+
+    /// Posted write `t` of a flow, which the node owns, took effect at its target (which
+    /// received it on channel `c`): the flow counts it, a doorbell rings.
+    fn flow_written(&mut self, t: &Tlp, c: u32);
+
+    /// The media of the node, a storage HBA lending its state `req`, is done with flow `f`'s
+    /// storage write in transfer slot `slot`: the slot takes the flow's next I/O.
+    fn media_write_done(&mut self, req: Port<'_>, f: u32, slot: u32);
 }
 
 /// The context the simulator gives node `n` (taken out of its table for the call).
@@ -269,6 +291,33 @@ impl Context for Cx<'_, '_> {
         p.waiting -= 1;
         p.take(bytes);
         true
+    }
+
+    #[inline(always)]
+    fn flow_received(&mut self, req: Port<'_>, c: u32, id: u32, t: Tlp, head: SimTime) {
+        let req = &mut Requester::Lent(req);
+        self.sim.requester_received(req, self.n, c, id, t, head);
+    }
+
+    #[inline(always)]
+    fn engines_woken(&mut self, req: Port<'_>, side: usize) {
+        self.sim
+            .engines_woken(&mut Requester::Lent(req), self.n, side);
+    }
+
+    #[inline(always)]
+    fn flow_left(&mut self, req: Port<'_>, id: u32, start: SimTime) {
+        self.sim.flow_left(&mut Requester::Lent(req), id, start);
+    }
+
+    #[inline(always)]
+    fn flow_written(&mut self, t: &Tlp, c: u32) {
+        self.sim.flow_tlp_written(t, c);
+    }
+
+    #[inline(always)]
+    fn media_write_done(&mut self, req: Port<'_>, f: u32, slot: u32) {
+        self.sim.transfer_done(&mut Requester::Lent(req), f, slot);
     }
 }
 

@@ -1,21 +1,30 @@
 //! DMA engines (exercisers): requesters with a number of read tags whose flows read and
 //! write a target's memory (the flows themselves run in `sim::flow`), and, where the
 //! endpoint has limits of its own (`fabric::DmaDevice`), its read and write engines that
-//! run its transfers (`sim::transfer`).
+//! run its transfers (`sim::transfer`). Its handlers hand its tags and engines to that flow
+//! code through the requester port of its context (`requester`).
 
 use std::collections::VecDeque;
 
-use super::{LegacyNode, NodeEv};
+use super::requester::Port;
+use super::{Context, Node, NodeEv};
 use crate::engine::SimTime;
 use crate::fabric::{DmaDevice, DmaEngines};
 use crate::sim::bottleneck::{Resource, UsedBy};
-use crate::sim::{Simulator, Tlp};
+use crate::sim::Tlp;
 
 /// A DMA engine at run time.
 #[derive(Debug)]
 pub(in crate::sim) struct DmaEndpoint {
     /// Read tags not in use.
     pub(in crate::sim) free_tags: u32,
+    /// Its engines.
+    pub(in crate::sim) engines: Engines,
+}
+
+/// A DMA endpoint's engines: its limits and its two sides.
+#[derive(Debug)]
+pub(in crate::sim) struct Engines {
     /// Its own limits.
     pub(in crate::sim) device: DmaDevice,
     /// Its read engines and its write engines ([`READ`], [`WRITE`]).
@@ -32,8 +41,20 @@ impl DmaEndpoint {
     pub(in crate::sim) fn new(tags: u32, device: DmaDevice) -> Self {
         DmaEndpoint {
             free_tags: tags,
-            device,
-            sides: Box::new([EngineSide::new(device.read), EngineSide::new(device.write)]),
+            engines: Engines {
+                device,
+                sides: Box::new([EngineSide::new(device.read), EngineSide::new(device.write)]),
+            },
+        }
+    }
+
+    /// Its tags and engines, lent to the flow code of its flows.
+    #[inline(always)]
+    pub(in crate::sim) fn port(&mut self) -> Port<'_> {
+        Port {
+            tags: &mut self.free_tags,
+            engines: Some(&mut self.engines),
+            drives: None,
         }
     }
 }
@@ -91,31 +112,27 @@ impl EngineSide {
     }
 }
 
-impl LegacyNode for DmaEndpoint {
+impl Node for DmaEndpoint {
     #[inline]
-    fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
-        sim.requester_received(n, c, id, t, head);
+    fn tlp_arrived<C: Context>(&mut self, cx: &mut C, c: u32, id: u32, t: Tlp, head: SimTime) {
+        cx.flow_received(self.port(), c, id, t, head);
     }
 
     #[inline(never)]
-    fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
+    fn event<C: Context>(&mut self, cx: &mut C, ev: NodeEv) {
         if let NodeEv::Engine(side) = ev {
-            sim.engines_woken(n, side as usize);
+            cx.engines_woken(self.port(), side as usize);
         }
     }
 
     #[inline(always)]
-    fn tlp_left(sim: &mut Simulator<'_>, _n: usize, id: u32, start: SimTime) {
-        sim.flow_tlp_left(id, start);
+    fn tlp_left<C: Context>(&mut self, cx: &mut C, id: u32, start: SimTime) {
+        cx.flow_left(self.port(), id, start);
     }
 
     #[inline(always)]
-    fn tlp_written(sim: &mut Simulator<'_>, _n: usize, t: &Tlp, c: u32) {
-        sim.flow_tlp_written(t, c);
-    }
-
-    fn tlp_workload(sim: &Simulator<'_>, _n: usize, t: &Tlp) -> Option<u32> {
-        sim.flow_tlp_workload(t)
+    fn tlp_written<C: Context>(&mut self, cx: &mut C, t: &Tlp, c: u32) {
+        cx.flow_written(t, c);
     }
 
     fn resources(&self, n: usize, name: &str, _t: SimTime, out: &mut Vec<Resource>) {
@@ -123,7 +140,7 @@ impl LegacyNode for DmaEndpoint {
             (READ, UsedBy::Reads, "read"),
             (WRITE, UsedBy::Writes, "write"),
         ] {
-            if let Some(busy) = self.sides[side].busy() {
+            if let Some(busy) = self.engines.sides[side].busy() {
                 out.push(Resource::of_node(
                     n,
                     used_by,

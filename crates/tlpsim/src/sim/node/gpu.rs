@@ -6,10 +6,11 @@
 
 use super::dma::DmaEndpoint;
 use super::memory::MemoryEndpoint;
-use super::{LegacyNode, Node, NodeEv};
+use super::{Context, Node, NodeEv};
 use crate::engine::SimTime;
+use crate::pcie::tlp::TlpKind;
 use crate::sim::bottleneck::Resource;
-use crate::sim::{Simulator, Tlp};
+use crate::sim::Tlp;
 
 /// A GPU at run time: its copy engines and its BAR.
 #[derive(Debug)]
@@ -20,30 +21,45 @@ pub(in crate::sim) struct GpuEndpoint {
     pub(in crate::sim) bar: MemoryEndpoint,
 }
 
-/// Its copy engines' handlers; requests and writes into its BAR, and the BAR's own events,
-/// go to the BAR (a [`Node`], through `AnyNode`'s dispatch).
-impl LegacyNode for GpuEndpoint {
+/// Requests and writes into its BAR, and the BAR's own events (`NodeEv::Written`), go to the
+/// BAR; the rest (its reads' completions, its engines' wake-ups, its TLPs leaving and taking
+/// effect) to its copy engines.
+impl Node for GpuEndpoint {
     #[inline]
-    fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
-        DmaEndpoint::tlp_arrived(sim, n, c, id, t, head);
+    fn tlp_arrived<C: Context>(&mut self, cx: &mut C, c: u32, id: u32, t: Tlp, head: SimTime) {
+        match t.kind {
+            TlpKind::MWr | TlpKind::MRd => self.bar.tlp_arrived(cx, c, id, t, head),
+            TlpKind::CplD | TlpKind::Cpl | TlpKind::Msg | TlpKind::MsgD => {
+                self.engines.tlp_arrived(cx, c, id, t, head)
+            }
+        }
     }
 
-    fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
-        DmaEndpoint::event(sim, n, ev);
+    fn event<C: Context>(&mut self, cx: &mut C, ev: NodeEv) {
+        match ev {
+            NodeEv::Written(_) => self.bar.event(cx, ev),
+            NodeEv::MediaDone(_)
+            | NodeEv::Frame(_)
+            | NodeEv::Register(_)
+            | NodeEv::TxDone(_)
+            | NodeEv::Interrupt
+            | NodeEv::Cpu(_)
+            | NodeEv::BridgeMsi(_)
+            | NodeEv::Engine(_)
+            | NodeEv::Io(_)
+            | NodeEv::Socket(_)
+            | NodeEv::SocketSend(_) => self.engines.event(cx, ev),
+        }
     }
 
     #[inline(always)]
-    fn tlp_left(sim: &mut Simulator<'_>, n: usize, id: u32, start: SimTime) {
-        DmaEndpoint::tlp_left(sim, n, id, start);
+    fn tlp_left<C: Context>(&mut self, cx: &mut C, id: u32, start: SimTime) {
+        self.engines.tlp_left(cx, id, start);
     }
 
     #[inline(always)]
-    fn tlp_written(sim: &mut Simulator<'_>, n: usize, t: &Tlp, c: u32) {
-        DmaEndpoint::tlp_written(sim, n, t, c);
-    }
-
-    fn tlp_workload(sim: &Simulator<'_>, n: usize, t: &Tlp) -> Option<u32> {
-        DmaEndpoint::tlp_workload(sim, n, t)
+    fn tlp_written<C: Context>(&mut self, cx: &mut C, t: &Tlp, c: u32) {
+        self.engines.tlp_written(cx, t, c);
     }
 
     /// Its BAR's memory; not its copy engines, which spend no time of their own (the reads

@@ -11,11 +11,12 @@
 //! [`Node`]'s handlers take `&mut self` and a [`Context`] (`context`): the time, events of
 //! the node's own, its ports, the shared TLP table. The switch, the non-transparent bridge,
 //! the memory endpoint, the NVMe drive (with its fio jobs, whose flows it reaches through
-//! its context) and a GPU's BAR are behind it; the completer logic they share with
-//! the root complex is `completer`. The other kinds are still [`LegacyNode`]s, whose
-//! handlers take the whole [`Simulator`] and the node's index: their state is entangled
-//! with the DMA flows (`sim::flow`, `sim::transfer`), which reach into a requester's tags,
-//! engines and media.
+//! its context), the DMA endpoint, the storage HBA and the GPU (its BAR and its copy
+//! engines) are behind it; the completer logic they share with the root complex is
+//! `completer`. A DMA requester's flows run in `sim::flow` and `sim::transfer`: the node
+//! lends them its tags, engines and drives through its context's requester port
+//! (`requester`). The other kinds are still [`LegacyNode`]s, whose handlers take the whole
+//! [`Simulator`] and the node's index.
 //!
 //! Every TLP has an owner (`Tlp::owner`): the node whose transaction it is, and a cookie
 //! only that node's module decodes. The fabric and the targets tell the owner what became
@@ -37,6 +38,7 @@ pub(in crate::sim) mod nic;
 mod node_tests;
 pub(in crate::sim) mod ntb;
 pub(in crate::sim) mod nvme;
+pub(in crate::sim) mod requester;
 pub(in crate::sim) mod root;
 pub(in crate::sim) mod storage;
 pub(in crate::sim) mod switch;
@@ -47,8 +49,9 @@ use memory::MemoryEndpoint;
 use nic::NicEndpoint;
 use ntb::Ntb;
 use nvme::NvmeDrive;
+use requester::Port;
 use root::RootComplex;
-use storage::{Media, StorageHba};
+use storage::StorageHba;
 use switch::Switch;
 
 use super::bottleneck::Resource;
@@ -56,7 +59,6 @@ use super::result::EthernetResult;
 use super::{Simulator, Tlp};
 use crate::engine::SimTime;
 use crate::fabric::{NodeKind, System};
-use crate::pcie::tlp::TlpKind;
 use context::{Call, Context};
 use cpu::Cpu;
 
@@ -228,33 +230,27 @@ macro_rules! each_legacy {
                 type $kind = RootComplex;
                 $call
             }
-            AnyNode::Dma(_) => {
-                type $kind = DmaEndpoint;
-                $call
-            }
-            AnyNode::Storage(_) => {
-                type $kind = StorageHba;
-                $call
-            }
             AnyNode::Nic(_) => {
                 type $kind = NicEndpoint;
                 $call
             }
-            AnyNode::Gpu(_) => {
-                type $kind = GpuEndpoint;
-                $call
-            }
-            AnyNode::Switch(_) | AnyNode::Ntb(_) | AnyNode::Memory(_) | AnyNode::Nvme(_) => $other,
+            AnyNode::Switch(_)
+            | AnyNode::Ntb(_)
+            | AnyNode::Memory(_)
+            | AnyNode::Nvme(_)
+            | AnyNode::Dma(_)
+            | AnyNode::Storage(_)
+            | AnyNode::Gpu(_) => $other,
         }
     };
 }
 
-/// Hands a call to node `$n`: a kind behind [`Node`] (or a GPU's BAR, when `$bar`) runs
-/// `$new` with `$x` the node's state, taken out of its table, and `$cx` its context; a
-/// [`LegacyNode`] runs `$legacy` with `$kind` naming its type; a node whose handler runs
-/// gets `$call` when that handler returns (`Simulator::with_node`).
+/// Hands a call to node `$n`: a kind behind [`Node`] runs `$new` with `$x` the node's
+/// state, taken out of its table, and `$cx` its context; a [`LegacyNode`] runs `$legacy`
+/// with `$kind` naming its type; a node whose handler runs gets `$call` when that handler
+/// returns (`Simulator::with_node`).
 macro_rules! dispatch {
-    ($sim:ident, $n:ident, $bar:expr, $call:expr,
+    ($sim:ident, $n:ident, $call:expr,
      $x:ident, $cx:ident => $new:expr, $kind:ident => $legacy:expr) => {
         match $sim.nodes.get($n) {
             None => $sim.nodes.waiting.push(($n as u32, $call)),
@@ -278,19 +274,24 @@ macro_rules! dispatch {
                     $new
                 }
             }),
-            Some(AnyNode::Gpu(_)) if $bar => $sim.with_node($n, |node, $cx| {
-                if let AnyNode::Gpu(g) = node {
-                    let $x = &mut g.bar;
+            Some(AnyNode::Dma(_)) => $sim.with_node($n, |node, $cx| {
+                if let AnyNode::Dma($x) = node {
                     $new
                 }
             }),
-            Some(
-                AnyNode::Root(_)
-                | AnyNode::Dma(_)
-                | AnyNode::Storage(_)
-                | AnyNode::Nic(_)
-                | AnyNode::Gpu(_),
-            ) => each_legacy!($sim.nodes[$n], $kind => $legacy, ()),
+            Some(AnyNode::Storage(_)) => $sim.with_node($n, |node, $cx| {
+                if let AnyNode::Storage($x) = node {
+                    $new
+                }
+            }),
+            Some(AnyNode::Gpu(_)) => $sim.with_node($n, |node, $cx| {
+                if let AnyNode::Gpu($x) = node {
+                    $new
+                }
+            }),
+            Some(AnyNode::Root(_) | AnyNode::Nic(_)) => {
+                each_legacy!($sim.nodes[$n], $kind => $legacy, ())
+            }
         }
     };
 }
@@ -385,21 +386,19 @@ impl AnyNode {
         t: Tlp,
         head: SimTime,
     ) {
-        // A GPU's BAR takes the requests and writes into it.
-        dispatch!(sim, n, matches!(t.kind, TlpKind::MWr | TlpKind::MRd), Call::Arrived(c, id, t, head),
+        dispatch!(sim, n, Call::Arrived(c, id, t, head),
             x, cx => x.tlp_arrived(cx, c, id, t, head),
             K => K::tlp_arrived(sim, n, c, id, t, head))
     }
 
     /// Node `n` starts (see [`Node::start`]).
     pub(in crate::sim) fn start(sim: &mut Simulator<'_>, n: usize) {
-        dispatch!(sim, n, false, Call::Start, x, cx => x.start(cx), K => K::start(sim, n))
+        dispatch!(sim, n, Call::Start, x, cx => x.start(cx), K => K::start(sim, n))
     }
 
     /// Hands node `n` its event `ev` (see [`Node::event`]).
     pub(in crate::sim) fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
-        // A GPU's BAR has the writes it delayed.
-        dispatch!(sim, n, matches!(ev, NodeEv::Written(_)), Call::Event(ev),
+        dispatch!(sim, n, Call::Event(ev),
             x, cx => x.event(cx, ev), K => K::event(sim, n, ev))
     }
 
@@ -407,7 +406,7 @@ impl AnyNode {
     #[inline(always)]
     pub(in crate::sim) fn tlp_left(sim: &mut Simulator<'_>, id: u32, start: SimTime) {
         let n = sim.tlps[id as usize].owner.node as usize;
-        dispatch!(sim, n, false, Call::Left(id, start),
+        dispatch!(sim, n, Call::Left(id, start),
             x, cx => x.tlp_left(cx, id, start),
             K => K::tlp_left(sim, n, id, start))
     }
@@ -417,7 +416,7 @@ impl AnyNode {
     #[inline(always)]
     pub(in crate::sim) fn tlp_written(sim: &mut Simulator<'_>, t: &Tlp, c: u32) {
         let n = t.owner.node as usize;
-        dispatch!(sim, n, false, Call::Written(*t, c),
+        dispatch!(sim, n, Call::Written(*t, c),
             x, cx => x.tlp_written(cx, t, c),
             K => K::tlp_written(sim, n, t, c))
     }
@@ -430,17 +429,24 @@ impl AnyNode {
             AnyNode::Ntb(x) => x.handle(cx, call),
             AnyNode::Memory(x) => x.handle(cx, call),
             AnyNode::Nvme(x) => x.handle(cx, call),
-            AnyNode::Gpu(x) => x.bar.handle(cx, call),
-            AnyNode::Root(_) | AnyNode::Dma(_) | AnyNode::Storage(_) | AnyNode::Nic(_) => {
+            AnyNode::Dma(x) => x.handle(cx, call),
+            AnyNode::Storage(x) => x.handle(cx, call),
+            AnyNode::Gpu(x) => x.handle(cx, call),
+            AnyNode::Root(_) | AnyNode::Nic(_) => {
                 unreachable!("a kind not yet behind Node")
             }
         }
     }
 
     /// The workload TLP `t` belongs to, as its owner says (see
-    /// [`LegacyNode::tlp_workload`]; an NVMe drive's TLPs name theirs).
+    /// [`LegacyNode::tlp_workload`]; an NVMe drive's TLPs name theirs); a DMA requester's
+    /// TLPs are its flows' (`sim::flow`), which the owner, out of its slot while its handler
+    /// runs, need not be asked.
     pub(in crate::sim) fn tlp_workload(sim: &Simulator<'_>, t: &Tlp) -> Option<u32> {
         let n = t.owner.node as usize;
+        if sim.sys.nodes[n].kind.owns_only_flow_tlps() {
+            return sim.flow_tlp_workload(t);
+        }
         match sim.nodes.get(n) {
             Some(AnyNode::Nvme(d)) => d.tlp_workload(t),
             Some(node) => each_legacy!(node, K => K::tlp_workload(sim, n, t), None),
@@ -455,13 +461,13 @@ impl AnyNode {
 
     /// Workload `f` starts at node `n`, which drives it (see [`Node::workload_start`]).
     pub(in crate::sim) fn workload_start(sim: &mut Simulator<'_>, n: usize, f: u32) {
-        dispatch!(sim, n, false, Call::WorkloadStart(f),
+        dispatch!(sim, n, Call::WorkloadStart(f),
             x, cx => x.workload_start(cx, f), K => drives_none::<K>())
     }
 
     /// Stream `s` of workload `f`, driven by node `n`, may go on (see [`Node::paced`]).
     pub(in crate::sim) fn paced(sim: &mut Simulator<'_>, n: usize, f: u32, s: u32) {
-        dispatch!(sim, n, false, Call::Paced(f, s), x, cx => x.paced(cx, f, s), K => drives_none::<K>())
+        dispatch!(sim, n, Call::Paced(f, s), x, cx => x.paced(cx, f, s), K => drives_none::<K>())
     }
 
     /// The measurement window opens at `now` (see [`Node::measure_from`]).
@@ -485,51 +491,24 @@ impl AnyNode {
         each_node!(self, x => x.resources(n, name, t, out))
     }
 
-    /// A DMA requester's free read tags and its media (a storage HBA's), if it is one.
+    /// A DMA requester's own state, lent to flow code run while it is in its slot, if it is
+    /// one (see [`requester::Requester::InSlot`]).
     #[inline(always)]
-    pub(in crate::sim) fn requester(&mut self) -> Option<(&mut u32, Option<&mut Media>)> {
+    pub(in crate::sim) fn requester(&mut self) -> Option<Port<'_>> {
         match self {
-            AnyNode::Root(r) => Some((&mut r.free_tags, None)),
-            AnyNode::Dma(d) => Some((&mut d.free_tags, None)),
-            AnyNode::Gpu(g) => Some((&mut g.engines.free_tags, None)),
-            AnyNode::Storage(s) => Some((&mut s.free_tags, Some(&mut s.media))),
+            AnyNode::Root(r) => Some(Port {
+                tags: &mut r.free_tags,
+                engines: None,
+                drives: None,
+            }),
+            AnyNode::Dma(d) => Some(d.port()),
+            AnyNode::Gpu(g) => Some(g.engines.port()),
+            AnyNode::Storage(s) => Some(s.port()),
             AnyNode::Nic(_)
             | AnyNode::Switch(_)
             | AnyNode::Ntb(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_) => None,
-        }
-    }
-
-    /// Its DMA engines, if it is a DMA endpoint or a GPU (its copy engines).
-    #[inline(always)]
-    pub(in crate::sim) fn dma_engines(&mut self) -> Option<&mut DmaEndpoint> {
-        match self {
-            AnyNode::Dma(d) => Some(d),
-            AnyNode::Gpu(g) => Some(&mut g.engines),
-            AnyNode::Root(_)
-            | AnyNode::Switch(_)
-            | AnyNode::Ntb(_)
-            | AnyNode::Storage(_)
-            | AnyNode::Nic(_)
-            | AnyNode::Memory(_)
-            | AnyNode::Nvme(_) => None,
-        }
-    }
-
-    /// The drives behind it, if it is a storage HBA.
-    #[inline(always)]
-    pub(in crate::sim) fn media(&mut self) -> Option<&mut Media> {
-        match self {
-            AnyNode::Storage(s) => Some(&mut s.media),
-            AnyNode::Root(_)
-            | AnyNode::Switch(_)
-            | AnyNode::Ntb(_)
-            | AnyNode::Dma(_)
-            | AnyNode::Nic(_)
-            | AnyNode::Memory(_)
-            | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
         }
     }
 

@@ -2,13 +2,17 @@
 //! ([`Recorder`]), without a fabric: no channels, no event queue, no other nodes.
 
 use super::context::Context;
+use super::dma::{DmaEndpoint, READ, WRITE};
+use super::gpu::GpuEndpoint;
 use super::memory::MemoryEndpoint;
 use super::ntb::Ntb;
 use super::nvme::NvmeDrive;
+use super::requester::Port;
+use super::storage::StorageHba;
 use super::switch::Switch;
 use super::{Node, NodeEv};
 use crate::engine::SimTime;
-use crate::fabric::{Core, System};
+use crate::fabric::{Core, DmaDevice, MediaSpec, System};
 use crate::pcie::tlp::TlpKind;
 use crate::sim::channel::FcClass;
 use crate::sim::{Owner, Tlp, NONE};
@@ -36,6 +40,10 @@ struct Recorder {
     io_latencies: Vec<(u32, f64)>,
     /// (flow, stream, bytes) of requests the node offered its pacers (all may start).
     paced: Vec<(u32, u32, u64)>,
+    /// What the node handed its flows through the requester port: each call's name, its
+    /// arguments, and the tags the node lent with it (each such call takes one tag, as an
+    /// issued read would, so that a test sees the node's own state change).
+    flows: Vec<(&'static str, [u64; 3], u32)>,
 }
 
 /// The channel a recorder's node sends on toward node `dst`: 100 + dst.
@@ -61,6 +69,7 @@ impl Recorder {
             flow_data: Vec::new(),
             io_latencies: Vec::new(),
             paced: Vec::new(),
+            flows: Vec::new(),
         }
     }
 }
@@ -147,6 +156,35 @@ impl Context for Recorder {
     fn pace_next(&mut self, _f: u32, _s: u32, _bytes: u64) -> bool {
         false
     }
+    fn flow_received(&mut self, req: Port<'_>, c: u32, id: u32, _t: Tlp, _head: SimTime) {
+        self.flows
+            .push(("received", [c as u64, id as u64, 0], take_tag(req)));
+    }
+    fn engines_woken(&mut self, req: Port<'_>, side: usize) {
+        assert!(req.engines.is_some(), "engines lent");
+        self.flows
+            .push(("engines", [side as u64, 0, 0], take_tag(req)));
+    }
+    fn flow_left(&mut self, req: Port<'_>, id: u32, start: SimTime) {
+        self.flows
+            .push(("left", [id as u64, start.ticks(), 0], take_tag(req)));
+    }
+    fn flow_written(&mut self, t: &Tlp, c: u32) {
+        self.flows
+            .push(("written", [t.owner.node as u64, c as u64, 0], 0));
+    }
+    fn media_write_done(&mut self, req: Port<'_>, f: u32, slot: u32) {
+        assert!(req.drives.is_some(), "drives lent");
+        self.flows
+            .push(("media", [f as u64, slot as u64, 0], take_tag(req)));
+    }
+}
+
+/// The tags a requester lent (before), taking one of them.
+fn take_tag(req: Port<'_>) -> u32 {
+    let before = *req.tags;
+    *req.tags = before.saturating_sub(1);
+    before
 }
 
 /// A root complex, a switch, two endpoints and an NTB's description (what the nodes read
@@ -445,4 +483,86 @@ fn an_nvme_drive_names_each_of_its_workloads_in_its_cookies() {
         .map(|t| super::nvme::tlp_workload(&cx.sys, 1, t))
         .collect();
     assert_eq!(statically, named);
+}
+
+#[test]
+fn a_dma_endpoint_lends_its_tags_and_engines_to_its_flows() {
+    let mut d = DmaEndpoint::new(8, DmaDevice::default());
+    let mut cx = Recorder::new(system(), 2);
+    // Read data for it: its flow takes it, with the endpoint's own tags.
+    let cpl = Tlp::at_source(TlpKind::CplD, 0, 2, 256, Owner { node: 2, cookie: 0 });
+    let id = arrive(&mut cx, cpl);
+    d.tlp_arrived(&mut cx, 4, id, cpl, SimTime::ZERO);
+    // Its read engines' wake-up, a request of its leaving, a write of its taking effect.
+    d.event(&mut cx, NodeEv::Engine(READ as u32));
+    d.tlp_left(&mut cx, id, SimTime::from_ns(5));
+    d.tlp_written(&mut cx, &cpl, 9);
+    let start = SimTime::from_ns(5).ticks();
+    assert_eq!(
+        cx.flows,
+        vec![
+            ("received", [4, id as u64, 0], 8),
+            ("engines", [READ as u64, 0, 0], 7),
+            ("left", [id as u64, start, 0], 6),
+            ("written", [2, 9, 0], 0),
+        ]
+    );
+    // What the flows did with the tags stays in the endpoint.
+    assert_eq!(d.free_tags, 5);
+    // It neither answers nor frees anything itself: that is its flows' (`sim::flow`).
+    assert!(cx.sent.is_empty() && cx.released.is_empty() && cx.delivered.is_empty());
+}
+
+#[test]
+fn a_gpu_hands_its_reads_data_to_its_copy_engines_and_requests_to_its_bar() {
+    let mut g = GpuEndpoint {
+        engines: DmaEndpoint::new(4, DmaDevice::default()),
+        bar: MemoryEndpoint::new(SimTime::from_ns(500), None, 256),
+    };
+    let mut cx = Recorder::new(system(), 2);
+    // A read into its BAR: the BAR answers it after its latency; no flow hears of it.
+    let read = tlp(TlpKind::MRd, 2, 256);
+    let rid = arrive(&mut cx, read);
+    g.tlp_arrived(&mut cx, 4, rid, read, SimTime::ZERO);
+    assert_eq!(cx.sent.len(), 1);
+    assert_eq!(cx.delivered, vec![rid]);
+    assert!(cx.flows.is_empty());
+    // Its copy engines' read data and wake-ups go to its flows, with the engines' tags.
+    let cpl = Tlp::at_source(TlpKind::CplD, 0, 2, 256, Owner { node: 2, cookie: 0 });
+    let cid = arrive(&mut cx, cpl);
+    g.tlp_arrived(&mut cx, 4, cid, cpl, SimTime::ZERO);
+    g.event(&mut cx, NodeEv::Engine(WRITE as u32));
+    assert_eq!(
+        cx.flows,
+        vec![
+            ("received", [4, cid as u64, 0], 4),
+            ("engines", [WRITE as u64, 0, 0], 3),
+        ]
+    );
+    assert_eq!(g.engines.free_tags, 2);
+}
+
+#[test]
+fn a_storage_hba_frees_a_storage_writes_slot_when_its_media_is_done() {
+    let spec = MediaSpec {
+        read: 1e9,
+        write: 1e9,
+        turnaround: SimTime::ZERO,
+        seek: SimTime::ZERO,
+        duplex: false,
+    };
+    let mut s = StorageHba::new(16, &spec);
+    let mut cx = Recorder::new(system(), 2);
+    // Flow 3's storage write in transfer slot 7 runs until its media is done.
+    let i = s.drives.finishing(3, 7);
+    s.event(&mut cx, NodeEv::MediaDone(i));
+    assert_eq!(cx.flows, vec![("media", [3, 7, 0], 16)]);
+    assert_eq!(s.free_tags, 15);
+    // Its entry is free again: the next storage write takes it.
+    assert_eq!(s.drives.finishing(4, 1), i);
+    // The data of a storage write reaches its flow with the HBA's tags and drives.
+    let cpl = Tlp::at_source(TlpKind::CplD, 0, 2, 256, Owner { node: 2, cookie: 0 });
+    let id = arrive(&mut cx, cpl);
+    s.tlp_arrived(&mut cx, 4, id, cpl, SimTime::ZERO);
+    assert_eq!(cx.flows[1], ("received", [4, id as u64, 0], 15));
 }

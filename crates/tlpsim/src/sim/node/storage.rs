@@ -2,13 +2,14 @@
 //! drives have read the data, and whose storage writes arrive as CplD that its drives absorb
 //! (the [`Media`]: one resource serving reads and writes in turn, or both at once).
 
-use super::{AnyNode, LegacyNode, NodeEv};
+use super::requester::Port;
+use super::{Context, Node, NodeEv};
 use crate::engine::table::Pool;
 use crate::engine::SimTime;
 use crate::fabric::MediaSpec;
 use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::throttle::Throttle;
-use crate::sim::{Ev, Simulator, Tlp};
+use crate::sim::Tlp;
 
 /// A storage HBA: read tags like a DMA engine, and the drives behind it.
 #[derive(Debug)]
@@ -16,10 +17,25 @@ pub(in crate::sim) struct StorageHba {
     /// Read tags not in use.
     pub(in crate::sim) free_tags: u32,
     /// Its drives.
+    pub(in crate::sim) drives: Drives,
+}
+
+/// The drives behind a storage HBA and the storage writes they are finishing.
+#[derive(Debug)]
+pub(in crate::sim) struct Drives {
+    /// The drives.
     pub(in crate::sim) media: Media,
     /// (flow, transfer slot) of storage writes whose media time is still running, by the
     /// index their `NodeEv::MediaDone` carries; free entries.
-    media_writes: Pool<(u32, u32)>,
+    writes: Pool<(u32, u32)>,
+}
+
+impl Drives {
+    /// Flow `f`'s storage write in transfer slot `slot` runs until the media is done with
+    /// it: the index its `NodeEv::MediaDone` carries.
+    pub(in crate::sim) fn finishing(&mut self, f: u32, slot: u32) -> u32 {
+        self.writes.place((f, slot))
+    }
 }
 
 impl StorageHba {
@@ -27,64 +43,51 @@ impl StorageHba {
     pub(in crate::sim) fn new(tags: u32, spec: &MediaSpec) -> Self {
         StorageHba {
             free_tags: tags,
-            media: Media::new(spec),
-            media_writes: Pool::new(),
+            drives: Drives {
+                media: Media::new(spec),
+                writes: Pool::new(),
+            },
+        }
+    }
+
+    /// Its tags and drives, lent to the flow code of its flows.
+    #[inline(always)]
+    pub(in crate::sim) fn port(&mut self) -> Port<'_> {
+        Port {
+            tags: &mut self.free_tags,
+            engines: None,
+            drives: Some(&mut self.drives),
         }
     }
 }
 
-impl Simulator<'_> {
-    /// Storage HBA `n`'s media finishes flow `f`'s storage write in transfer slot `slot` at
-    /// `done`: the slot frees then.
-    pub(in crate::sim) fn media_write_done_at(
-        &mut self,
-        n: usize,
-        f: u32,
-        slot: u32,
-        done: SimTime,
-    ) {
-        let AnyNode::Storage(s) = &mut self.nodes[n] else {
-            return;
-        };
-        let i = s.media_writes.place((f, slot));
-        let ev = Ev::Node {
-            node: n as u32,
-            ev: NodeEv::MediaDone(i),
-        };
-        self.q.schedule(done, ev);
-    }
-}
-
-impl LegacyNode for StorageHba {
-    fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, head: SimTime) {
-        sim.requester_received(n, c, id, t, head);
+impl Node for StorageHba {
+    fn tlp_arrived<C: Context>(&mut self, cx: &mut C, c: u32, id: u32, t: Tlp, head: SimTime) {
+        cx.flow_received(self.port(), c, id, t, head);
     }
 
     #[inline(always)]
-    fn tlp_left(sim: &mut Simulator<'_>, _n: usize, id: u32, start: SimTime) {
-        sim.flow_tlp_left(id, start);
+    fn tlp_left<C: Context>(&mut self, cx: &mut C, id: u32, start: SimTime) {
+        cx.flow_left(self.port(), id, start);
     }
 
     #[inline(always)]
-    fn tlp_written(sim: &mut Simulator<'_>, _n: usize, t: &Tlp, c: u32) {
-        sim.flow_tlp_written(t, c);
+    fn tlp_written<C: Context>(&mut self, cx: &mut C, t: &Tlp, c: u32) {
+        cx.flow_written(t, c);
     }
 
-    fn tlp_workload(sim: &Simulator<'_>, _n: usize, t: &Tlp) -> Option<u32> {
-        sim.flow_tlp_workload(t)
-    }
-
-    fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
-        let (NodeEv::MediaDone(i), AnyNode::Storage(s)) = (ev, &mut sim.nodes[n]) else {
+    /// A storage write's media time is over: its transfer slot takes the next I/O.
+    fn event<C: Context>(&mut self, cx: &mut C, ev: NodeEv) {
+        let NodeEv::MediaDone(i) = ev else {
             return;
         };
-        let (f, slot) = s.media_writes[i as usize];
-        s.media_writes.release(i);
-        sim.transfer_done(f, slot);
+        let (f, slot) = self.drives.writes[i as usize];
+        self.drives.writes.release(i);
+        cx.media_write_done(self.port(), f, slot);
     }
 
     fn resources(&self, n: usize, name: &str, t: SimTime, out: &mut Vec<Resource>) {
-        let m = &self.media;
+        let m = &self.drives.media;
         if m.duplex {
             let sides = [
                 (UsedBy::Writes, "read", &m.read),
