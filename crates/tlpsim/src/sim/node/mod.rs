@@ -10,8 +10,10 @@
 //!
 //! [`Node`]'s handlers take `&mut self` and a [`Context`] (`context`): the time, events of
 //! the node's own, its ports, the shared TLP table. The switch, the non-transparent bridge,
-//! the memory endpoint and a GPU's BAR are behind it; the completer logic they share with
-//! the root complex is `completer`. The other kinds are still [`LegacyNode`]s, whose
+//! the memory endpoint, a GPU's BAR and the NIC are behind it; the completer logic they
+//! share with the root complex is `completer`. The host CPU's methods take `&mut self` and
+//! its root complex's context; the NIC and the CPU call each other through typed ports of
+//! the context ([`AnyNode::call`]). The other kinds are still [`LegacyNode`]s, whose
 //! handlers take the whole [`Simulator`] and the node's index: their state is entangled
 //! with the DMA flows (`sim::flow`, `sim::transfer`), which reach into a requester's tags,
 //! engines and media.
@@ -136,6 +138,10 @@ pub(in crate::sim) trait Node {
             Call::Event(ev) => self.event(cx, ev),
             Call::Left(id, start) => self.tlp_left(cx, id, start),
             Call::Written(t, c) => self.tlp_written(cx, &t, c),
+            Call::CpuInterrupt(..)
+            | Call::CpuLeft(_)
+            | Call::InterruptTaken
+            | Call::RegistersWritten(_) => unreachable!("a call for a NIC or a host CPU"),
         }
     }
 }
@@ -226,10 +232,6 @@ macro_rules! each_legacy {
                 type $kind = StorageHba;
                 $call
             }
-            AnyNode::Nic(_) => {
-                type $kind = NicEndpoint;
-                $call
-            }
             AnyNode::Nvme(_) => {
                 type $kind = NvmeDrive;
                 $call
@@ -238,7 +240,7 @@ macro_rules! each_legacy {
                 type $kind = GpuEndpoint;
                 $call
             }
-            AnyNode::Switch(_) | AnyNode::Ntb(_) | AnyNode::Memory(_) => $other,
+            AnyNode::Switch(_) | AnyNode::Ntb(_) | AnyNode::Memory(_) | AnyNode::Nic(_) => $other,
         }
     };
 }
@@ -267,6 +269,11 @@ macro_rules! dispatch {
                     $new
                 }
             }),
+            Some(AnyNode::Nic(_)) => $sim.with_node($n, |node, $cx| {
+                if let AnyNode::Nic($x) = node {
+                    $new
+                }
+            }),
             Some(AnyNode::Gpu(_)) if $bar => $sim.with_node($n, |node, $cx| {
                 if let AnyNode::Gpu(g) = node {
                     let $x = &mut g.bar;
@@ -277,7 +284,6 @@ macro_rules! dispatch {
                 AnyNode::Root(_)
                 | AnyNode::Dma(_)
                 | AnyNode::Storage(_)
-                | AnyNode::Nic(_)
                 | AnyNode::Nvme(_)
                 | AnyNode::Gpu(_),
             ) => each_legacy!($sim.nodes[$n], $kind => $legacy, ()),
@@ -416,11 +422,30 @@ impl AnyNode {
             AnyNode::Ntb(x) => x.handle(cx, call),
             AnyNode::Memory(x) => x.handle(cx, call),
             AnyNode::Gpu(x) => x.bar.handle(cx, call),
-            AnyNode::Root(_)
-            | AnyNode::Dma(_)
-            | AnyNode::Storage(_)
-            | AnyNode::Nic(_)
-            | AnyNode::Nvme(_) => unreachable!("a kind not yet behind Node"),
+            AnyNode::Nic(x) => x.handle(cx, call),
+            AnyNode::Root(_) | AnyNode::Dma(_) | AnyNode::Storage(_) | AnyNode::Nvme(_) => {
+                unreachable!("a kind not yet behind Node")
+            }
+        }
+    }
+
+    /// Hands node `n` `call` from another node through a typed port of [`Context`]: at
+    /// once if it is in its slot, after its handler returns if that runs; a root complex's
+    /// calls are its host CPU's (`root::cpu_call`).
+    pub(in crate::sim) fn call(sim: &mut Simulator<'_>, n: usize, call: Call) {
+        match sim.nodes.get(n) {
+            None => sim.nodes.waiting.push((n as u32, call)),
+            Some(AnyNode::Root(_)) => root::cpu_call(sim, n, call),
+            Some(
+                AnyNode::Switch(_)
+                | AnyNode::Ntb(_)
+                | AnyNode::Dma(_)
+                | AnyNode::Storage(_)
+                | AnyNode::Nic(_)
+                | AnyNode::Memory(_)
+                | AnyNode::Nvme(_)
+                | AnyNode::Gpu(_),
+            ) => sim.with_node(n, |node, cx| node.handle(cx, call)),
         }
     }
 
@@ -552,22 +577,6 @@ impl AnyNode {
     pub(in crate::sim) fn cpu(&self) -> Option<&Cpu> {
         match self {
             AnyNode::Root(root) => root.cpu.as_deref(),
-            AnyNode::Switch(_)
-            | AnyNode::Ntb(_)
-            | AnyNode::Dma(_)
-            | AnyNode::Storage(_)
-            | AnyNode::Nic(_)
-            | AnyNode::Memory(_)
-            | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
-        }
-    }
-
-    /// The host CPU behind it, if it is a root complex with one, to change.
-    #[inline]
-    pub(in crate::sim) fn cpu_mut(&mut self) -> Option<&mut Cpu> {
-        match self {
-            AnyNode::Root(root) => root.cpu.as_deref_mut(),
             AnyNode::Switch(_)
             | AnyNode::Ntb(_)
             | AnyNode::Dma(_)
