@@ -5,7 +5,7 @@
 use super::*;
 use crate::fabric::WorkloadSpec;
 use bottleneck::Bottleneck;
-use result::{EthernetResult, KindResult, Starved};
+use result::{EthernetResult, FioResult, KindResult, Starved};
 
 impl Simulator<'_> {
     /// What the nodes report (see `node::Node::report`), in workload order.
@@ -80,6 +80,35 @@ impl Simulator<'_> {
             out.extend(r);
         }
         out
+    }
+
+    /// The fio results over a window of `window` seconds, in workload order.
+    fn fio_results(&self, window: f64) -> Vec<FioResult> {
+        let nodes = &self.sys.nodes;
+        self.sys
+            .workloads
+            .iter()
+            .zip(self.work.flows.iter())
+            .filter_map(|(w, f)| {
+                let fio = w.kind.fio()?;
+                let ios = f.transfer_latency.count();
+                let per_s = f.bytes as f64 / window;
+                Some(FioResult {
+                    name: w.name.clone(),
+                    endpoint: nodes[w.source].name.clone(),
+                    target: nodes[w.target].name.clone(),
+                    rw: fio.rw.word(),
+                    bs: fio.bs,
+                    iodepth: fio.iodepth,
+                    numjobs: fio.numjobs,
+                    ios,
+                    iops: ios as f64 / window,
+                    bandwidth_mb_per_s: per_s / 1e6,
+                    bandwidth_gb_per_s: per_s / 1e9,
+                    latency_ns: f.transfer_latency.summary(),
+                })
+            })
+            .collect()
     }
 
     /// Every link direction's results over the `window` seconds measured, which ends at

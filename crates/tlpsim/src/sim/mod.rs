@@ -554,7 +554,10 @@ impl Simulator<'_> {
     #[cold]
     fn start_flow(&mut self, f: u32) {
         match self.sys.workloads[f as usize].kind {
-            WorkloadKind::Fio(_) => self.fio_start(f),
+            WorkloadKind::Fio(_) => {
+                let n = self.sys.workloads[f as usize].source;
+                AnyNode::workload_start(self, n, f);
+            }
             WorkloadKind::Bridge(_) => {}
             WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => {
                 if self.work.flows[f as usize].engines.is_some() {

@@ -127,7 +127,10 @@ impl Simulator<'_> {
     pub(in crate::sim) fn pace_woken(&mut self, f: u32, s: usize) {
         self.work.flows[f as usize].pace[s].woke();
         match self.sys.workloads[f as usize].kind {
-            WorkloadKind::Fio(_) => self.fio_paced(f, s as u32),
+            WorkloadKind::Fio(_) => {
+                let n = self.sys.workloads[f as usize].source;
+                AnyNode::paced(self, n, f, s as u32);
+            }
             WorkloadKind::Dma
             | WorkloadKind::Storage(_)
             | WorkloadKind::Bridge(_)

@@ -382,7 +382,10 @@ impl LatencyRecorder {
     pub fn record(&mut self, ns: f64) {
         self.sum_ns += ns;
         self.count += 1;
-        let ns = (ns.round() as u64).clamp(1, LATENCY_MAX_NS);
+        // Rounded half up, as `f64::round` rounds a positive value, without its libm call:
+        // latencies are whole ticks (1/64,000 ns apart), so `ns + 0.5` is never rounded up
+        // to the next integer; a negative or NaN value gives 0 either way.
+        let ns = ((ns + 0.5) as u64).clamp(1, LATENCY_MAX_NS);
         self.hist.record(ns).expect("a value up to an hour fits");
     }
 
@@ -405,5 +408,29 @@ impl LatencyRecorder {
             p99_9: at(0.999),
             max: Some(self.hist.max() as f64),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::SimTime;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A latency of whole ticks lands in the bucket of its value rounded as
+        /// `f64::round` rounds it.
+        #[test]
+        fn latencies_of_whole_ticks_round_as_f64_round(ticks in 0u64..(1 << 50)) {
+            let ns = SimTime::from_ticks(ticks).as_ns_f64();
+            prop_assert_eq!((ns + 0.5) as u64, ns.round() as u64);
+        }
+    }
+
+    #[test]
+    fn a_half_nanosecond_rounds_up() {
+        let mut r = LatencyRecorder::default();
+        r.record(2.5);
+        assert_eq!(r.summary().max, Some(3.0));
     }
 }

@@ -82,6 +82,31 @@ pub(in crate::sim) trait Context {
     /// `order`) reached the flow's target: the flow counts it.
     fn flow_interrupt(&mut self, f: u32, order: u64);
 
+    /// The channel out of node `src` toward node `dst`, for a TLP the node makes on
+    /// `src`'s behalf (the host's doorbell writes into an NVMe drive).
+    fn toward_from(&self, src: usize, dst: usize) -> u32;
+
+    /// A TLP of the node's took effect or came in out of its stream's order: the audit
+    /// counts it.
+    fn order_violation(&mut self);
+
+    /// While measuring, flow `f` counts `bytes` it moved and, if given, the latency (ns)
+    /// of one of its TLPs.
+    fn flow_data(&mut self, f: u32, bytes: u64, latency: Option<f64>);
+
+    /// While measuring, flow `f` counts one of its transfers (an fio I/O) done, which took
+    /// `ns`.
+    fn flow_io_latency(&mut self, f: u32, ns: f64);
+
+    /// Stream `s` of flow `f` (an fio job) has a request of `bytes`: true if its rate lets
+    /// it start now (the pacer takes its bytes); else it waits, and [`super::Node::paced`]
+    /// hears when the rate allows.
+    fn pace_offer(&mut self, f: u32, s: u32, bytes: u64) -> bool;
+
+    /// Stream `s` of flow `f`, woken by its rate: true if a request of `bytes` it held back
+    /// may start now (the pacer takes its bytes); false once none waits, or while the rate
+    /// still holds them (it wakes the stream again).
+    fn pace_next(&mut self, f: u32, s: u32, bytes: u64) -> bool;
     /// The next call that came for this node while its handler ran (e.g. a TLP it sent
     /// left at once), to handle now, where a nested call would have run.
     fn next_call(&mut self) -> Option<Call>;
@@ -222,6 +247,59 @@ impl Context for Cx<'_, '_> {
         self.sim.doorbell_interrupt(f, order);
     }
 
+    fn toward_from(&self, src: usize, dst: usize) -> u32 {
+        self.sim.route.next(src, dst)
+    }
+
+    fn order_violation(&mut self) {
+        self.sim.audit.order_violations += 1;
+    }
+
+    fn flow_data(&mut self, f: u32, bytes: u64, latency: Option<f64>) {
+        if self.sim.window.measuring {
+            let flow = &mut self.sim.work.flows[f as usize];
+            flow.bytes += bytes;
+            if let Some(ns) = latency {
+                flow.latency.record(ns);
+            }
+        }
+    }
+
+    fn flow_io_latency(&mut self, f: u32, ns: f64) {
+        if self.sim.window.measuring {
+            self.sim.work.flows[f as usize].transfer_latency.record(ns);
+        }
+    }
+
+    fn pace_offer(&mut self, f: u32, s: u32, bytes: u64) -> bool {
+        let now = self.sim.now();
+        let Some(p) = self.sim.work.flows[f as usize].pace.get_mut(s as usize) else {
+            return true;
+        };
+        if p.waiting == 0 && p.ready(now) {
+            p.take(bytes);
+            return true;
+        }
+        p.waiting += 1;
+        self.sim.pace_hold(f, s as usize);
+        false
+    }
+
+    fn pace_next(&mut self, f: u32, s: u32, bytes: u64) -> bool {
+        let now = self.sim.now();
+        let p = &mut self.sim.work.flows[f as usize].pace[s as usize];
+        if p.waiting == 0 {
+            return false;
+        }
+        if !p.ready(now) {
+            self.sim.pace_hold(f, s as usize);
+            return false;
+        }
+        p.waiting -= 1;
+        p.take(bytes);
+        true
+    }
+
     #[inline(always)]
     fn next_call(&mut self) -> Option<Call> {
         let waiting = &mut self.sim.nodes.waiting;
@@ -294,6 +372,10 @@ pub(in crate::sim) enum Call {
     Left(u32, SimTime),
     /// [`super::Node::tlp_written`]: (the TLP, the channel it came in on).
     Written(Tlp, u32),
+    /// [`super::Node::workload_start`]: (the workload).
+    WorkloadStart(u32),
+    /// [`super::Node::paced`]: (the workload, its stream).
+    Paced(u32, u32),
     /// To a root complex: the MSI of the NIC at node .1 waits for core .0 of the host CPU
     /// behind it ([`Context::cpu_interrupt`]).
     CpuInterrupt(u32, u32),

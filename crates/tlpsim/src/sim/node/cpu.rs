@@ -142,6 +142,8 @@ impl Cpu {
             | Call::Event(_)
             | Call::Left(..)
             | Call::Written(..)
+            | Call::WorkloadStart(_)
+            | Call::Paced(..)
             | Call::InterruptTaken
             | Call::RegistersWritten(_) => unreachable!("a call for a node, not a host CPU"),
         }

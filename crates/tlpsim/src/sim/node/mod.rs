@@ -10,10 +10,11 @@
 //!
 //! [`Node`]'s handlers take `&mut self` and a [`Context`] (`context`): the time, events of
 //! the node's own, its ports, the shared TLP table. The switch, the non-transparent bridge,
-//! the memory endpoint, a GPU's BAR and the NIC are behind it; the completer logic they
-//! share with the root complex is `completer`. The host CPU's methods take `&mut self` and
-//! its root complex's context; the NIC and the CPU call each other through typed ports of
-//! the context ([`AnyNode::call`]). The other kinds are still [`LegacyNode`]s, whose
+//! the memory endpoint, the NVMe drive (with its fio jobs, whose flows it reaches through
+//! its context), a GPU's BAR and the NIC are behind it; the completer logic they share
+//! with the root complex is `completer`. The host CPU's methods take `&mut self` and its
+//! root complex's context; the NIC and the CPU call each other through typed ports of the
+//! context ([`AnyNode::call`]). The other kinds are still [`LegacyNode`]s, whose
 //! handlers take the whole [`Simulator`] and the node's index: their state is entangled
 //! with the DMA flows (`sim::flow`, `sim::transfer`), which reach into a requester's tags,
 //! engines and media.
@@ -129,6 +130,13 @@ pub(in crate::sim) trait Node {
     /// `out`.
     fn report(&self, _n: usize, _sys: &System, _out: &mut NodeReport) {}
 
+    /// Workload `f`, which the node drives (an NVMe drive's fio workload), starts.
+    fn workload_start<C: Context>(&mut self, _cx: &mut C, _f: u32) {}
+
+    /// Stream `s` of workload `f`, which the node drives and whose rate held it back, may
+    /// go on (its pacer's wake-up).
+    fn paced<C: Context>(&mut self, _cx: &mut C, _f: u32, _s: u32) {}
+
     /// Hands `call` to the matching handler.
     #[inline(always)]
     fn handle<C: Context>(&mut self, cx: &mut C, call: Call) {
@@ -138,6 +146,8 @@ pub(in crate::sim) trait Node {
             Call::Event(ev) => self.event(cx, ev),
             Call::Left(id, start) => self.tlp_left(cx, id, start),
             Call::Written(t, c) => self.tlp_written(cx, &t, c),
+            Call::WorkloadStart(f) => self.workload_start(cx, f),
+            Call::Paced(f, s) => self.paced(cx, f, s),
             Call::CpuInterrupt(..)
             | Call::CpuLeft(_)
             | Call::InterruptTaken
@@ -232,15 +242,15 @@ macro_rules! each_legacy {
                 type $kind = StorageHba;
                 $call
             }
-            AnyNode::Nvme(_) => {
-                type $kind = NvmeDrive;
-                $call
-            }
             AnyNode::Gpu(_) => {
                 type $kind = GpuEndpoint;
                 $call
             }
-            AnyNode::Switch(_) | AnyNode::Ntb(_) | AnyNode::Memory(_) | AnyNode::Nic(_) => $other,
+            AnyNode::Switch(_)
+            | AnyNode::Ntb(_)
+            | AnyNode::Memory(_)
+            | AnyNode::Nvme(_)
+            | AnyNode::Nic(_) => $other,
         }
     };
 }
@@ -269,6 +279,11 @@ macro_rules! dispatch {
                     $new
                 }
             }),
+            Some(AnyNode::Nvme(_)) => $sim.with_node($n, |node, $cx| {
+                if let AnyNode::Nvme($x) = node {
+                    $new
+                }
+            }),
             Some(AnyNode::Nic(_)) => $sim.with_node($n, |node, $cx| {
                 if let AnyNode::Nic($x) = node {
                     $new
@@ -284,12 +299,15 @@ macro_rules! dispatch {
                 AnyNode::Root(_)
                 | AnyNode::Dma(_)
                 | AnyNode::Storage(_)
-                | AnyNode::Nvme(_)
                 | AnyNode::Gpu(_),
             ) => each_legacy!($sim.nodes[$n], $kind => $legacy, ()),
         }
     };
 }
+
+/// A kind `K` not yet behind [`Node`] drives no workload itself (its flows run in
+/// `sim::flow`): a start or a pacer's wake-up for it is none of its business.
+fn drives_none<K: LegacyNode>() {}
 
 /// Runs `$call` on the node struct inside `$node` (an [`AnyNode`] reference) as `$x`.
 macro_rules! each_node {
@@ -421,9 +439,10 @@ impl AnyNode {
             AnyNode::Switch(x) => x.handle(cx, call),
             AnyNode::Ntb(x) => x.handle(cx, call),
             AnyNode::Memory(x) => x.handle(cx, call),
+            AnyNode::Nvme(x) => x.handle(cx, call),
             AnyNode::Gpu(x) => x.bar.handle(cx, call),
             AnyNode::Nic(x) => x.handle(cx, call),
-            AnyNode::Root(_) | AnyNode::Dma(_) | AnyNode::Storage(_) | AnyNode::Nvme(_) => {
+            AnyNode::Root(_) | AnyNode::Dma(_) | AnyNode::Storage(_) => {
                 unreachable!("a kind not yet behind Node")
             }
         }
@@ -449,10 +468,31 @@ impl AnyNode {
         }
     }
 
-    /// The workload TLP `t` belongs to, as its owner says (see [`Node::tlp_workload`]).
+    /// The workload TLP `t` belongs to, as its owner says (see
+    /// [`LegacyNode::tlp_workload`]; an NVMe drive's TLPs name theirs).
     pub(in crate::sim) fn tlp_workload(sim: &Simulator<'_>, t: &Tlp) -> Option<u32> {
         let n = t.owner.node as usize;
-        each_legacy!(sim.nodes[n], K => K::tlp_workload(sim, n, t), None)
+        match sim.nodes.get(n) {
+            Some(AnyNode::Nvme(d)) => d.tlp_workload(t),
+            Some(node) => each_legacy!(node, K => K::tlp_workload(sim, n, t), None),
+            // Out of its table, its handler runs: of the kinds behind Node, only a drive's
+            // TLPs belong to a workload, which their cookies name.
+            None if matches!(sim.sys.nodes[n].kind, NodeKind::Nvme { .. }) => {
+                nvme::tlp_workload(sim.sys, n, t)
+            }
+            None => None,
+        }
+    }
+
+    /// Workload `f` starts at node `n`, which drives it (see [`Node::workload_start`]).
+    pub(in crate::sim) fn workload_start(sim: &mut Simulator<'_>, n: usize, f: u32) {
+        dispatch!(sim, n, false, Call::WorkloadStart(f),
+            x, cx => x.workload_start(cx, f), K => drives_none::<K>())
+    }
+
+    /// Stream `s` of workload `f`, driven by node `n`, may go on (see [`Node::paced`]).
+    pub(in crate::sim) fn paced(sim: &mut Simulator<'_>, n: usize, f: u32, s: u32) {
+        dispatch!(sim, n, false, Call::Paced(f, s), x, cx => x.paced(cx, f, s), K => drives_none::<K>())
     }
 
     /// The measurement window opens at `now` (see [`Node::measure_from`]).
@@ -552,22 +592,6 @@ impl AnyNode {
             | AnyNode::Storage(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
-        }
-    }
-
-    /// The NVMe drive it is, if it is one, to change.
-    #[inline]
-    pub(in crate::sim) fn nvme_mut(&mut self) -> Option<&mut NvmeDrive> {
-        match self {
-            AnyNode::Nvme(d) => Some(d),
-            AnyNode::Root(_)
-            | AnyNode::Switch(_)
-            | AnyNode::Ntb(_)
-            | AnyNode::Dma(_)
-            | AnyNode::Storage(_)
-            | AnyNode::Nic(_)
-            | AnyNode::Memory(_)
             | AnyNode::Gpu(_) => None,
         }
     }

@@ -6,6 +6,7 @@ use super::cpu::Cpu;
 use super::memory::MemoryEndpoint;
 use super::nic::{NicEndpoint, RegisterWrite};
 use super::ntb::Ntb;
+use super::nvme::NvmeDrive;
 use super::switch::Switch;
 use super::{Node, NodeEv};
 use crate::engine::SimTime;
@@ -29,6 +30,14 @@ struct Recorder {
     delivered: Vec<u32>,
     written: Vec<(u32, u32)>,
     interrupts: Vec<(u32, u64)>,
+    /// Order violations the node counted.
+    misordered: u32,
+    /// (flow, bytes, latency) the node counted for its flows.
+    flow_data: Vec<(u32, u64, Option<f64>)>,
+    /// (flow, latency) of transfers the node counted done.
+    io_latencies: Vec<(u32, f64)>,
+    /// (flow, stream, bytes) of requests the node offered its pacers (all may start).
+    paced: Vec<(u32, u32, u64)>,
     /// Calls that came for the node while its handler ran, to hand it by `next_call`.
     calls: Vec<Call>,
     /// (root, core, NIC) of NICs' interrupts handed to the host CPU.
@@ -64,6 +73,10 @@ impl Recorder {
             delivered: Vec::new(),
             written: Vec::new(),
             interrupts: Vec::new(),
+            misordered: 0,
+            flow_data: Vec::new(),
+            io_latencies: Vec::new(),
+            paced: Vec::new(),
             calls: Vec::new(),
             cpu_interrupts: Vec::new(),
             taken: Vec::new(),
@@ -134,6 +147,28 @@ impl Context for Recorder {
     }
     fn flow_interrupt(&mut self, f: u32, order: u64) {
         self.interrupts.push((f, order));
+    }
+    /// Node `src`'s channel toward `dst`: 1000 * src + dst.
+    fn toward_from(&self, src: usize, dst: usize) -> u32 {
+        1000 * src as u32 + dst as u32
+    }
+    fn order_violation(&mut self) {
+        self.misordered += 1;
+    }
+    fn flow_data(&mut self, f: u32, bytes: u64, latency: Option<f64>) {
+        self.flow_data.push((f, bytes, latency));
+    }
+    fn flow_io_latency(&mut self, f: u32, ns: f64) {
+        self.io_latencies.push((f, ns));
+    }
+    /// No rate: every request may start.
+    fn pace_offer(&mut self, f: u32, s: u32, bytes: u64) -> bool {
+        self.paced.push((f, s, bytes));
+        true
+    }
+    /// No rate: nothing is ever held back.
+    fn pace_next(&mut self, _f: u32, _s: u32, _bytes: u64) -> bool {
+        false
     }
     fn next_call(&mut self) -> Option<Call> {
         (!self.calls.is_empty()).then(|| self.calls.remove(0))
@@ -308,6 +343,153 @@ fn a_bridge_sends_its_msi_behind_the_doorbell_and_tells_the_flow_when_it_lands()
     assert_eq!(cx.sent_from, vec![(out_toward(0), id, 1)]);
     b.tlp_written(&mut cx, &msi, 9);
     assert_eq!(cx.interrupts, vec![(5, 42)]);
+}
+
+/// A root complex (node 0) and an NVMe drive (node 1) below it, with a 4 KiB random-read
+/// fio workload (0) of one job and one I/O in flight, and a second of writes (1).
+fn nvme_system() -> System {
+    let text = "[simulation]\nduration = \"1us\"\n\
+        [pcie]\nmps = 256\nmrrs = 512\n\
+        [[root_complex]]\nname = \"rc\"\n\
+        [[endpoint]]\nname = \"ssd\"\nkind = \"nvme\"\nread_latency = \"10us\"\n\
+        [[link]]\nbetween = [\"rc\", \"ssd\"]\ngen = 4\nwidth = 4\n\
+        [[workload]]\nname = \"r\"\nkind = \"fio\"\nendpoint = \"ssd\"\nrw = \"randread\"\nbs = \"4KiB\"\n\
+        [[workload]]\nname = \"w\"\nkind = \"fio\"\nendpoint = \"ssd\"\nrw = \"randwrite\"\nbs = \"4KiB\"\n";
+    crate::scenario::load_str(text, "<test>").expect("the system loads")
+}
+
+/// The drive of [`nvme_system`] and its recorder, its read workload started: the host's
+/// submission doorbell is sent (its TLP id returned).
+fn nvme_started() -> (NvmeDrive, Recorder, u32) {
+    let sys = nvme_system();
+    let crate::fabric::NodeKind::Nvme { tags, spec } = sys.nodes[1].kind else {
+        panic!("node 1 is the drive");
+    };
+    let mut d = NvmeDrive::new(&sys, 1, spec, tags);
+    let mut cx = Recorder::new(sys, 1);
+    d.workload_start(&mut cx, 0);
+    assert_eq!(cx.paced, vec![(0, 0, 4096)]);
+    // The host (node 0) writes the doorbell on its channel toward the drive.
+    let (_, c, bell) = cx.sent[0];
+    assert_eq!(c, cx.toward_from(0, 1));
+    let t = cx.tlps[bell as usize];
+    assert_eq!((t.kind, t.src, t.dst, t.payload), (TlpKind::MWr, 0, 1, 4));
+    (d, cx, bell)
+}
+
+#[test]
+fn an_nvme_doorbell_makes_the_drive_fetch_the_submission_queue_entry() {
+    let (mut d, mut cx, bell) = nvme_started();
+    let t = cx.tlps[bell as usize];
+    let now = cx.now;
+    d.tlp_arrived(&mut cx, 7, bell, t, now);
+    // The doorbell is absorbed (its credits free, it is done with) and heard of at once.
+    assert_eq!(cx.released, vec![(7, FcClass::Posted, 1, 1)]);
+    assert_eq!(cx.delivered, vec![bell]);
+    assert!(cx.written.is_empty());
+    // The controller reads the 64-byte entry from host memory.
+    let (_, c, fetch) = cx.sent[1];
+    assert_eq!(c, out_toward(0));
+    let r = cx.tlps[fetch as usize];
+    assert_eq!((r.kind, r.src, r.dst, r.length), (TlpKind::MRd, 1, 0, 64));
+    assert_eq!(r.owner.node, 1);
+    // Its TLPs say their workload, from the TLP alone too (the trace asks).
+    assert_eq!(d.tlp_workload(&r), Some(0));
+    assert_eq!(super::nvme::tlp_workload(&cx.sys, 1, &r), Some(0));
+    assert_eq!(super::nvme::tlp_workload(&cx.sys, 1, &t), Some(0));
+}
+
+#[test]
+fn an_nvme_read_sends_its_data_as_mps_sized_writes_then_completes() {
+    let (mut d, mut cx, bell) = nvme_started();
+    let t = cx.tlps[bell as usize];
+    let now = cx.now;
+    d.tlp_arrived(&mut cx, 7, bell, t, now);
+    let (_, _, fetch) = cx.sent[1];
+    let now = cx.now;
+    d.tlp_left(&mut cx, fetch, now);
+    // The entry comes back: the command goes to the media, which takes its read latency.
+    let r = cx.tlps[fetch as usize];
+    let cpl = Tlp::at_source(TlpKind::CplD, 0, 1, 64, r.owner);
+    let id = cx.new_tlp(cpl);
+    let now = cx.now;
+    d.tlp_arrived(&mut cx, 8, id, cpl, now);
+    assert_eq!(cx.released[1], (8, FcClass::Completion, 1, 4));
+    let (at, ev) = cx.scheduled[0];
+    assert!(at >= cx.now + SimTime::from_ns(10_000));
+    cx.now = at;
+    d.event(&mut cx, ev);
+    // Data in MPS-sized writes to host memory, two queued at the link at a time.
+    let writes: Vec<_> = cx.sent[2..].iter().map(|s| cx.tlps[s.2 as usize]).collect();
+    assert_eq!(writes.len(), 2);
+    for (i, w) in writes.iter().enumerate() {
+        assert_eq!((w.kind, w.dst, w.payload), (TlpKind::MWr, 0, 256));
+        assert_eq!((w.addr, w.order), (256 * i as u32, i as u64));
+    }
+    // Each leaving makes room for the next: 16 data writes, the completion entry, MSI-X.
+    let mut k = 2;
+    while k < cx.sent.len() {
+        let (_, _, w) = cx.sent[k];
+        let now = cx.now;
+        d.tlp_left(&mut cx, w, now);
+        k += 1;
+    }
+    let sizes: Vec<_> = cx.sent[2..]
+        .iter()
+        .map(|s| cx.tlps[s.2 as usize].payload)
+        .collect();
+    assert_eq!(sizes, [vec![256; 16], vec![16, 4]].concat());
+    // The data and the completion entry take effect in order; the data count.
+    cx.now += SimTime::from_ns(500);
+    let before = cx.sent.len();
+    for k in 2..before - 1 {
+        let w = cx.tlps[cx.sent[k].2 as usize];
+        d.tlp_written(&mut cx, &w, 3);
+    }
+    assert_eq!(cx.flow_data.len(), 16);
+    assert!(cx
+        .flow_data
+        .iter()
+        .all(|&(f, b, l)| f == 0 && b == 256 && l.is_some()));
+    // The MSI-X lands: the I/O is done, the host rings the completion doorbell and
+    // submits the job's next I/O.
+    let msi = cx.tlps[cx.sent[before - 1].2 as usize];
+    d.tlp_written(&mut cx, &msi, 3);
+    assert_eq!(cx.io_latencies.len(), 1);
+    assert_eq!(cx.io_latencies[0].0, 0);
+    assert_eq!(cx.paced.len(), 2);
+    let rung: Vec<_> = cx.sent[before..]
+        .iter()
+        .map(|s| cx.tlps[s.2 as usize])
+        .collect();
+    assert_eq!(rung.len(), 2);
+    assert!(rung
+        .iter()
+        .all(|b| b.kind == TlpKind::MWr && b.src == 0 && b.dst == 1));
+    // The completion doorbell belongs to no workload, the next submission to the read's.
+    assert_eq!(d.tlp_workload(&rung[0]), None);
+    assert_eq!(d.tlp_workload(&rung[1]), Some(0));
+    assert_eq!(cx.misordered, 0);
+}
+
+#[test]
+fn an_nvme_drive_names_each_of_its_workloads_in_its_cookies() {
+    let sys = nvme_system();
+    let crate::fabric::NodeKind::Nvme { tags, spec } = sys.nodes[1].kind else {
+        panic!("node 1 is the drive");
+    };
+    let mut d = NvmeDrive::new(&sys, 1, spec, tags);
+    let mut cx = Recorder::new(sys, 1);
+    d.workload_start(&mut cx, 1);
+    d.workload_start(&mut cx, 0);
+    let bells: Vec<_> = cx.sent.iter().map(|s| cx.tlps[s.2 as usize]).collect();
+    let named: Vec<_> = bells.iter().map(|t| d.tlp_workload(t)).collect();
+    assert_eq!(named, [Some(1), Some(0)]);
+    let statically: Vec<_> = bells
+        .iter()
+        .map(|t| super::nvme::tlp_workload(&cx.sys, 1, t))
+        .collect();
+    assert_eq!(statically, named);
 }
 
 /// A root complex with the host CPU behind it and a two-port NIC below, fed 64-byte frames

@@ -320,6 +320,8 @@ impl Node for NicEndpoint {
             Call::Event(ev) => self.event(cx, ev),
             Call::Left(id, start) => self.tlp_left(cx, id, start),
             Call::Written(t, c) => self.tlp_written(cx, &t, c),
+            Call::WorkloadStart(f) => self.workload_start(cx, f),
+            Call::Paced(f, s) => self.paced(cx, f, s),
             Call::InterruptTaken => self.queued_on_core = false,
             Call::RegistersWritten(w) => self.registers_written(cx, w),
             Call::CpuInterrupt(..) | Call::CpuLeft(_) => unreachable!("a call for a host CPU"),
