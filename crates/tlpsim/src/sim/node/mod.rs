@@ -284,11 +284,8 @@ macro_rules! dispatch {
                     $new
                 }
             }),
-            Some(AnyNode::Nic(_)) => $sim.with_node($n, |node, $cx| {
-                if let AnyNode::Nic($x) = node {
-                    $new
-                }
-            }),
+            // Out of line: the NIC's handlers stay out of the hot event loop.
+            Some(AnyNode::Nic(_)) => AnyNode::call_out_of_line($sim, $n, $call),
             Some(AnyNode::Gpu(_)) if $bar => $sim.with_node($n, |node, $cx| {
                 if let AnyNode::Gpu(g) = node {
                     let $x = &mut g.bar;
@@ -446,6 +443,13 @@ impl AnyNode {
                 unreachable!("a kind not yet behind Node")
             }
         }
+    }
+
+    /// Hands node `n`, in its slot, `call` from a function of its own, not inlined into
+    /// the event loop (see `dispatch!`).
+    #[inline(never)]
+    pub(in crate::sim) fn call_out_of_line(sim: &mut Simulator<'_>, n: usize, call: Call) {
+        sim.with_node(n, |node, cx| node.handle(cx, call));
     }
 
     /// Hands node `n` `call` from another node through a typed port of [`Context`]: at
