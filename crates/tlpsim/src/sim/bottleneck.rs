@@ -344,11 +344,8 @@ impl Simulator<'_> {
             })
             .collect();
         // Cores only where the scenario has a CPU.
-        let cpu = if self.sys.cpu.is_some() {
-            self.cpu_busy(end)
-        } else {
-            Vec::new()
-        };
+        let cpu = (self.sys.cpu.and_then(|c| self.nodes[c.root].cpu()))
+            .map_or(Vec::new(), |cpu| cpu.busy(self.sys.warmup, end));
         let m = Measured {
             end,
             window,
@@ -409,8 +406,9 @@ impl Simulator<'_> {
         }
         let mut cands = self.path_candidates(&chans, requests, w, m);
         self.resource_candidates(f, &nodes, tops, m, &mut cands);
-        if let Some(&busy) = self.nic_core(src).and_then(|k| m.cpu.get(k as usize)) {
-            let core = self.nic_core(src).unwrap_or(0);
+        let nic_core = self.nodes[src].nic().map(|nic| nic.core());
+        if let Some(&busy) = nic_core.and_then(|k| m.cpu.get(k as usize)) {
+            let core = nic_core.unwrap_or(0);
             cands.push(Candidate {
                 limit: Limit::Saturable,
                 kind: "cpu",

@@ -12,6 +12,7 @@
 //! Unit tests drive a node through a context of their own that records what it did
 //! (`context::tests::Recorder`), without a fabric.
 
+use super::nic::{NicEndpoint, RegisterWrite};
 use super::requester::{Port, Requester};
 use super::{AnyNode, NodeEv};
 use crate::engine::SimTime;
@@ -128,6 +129,34 @@ pub(in crate::sim) trait Context {
     /// The media of the node, a storage HBA lending its state `req`, is done with flow `f`'s
     /// storage write in transfer slot `slot`: the slot takes the flow's next I/O.
     fn media_write_done(&mut self, req: Port<'_>, f: u32, slot: u32);
+    /// The next call that came for this node while its handler ran (e.g. a TLP it sent
+    /// left at once), to handle now, where a nested call would have run.
+    fn next_call(&mut self) -> Option<Call>;
+
+    /// The MSI of the NIC at node `nic` reached root complex `root`: it waits for core
+    /// `core` of the host CPU behind it ([`Call::CpuInterrupt`]).
+    fn cpu_interrupt(&mut self, root: usize, core: u32, nic: u32);
+
+    /// The host CPU's core took the interrupt the NIC at node `nic` queued on it
+    /// ([`Call::InterruptTaken`]).
+    fn interrupt_taken(&mut self, nic: usize);
+
+    /// The host CPU's register write `w` took effect at the NIC at node `nic`
+    /// ([`Call::RegistersWritten`]).
+    fn registers_written(&mut self, nic: usize, w: RegisterWrite);
+
+    /// The CPU's driver takes the next frame the NIC at node `nic` received, looking at
+    /// its ports from `start` on: (port, frame size, port to look at first next time).
+    fn nic_take_received(&mut self, nic: usize, start: u32) -> Option<(u32, u32, u32)>;
+
+    /// The CPU's driver posts the frame the NIC at node `nic` received on port `p` on the
+    /// other port's transmit ring (or drops it if that ring is full).
+    fn nic_post_frame(&mut self, nic: usize, p: u32);
+
+    /// The CPU's driver's next register write to the NIC at node `nic`: what it announces
+    /// (transmit doorbell, returned receive descriptors, interrupts re-enabled as
+    /// `(doorbell, rdt, enable)` ask).
+    fn nic_register_write(&mut self, nic: usize, what: (bool, bool, bool)) -> RegisterWrite;
 }
 
 /// The context the simulator gives node `n` (taken out of its table for the call).
@@ -319,9 +348,48 @@ impl Context for Cx<'_, '_> {
     fn media_write_done(&mut self, req: Port<'_>, f: u32, slot: u32) {
         self.sim.transfer_done(&mut Requester::Lent(req), f, slot);
     }
+
+    fn next_call(&mut self) -> Option<Call> {
+        let waiting = &mut self.sim.nodes.waiting;
+        if waiting.is_empty() {
+            return None;
+        }
+        let i = waiting.iter().position(|w| w.0 as usize == self.n)?;
+        Some(waiting.remove(i).1)
+    }
+
+    fn cpu_interrupt(&mut self, root: usize, core: u32, nic: u32) {
+        AnyNode::call(self.sim, root, Call::CpuInterrupt(core, nic));
+    }
+
+    fn interrupt_taken(&mut self, nic: usize) {
+        AnyNode::call(self.sim, nic, Call::InterruptTaken);
+    }
+
+    fn registers_written(&mut self, nic: usize, w: RegisterWrite) {
+        AnyNode::call(self.sim, nic, Call::RegistersWritten(w));
+    }
+
+    fn nic_take_received(&mut self, nic: usize, start: u32) -> Option<(u32, u32, u32)> {
+        self.driven(nic).take_received(start)
+    }
+
+    fn nic_post_frame(&mut self, nic: usize, p: u32) {
+        self.driven(nic).post_frame(p);
+    }
+
+    fn nic_register_write(&mut self, nic: usize, what: (bool, bool, bool)) -> RegisterWrite {
+        self.driven(nic).register_write(what)
+    }
 }
 
 impl<'s, 'a> Cx<'s, 'a> {
+    /// The context of node `n`, out of its table for a call (`dispatch!`).
+    #[inline(always)]
+    pub(in crate::sim::node) fn of(sim: &'s mut Simulator<'a>, n: usize) -> Self {
+        Cx { sim, n }
+    }
+
     /// The context of node `n` while it stays in its table: for a kind not yet behind
     /// [`super::Node`] that uses the shared completer (`completer`).
     pub(in crate::sim::node) fn legacy(sim: &'s mut Simulator<'a>, n: usize) -> Self {
@@ -331,6 +399,16 @@ impl<'s, 'a> Cx<'s, 'a> {
     /// The simulator behind it, for a kind not yet behind [`super::Node`].
     pub(in crate::sim::node) fn legacy_sim(&mut self) -> &mut Simulator<'a> {
         self.sim
+    }
+
+    /// The NIC at node `nic`, whose rings the host CPU's driver reads and writes (a NIC is
+    /// in its slot then: the CPU runs on the root complex's events, not a NIC's).
+    fn driven(&mut self, nic: usize) -> &mut NicEndpoint {
+        self.sim
+            .nodes
+            .get_mut(nic)
+            .and_then(AnyNode::nic_mut)
+            .expect("a NIC in its slot")
     }
 }
 
@@ -352,6 +430,16 @@ pub(in crate::sim) enum Call {
     WorkloadStart(u32),
     /// [`super::Node::paced`]: (the workload, its stream).
     Paced(u32, u32),
+    /// To a root complex: the MSI of the NIC at node .1 waits for core .0 of the host CPU
+    /// behind it ([`Context::cpu_interrupt`]).
+    CpuInterrupt(u32, u32),
+    /// To a root complex: the host CPU's TLP with this cookie (its own) left the root
+    /// complex.
+    CpuLeft(u32),
+    /// To a NIC: its core took its interrupt ([`Context::interrupt_taken`]).
+    InterruptTaken,
+    /// To a NIC: the host CPU's register write took effect ([`Context::registers_written`]).
+    RegistersWritten(RegisterWrite),
 }
 
 /// The nodes of a run, each in its slot (a node whose handler runs is out of its slot), and
@@ -449,6 +537,16 @@ impl<'a> Simulator<'a> {
             unreachable!("a node out of its table is not called again");
         };
         f(&mut node, &mut Cx { sim: self, n });
+        if !self.nodes.waiting.is_empty() {
+            self.run_waiting_calls(n, &mut node);
+        }
+        self.nodes.put(n, node);
+    }
+
+    /// Node `n`'s handler returned: it gets the calls that came for it meanwhile, then goes
+    /// back into its slot (`dispatch!`).
+    #[inline(always)]
+    pub(in crate::sim::node) fn handled(&mut self, n: usize, mut node: Box<AnyNode>) {
         if !self.nodes.waiting.is_empty() {
             self.run_waiting_calls(n, &mut node);
         }

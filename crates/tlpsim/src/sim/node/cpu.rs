@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 
+use super::context::{Call, Context};
 use super::nic::RegisterWrite;
 use super::root::cpu_owner;
 use super::NodeEv;
@@ -15,7 +16,7 @@ use crate::engine::table::Pool;
 use crate::engine::{OpenSpan, SimTime};
 use crate::fabric::CpuSpec;
 use crate::pcie::tlp::TlpKind;
-use crate::sim::{Ev, Simulator, Tlp};
+use crate::sim::Tlp;
 
 /// The host CPU at run time.
 #[derive(Debug)]
@@ -88,6 +89,15 @@ impl Cpu {
             c.busy.restart(now);
         }
     }
+
+    /// Per core, the fraction of the measurement window (from `warmup` to `end`) it was
+    /// busy: taking interrupts, reading registers, bridging frames, writing registers.
+    pub(in crate::sim) fn busy(&self, warmup: SimTime, end: SimTime) -> Vec<f64> {
+        let window = end.saturating_sub(warmup).ticks().max(1) as f64;
+        (self.cores.iter())
+            .map(|c| ((c.busy_ticks + c.busy.elapsed(end)) as f64 / window).min(1.0))
+            .collect()
+    }
 }
 
 /// What a TLP of the host CPU is to it (below the root complex's own bit, see
@@ -120,55 +130,58 @@ impl CpuTlp {
     }
 }
 
-/// The event of core `core` of the CPU behind root complex `r`.
-fn cpu_ev(r: usize, core: u32) -> Ev {
-    Ev::Node {
-        node: r as u32,
-        ev: NodeEv::Cpu(core),
-    }
-}
-
-impl Simulator<'_> {
-    /// The CPU behind root complex `r`, if it has one.
-    fn cpu_mut(&mut self, r: usize) -> Option<&mut Cpu> {
-        self.nodes[r].cpu_mut()
-    }
-
-    /// Per core, the fraction of the measurement window (which ends at `end`) it was busy:
-    /// taking interrupts, reading registers, bridging frames, writing registers.
-    pub(in crate::sim) fn cpu_busy(&self, end: SimTime) -> Vec<f64> {
-        let window = end.saturating_sub(self.sys.warmup).ticks().max(1) as f64;
-        let cpu = self.sys.cpu.and_then(|c| self.nodes[c.root].cpu());
-        cpu.map_or(Vec::new(), |cpu| {
-            cpu.cores
-                .iter()
-                .map(|c| ((c.busy_ticks + c.busy.elapsed(end)) as f64 / window).min(1.0))
-                .collect()
-        })
-    }
-
-    /// The MSI of the NIC at node `nic` reached root complex `r`: it waits for core `core`,
-    /// which takes it at once if idle.
-    pub(in crate::sim) fn cpu_interrupt(&mut self, r: usize, core: u32, nic: u32) {
-        let Some(cpu) = self.cpu_mut(r) else {
-            return;
-        };
-        let c = &mut cpu.cores[core as usize];
-        c.queue.push_back(nic);
-        if c.phase == Phase::Idle {
-            self.next_interrupt(r, core);
+impl Cpu {
+    /// Hands `call` (one that came while a method of its ran, see `root::cpu_call`) to the
+    /// matching method.
+    pub(in crate::sim) fn handle<C: Context>(&mut self, cx: &mut C, call: Call) {
+        match call {
+            Call::CpuInterrupt(core, nic) => self.interrupt(cx, core, nic),
+            Call::CpuLeft(cookie) => self.tlp_left(cx, cookie),
+            Call::Arrived(..)
+            | Call::Start
+            | Call::Event(_)
+            | Call::Left(..)
+            | Call::Written(..)
+            | Call::WorkloadStart(_)
+            | Call::Paced(..)
+            | Call::InterruptTaken
+            | Call::RegistersWritten(_) => unreachable!("a call for a node, not a host CPU"),
         }
     }
 
-    /// Core `core` of the CPU behind root complex `r` takes the next interrupt waiting for
-    /// it, or goes idle.
-    fn next_interrupt(&mut self, r: usize, core: u32) {
-        let now = self.now();
-        let Some(cpu) = self.cpu_mut(r) else {
-            return;
-        };
-        let cost = cpu.spec.interrupt_cost;
-        let c = &mut cpu.cores[core as usize];
+    /// Handles the calls that came for it while its method ran, where they came (a TLP it
+    /// sent left at once).
+    fn run_nested<C: Context>(&mut self, cx: &mut C) {
+        while let Some(call) = cx.next_call() {
+            self.handle(cx, call);
+        }
+    }
+
+    /// Sends a new register access of `kind` to the NIC at node `k`, owned as `what`.
+    fn access<C: Context>(&mut self, cx: &mut C, kind: TlpKind, k: usize, what: CpuTlp) {
+        let r = cx.node() as u32;
+        let owner = cpu_owner(r, what.cookie());
+        let id = cx.new_tlp(Tlp::at_source(kind, r, k as u32, 4, owner));
+        let down = cx.toward(k);
+        cx.send(down, id);
+        self.run_nested(cx);
+    }
+
+    /// The MSI of the NIC at node `nic` reached its root complex: it waits for core
+    /// `core`, which takes it at once if idle.
+    pub(in crate::sim) fn interrupt<C: Context>(&mut self, cx: &mut C, core: u32, nic: u32) {
+        let c = &mut self.cores[core as usize];
+        c.queue.push_back(nic);
+        if c.phase == Phase::Idle {
+            self.next_interrupt(cx, core);
+        }
+    }
+
+    /// Core `core` takes the next interrupt waiting for it, or goes idle.
+    fn next_interrupt<C: Context>(&mut self, cx: &mut C, core: u32) {
+        let now = cx.now();
+        let cost = self.spec.interrupt_cost;
+        let c = &mut self.cores[core as usize];
         let Some(k) = c.queue.pop_front() else {
             c.phase = Phase::Idle;
             c.busy_ticks += c.busy.close(now).unwrap_or(0);
@@ -177,24 +190,17 @@ impl Simulator<'_> {
         c.nic = k;
         c.phase = Phase::Interrupt;
         c.busy.open(now);
-        if let Some(nic) = self.nic_mut(k as usize) {
-            nic.interrupt_taken();
-        }
-        self.q.schedule(now + cost, cpu_ev(r, core));
+        cx.interrupt_taken(k as usize);
+        cx.schedule(now + cost, NodeEv::Cpu(core));
     }
 
-    /// Runs core `core` of the CPU behind root complex `r` until it has to wait (software
-    /// time, a register read, room for a posted write).
-    pub(in crate::sim) fn advance(&mut self, r: usize, core: u32) {
-        let Some(spec) = self.cpu_mut(r).map(|cpu| cpu.spec) else {
-            return;
-        };
+    /// Runs core `core` until it has to wait (software time, a register read, room for a
+    /// posted write).
+    pub(in crate::sim) fn advance<C: Context>(&mut self, cx: &mut C, core: u32) {
+        let spec = self.spec;
         loop {
-            let now = self.now();
-            let Some(cpu) = self.cpu_mut(r) else {
-                return;
-            };
-            let c = &mut cpu.cores[core as usize];
+            let now = cx.now();
+            let c = &mut self.cores[core as usize];
             let k = c.nic as usize;
             match c.phase {
                 Phase::Idle => return,
@@ -202,139 +208,94 @@ impl Simulator<'_> {
                 Phase::Reads(0) => c.phase = Phase::Frames,
                 Phase::Reads(left) => {
                     c.phase = Phase::Reads(left - 1);
-                    let owner = cpu_owner(r as u32, CpuTlp::RegRead(core).cookie());
-                    let id =
-                        self.new_tlp(Tlp::at_source(TlpKind::MRd, r as u32, k as u32, 4, owner));
-                    let down = self.route.next(r, k);
-                    self.push(down, id);
+                    self.access(cx, TlpKind::MRd, k, CpuTlp::RegRead(core));
                     return;
                 }
-                Phase::Frames => {
-                    let start = c.next_port;
-                    let found = self.nic_mut(k).and_then(|nic| nic.take_received(start));
-                    let Some(cpu) = self.cpu_mut(r) else {
+                Phase::Frames => match cx.nic_take_received(k, c.next_port) {
+                    Some((p, frame, next)) => {
+                        c.next_port = next;
+                        c.phase = Phase::FrameDone(p);
+                        let bytes = spec.byte_cost_ps * frame as f64 * SimTime::TICKS_PER_PS as f64;
+                        let cost = spec.frame_cost + SimTime::from_ticks(bytes.round() as u64);
+                        cx.schedule(now + cost, NodeEv::Cpu(core));
                         return;
-                    };
-                    let c = &mut cpu.cores[core as usize];
-                    match found {
-                        Some((p, frame, next)) => {
-                            c.next_port = next;
-                            c.phase = Phase::FrameDone(p);
-                            let bytes =
-                                spec.byte_cost_ps * frame as f64 * SimTime::TICKS_PER_PS as f64;
-                            let cost = spec.frame_cost + SimTime::from_ticks(bytes.round() as u64);
-                            self.q.schedule(now + cost, cpu_ev(r, core));
-                            return;
-                        }
-                        None => c.phase = Phase::EndWrites(spec.writes_per_interrupt),
                     }
-                }
+                    None => c.phase = Phase::EndWrites(spec.writes_per_interrupt),
+                },
                 Phase::FrameDone(p) => {
                     c.phase = Phase::FrameWrites(spec.writes_per_frame);
-                    if let Some(nic) = self.nic_mut(k) {
-                        nic.post_frame(p);
-                    }
+                    cx.nic_post_frame(k, p);
                 }
                 Phase::FrameWrites(0) => c.phase = Phase::Frames,
                 Phase::FrameWrites(left) => {
                     let doorbell = left == spec.writes_per_frame;
-                    if !self.register_write(r, core, k, (doorbell, false, false)) {
+                    if !self.register_write(cx, core, k, (doorbell, false, false)) {
                         return;
                     }
-                    self.set_phase(r, core, Phase::FrameWrites(left - 1));
+                    self.cores[core as usize].phase = Phase::FrameWrites(left - 1);
                 }
                 Phase::EndWrites(0) => {
-                    self.next_interrupt(r, core);
+                    self.next_interrupt(cx, core);
                     return;
                 }
                 Phase::EndWrites(left) => {
                     let first = left == spec.writes_per_interrupt;
                     let doorbell = first && spec.writes_per_frame == 0;
-                    if !self.register_write(r, core, k, (doorbell, first, left == 1)) {
+                    if !self.register_write(cx, core, k, (doorbell, first, left == 1)) {
                         return;
                     }
-                    self.set_phase(r, core, Phase::EndWrites(left - 1));
+                    self.cores[core as usize].phase = Phase::EndWrites(left - 1);
                 }
             }
         }
     }
 
-    /// Core `core` of the CPU behind root complex `r` moves to `phase`.
-    fn set_phase(&mut self, r: usize, core: u32, phase: Phase) {
-        if let Some(cpu) = self.cpu_mut(r) {
-            cpu.cores[core as usize].phase = phase;
-        }
-    }
-
-    /// Core `core` of the CPU behind root complex `r` writes a register of the NIC at node
-    /// `k`, (ringing the doorbells, returning receive descriptors, re-enabling interrupts)
-    /// as `what` says; false if the root complex already holds `posted_depth` writes (the
-    /// core waits for one to leave).
-    fn register_write(
+    /// Core `core` writes a register of the NIC at node `k` (ringing the doorbells,
+    /// returning receive descriptors, re-enabling interrupts) as `what` says; false if the
+    /// root complex already holds `posted_depth` writes (the core waits for one to leave).
+    fn register_write<C: Context>(
         &mut self,
-        r: usize,
+        cx: &mut C,
         core: u32,
         k: usize,
-        (doorbell, rdt, enable): (bool, bool, bool),
+        what: (bool, bool, bool),
     ) -> bool {
-        let Some(cpu) = self.cpu_mut(r) else {
-            return false;
-        };
-        if cpu.posted_queued >= cpu.spec.posted_depth {
-            cpu.posted_waiters.push(core);
+        if self.posted_queued >= self.spec.posted_depth {
+            self.posted_waiters.push(core);
             return false;
         }
-        let Some(w) = self
-            .nic_mut(k)
-            .map(|nic| nic.register_write(doorbell, rdt, enable))
-        else {
-            return false;
-        };
-        let Some(cpu) = self.cpu_mut(r) else {
-            return false;
-        };
-        let i = cpu.writes.place(w);
-        cpu.posted_queued += 1;
-        let owner = cpu_owner(r as u32, CpuTlp::RegWrite(i).cookie());
-        let id = self.new_tlp(Tlp::at_source(TlpKind::MWr, r as u32, k as u32, 4, owner));
-        let down = self.route.next(r, k);
-        self.push(down, id);
+        let w = cx.nic_register_write(k, what);
+        let i = self.writes.place(w);
+        self.posted_queued += 1;
+        self.access(cx, TlpKind::MWr, k, CpuTlp::RegWrite(i));
         true
     }
 
-    /// A TLP of the CPU behind root complex `r` (`cookie` its own) left the root complex: a
-    /// register write frees its posted slot, and a core waiting for one goes on.
-    pub(in crate::sim) fn cpu_tlp_left(&mut self, r: usize, cookie: u32) {
-        let now = self.now();
-        let Some(cpu) = self.cpu_mut(r) else {
-            return;
-        };
+    /// A TLP of its own (`cookie` its own) left the root complex: a register write frees
+    /// its posted slot, and a core waiting for one goes on.
+    pub(in crate::sim) fn tlp_left<C: Context>(&mut self, cx: &mut C, cookie: u32) {
         if let CpuTlp::RegWrite(_) = CpuTlp::of(cookie) {
-            cpu.posted_queued -= 1;
-            if let Some(core) = cpu.posted_waiters.pop() {
-                self.q.schedule(now, cpu_ev(r, core));
+            self.posted_queued -= 1;
+            if let Some(core) = self.posted_waiters.pop() {
+                cx.schedule(cx.now(), NodeEv::Cpu(core));
             }
         }
     }
 
-    /// The completion of a register read of the CPU behind root complex `r` (`cookie` its
-    /// own) reached it: the core goes on.
-    pub(in crate::sim) fn cpu_read_done(&mut self, r: usize, cookie: u32) {
+    /// The completion of a register read of its own (`cookie` its own) reached it: the
+    /// core goes on.
+    pub(in crate::sim) fn read_done<C: Context>(&mut self, cx: &mut C, cookie: u32) {
         if let CpuTlp::RegRead(core) = CpuTlp::of(cookie) {
-            self.advance(r, core);
+            self.advance(cx, core);
         }
     }
 
-    /// Register write `t` of the CPU behind root complex `r` (`cookie` its own) took effect
-    /// at its NIC.
-    pub(in crate::sim) fn cpu_tlp_written(&mut self, r: usize, t: &Tlp, cookie: u32) {
-        let Some(cpu) = self.cpu_mut(r) else {
-            return;
-        };
+    /// Register write `t` of its own (`cookie` its own) took effect at its NIC.
+    pub(in crate::sim) fn tlp_written<C: Context>(&mut self, cx: &mut C, t: &Tlp, cookie: u32) {
         if let CpuTlp::RegWrite(i) = CpuTlp::of(cookie) {
-            let w = cpu.writes[i as usize];
-            cpu.writes.release(i);
-            self.registers_written(t.dst as usize, w);
+            let w = self.writes[i as usize];
+            self.writes.release(i);
+            cx.registers_written(t.dst as usize, w);
         }
     }
 }

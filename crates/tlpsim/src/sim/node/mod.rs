@@ -11,12 +11,14 @@
 //! [`Node`]'s handlers take `&mut self` and a [`Context`] (`context`): the time, events of
 //! the node's own, its ports, the shared TLP table. The switch, the non-transparent bridge,
 //! the memory endpoint, the NVMe drive (with its fio jobs, whose flows it reaches through
-//! its context), the DMA endpoint, the storage HBA and the GPU (its BAR and its copy
-//! engines) are behind it; the completer logic they share with the root complex is
-//! `completer`. A DMA requester's flows run in `sim::flow` and `sim::transfer`: the node
-//! lends them its tags, engines and drives through its context's requester port
-//! (`requester`). The other kinds are still [`LegacyNode`]s, whose handlers take the whole
-//! [`Simulator`] and the node's index.
+//! its context), the DMA endpoint, the storage HBA, the GPU (its BAR and its copy
+//! engines) and the NIC are behind it; the completer logic they share with the root
+//! complex is `completer`. A DMA requester's flows run in `sim::flow` and `sim::transfer`:
+//! the node lends them its tags, engines and drives through its context's requester port
+//! (`requester`). The host CPU's methods take `&mut self` and its root complex's context;
+//! the NIC and the CPU call each other through typed ports of the context
+//! ([`AnyNode::call`]). The root complex is still a [`LegacyNode`], whose handlers take
+//! the whole [`Simulator`] and the node's index.
 //!
 //! Every TLP has an owner (`Tlp::owner`): the node whose transaction it is, and a cookie
 //! only that node's module decodes. The fabric and the targets tell the owner what became
@@ -148,6 +150,10 @@ pub(in crate::sim) trait Node {
             Call::Written(t, c) => self.tlp_written(cx, &t, c),
             Call::WorkloadStart(f) => self.workload_start(cx, f),
             Call::Paced(f, s) => self.paced(cx, f, s),
+            Call::CpuInterrupt(..)
+            | Call::CpuLeft(_)
+            | Call::InterruptTaken
+            | Call::RegistersWritten(_) => unreachable!("a call for a NIC or a host CPU"),
         }
     }
 }
@@ -230,17 +236,14 @@ macro_rules! each_legacy {
                 type $kind = RootComplex;
                 $call
             }
-            AnyNode::Nic(_) => {
-                type $kind = NicEndpoint;
-                $call
-            }
             AnyNode::Switch(_)
             | AnyNode::Ntb(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_)
             | AnyNode::Dma(_)
             | AnyNode::Storage(_)
-            | AnyNode::Gpu(_) => $other,
+            | AnyNode::Gpu(_)
+            | AnyNode::Nic(_) => $other,
         }
     };
 }
@@ -252,45 +255,35 @@ macro_rules! each_legacy {
 macro_rules! dispatch {
     ($sim:ident, $n:ident, $call:expr,
      $x:ident, $cx:ident => $new:expr, $kind:ident => $legacy:expr) => {
-        match $sim.nodes.get($n) {
+        // One look at the slot: the node comes out of it for its handler.
+        match $sim.nodes.take($n) {
             None => $sim.nodes.waiting.push(($n as u32, $call)),
-            Some(AnyNode::Switch(_)) => $sim.with_node($n, |node, $cx| {
-                if let AnyNode::Switch($x) = node {
-                    $new
+            Some(node) if matches!(*node, AnyNode::Root(_)) => {
+                // A legacy kind stays in its slot while its handler runs.
+                $sim.nodes.put($n, node);
+                type $kind = RootComplex;
+                $legacy
+            }
+            Some(node) if matches!(*node, AnyNode::Nic(_)) => {
+                // Out of line: the NIC's handlers stay out of the hot event loop.
+                $sim.nodes.put($n, node);
+                AnyNode::call_out_of_line($sim, $n, $call)
+            }
+            Some(mut node) => {
+                {
+                    let $cx = &mut context::Cx::of($sim, $n);
+                    match &mut *node {
+                        AnyNode::Switch($x) => $new,
+                        AnyNode::Ntb($x) => $new,
+                        AnyNode::Memory($x) => $new,
+                        AnyNode::Nvme($x) => $new,
+                        AnyNode::Dma($x) => $new,
+                        AnyNode::Storage($x) => $new,
+                        AnyNode::Gpu($x) => $new,
+                        AnyNode::Root(_) | AnyNode::Nic(_) => unreachable!("handled above"),
+                    }
                 }
-            }),
-            Some(AnyNode::Ntb(_)) => $sim.with_node($n, |node, $cx| {
-                if let AnyNode::Ntb($x) = node {
-                    $new
-                }
-            }),
-            Some(AnyNode::Memory(_)) => $sim.with_node($n, |node, $cx| {
-                if let AnyNode::Memory($x) = node {
-                    $new
-                }
-            }),
-            Some(AnyNode::Nvme(_)) => $sim.with_node($n, |node, $cx| {
-                if let AnyNode::Nvme($x) = node {
-                    $new
-                }
-            }),
-            Some(AnyNode::Dma(_)) => $sim.with_node($n, |node, $cx| {
-                if let AnyNode::Dma($x) = node {
-                    $new
-                }
-            }),
-            Some(AnyNode::Storage(_)) => $sim.with_node($n, |node, $cx| {
-                if let AnyNode::Storage($x) = node {
-                    $new
-                }
-            }),
-            Some(AnyNode::Gpu(_)) => $sim.with_node($n, |node, $cx| {
-                if let AnyNode::Gpu($x) = node {
-                    $new
-                }
-            }),
-            Some(AnyNode::Root(_) | AnyNode::Nic(_)) => {
-                each_legacy!($sim.nodes[$n], $kind => $legacy, ())
+                $sim.handled($n, node);
             }
         }
     };
@@ -432,9 +425,37 @@ impl AnyNode {
             AnyNode::Dma(x) => x.handle(cx, call),
             AnyNode::Storage(x) => x.handle(cx, call),
             AnyNode::Gpu(x) => x.handle(cx, call),
-            AnyNode::Root(_) | AnyNode::Nic(_) => {
+            AnyNode::Nic(x) => x.handle(cx, call),
+            AnyNode::Root(_) => {
                 unreachable!("a kind not yet behind Node")
             }
+        }
+    }
+
+    /// Hands node `n`, in its slot, `call` from a function of its own, not inlined into
+    /// the event loop (see `dispatch!`).
+    #[inline(never)]
+    pub(in crate::sim) fn call_out_of_line(sim: &mut Simulator<'_>, n: usize, call: Call) {
+        sim.with_node(n, |node, cx| node.handle(cx, call));
+    }
+
+    /// Hands node `n` `call` from another node through a typed port of [`Context`]: at
+    /// once if it is in its slot, after its handler returns if that runs; a root complex's
+    /// calls are its host CPU's (`root::cpu_call`).
+    pub(in crate::sim) fn call(sim: &mut Simulator<'_>, n: usize, call: Call) {
+        match sim.nodes.get(n) {
+            None => sim.nodes.waiting.push((n as u32, call)),
+            Some(AnyNode::Root(_)) => root::cpu_call(sim, n, call),
+            Some(
+                AnyNode::Switch(_)
+                | AnyNode::Ntb(_)
+                | AnyNode::Dma(_)
+                | AnyNode::Storage(_)
+                | AnyNode::Nic(_)
+                | AnyNode::Memory(_)
+                | AnyNode::Nvme(_)
+                | AnyNode::Gpu(_),
+            ) => sim.with_node(n, |node, cx| node.handle(cx, call)),
         }
     }
 
@@ -549,22 +570,6 @@ impl AnyNode {
     pub(in crate::sim) fn cpu(&self) -> Option<&Cpu> {
         match self {
             AnyNode::Root(root) => root.cpu.as_deref(),
-            AnyNode::Switch(_)
-            | AnyNode::Ntb(_)
-            | AnyNode::Dma(_)
-            | AnyNode::Storage(_)
-            | AnyNode::Nic(_)
-            | AnyNode::Memory(_)
-            | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
-        }
-    }
-
-    /// The host CPU behind it, if it is a root complex with one, to change.
-    #[inline]
-    pub(in crate::sim) fn cpu_mut(&mut self) -> Option<&mut Cpu> {
-        match self {
-            AnyNode::Root(root) => root.cpu.as_deref_mut(),
             AnyNode::Switch(_)
             | AnyNode::Ntb(_)
             | AnyNode::Dma(_)

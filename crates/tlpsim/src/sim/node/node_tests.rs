@@ -1,10 +1,12 @@
 //! Each kind of node behind [`Node`] driven through a context that records what it did
 //! ([`Recorder`]), without a fabric: no channels, no event queue, no other nodes.
 
-use super::context::Context;
+use super::context::{Call, Context};
+use super::cpu::Cpu;
 use super::dma::{DmaEndpoint, READ, WRITE};
 use super::gpu::GpuEndpoint;
 use super::memory::MemoryEndpoint;
+use super::nic::{NicEndpoint, RegisterWrite};
 use super::ntb::Ntb;
 use super::nvme::NvmeDrive;
 use super::requester::Port;
@@ -12,7 +14,7 @@ use super::storage::StorageHba;
 use super::switch::Switch;
 use super::{Node, NodeEv};
 use crate::engine::SimTime;
-use crate::fabric::{Core, DmaDevice, MediaSpec, System};
+use crate::fabric::{Core, DmaDevice, MediaSpec, NodeKind, System};
 use crate::pcie::tlp::TlpKind;
 use crate::sim::channel::FcClass;
 use crate::sim::{Owner, Tlp, NONE};
@@ -44,6 +46,20 @@ struct Recorder {
     /// arguments, and the tags the node lent with it (each such call takes one tag, as an
     /// issued read would, so that a test sees the node's own state change).
     flows: Vec<(&'static str, [u64; 3], u32)>,
+    /// Calls that came for the node while its handler ran, to hand it by `next_call`.
+    calls: Vec<Call>,
+    /// (root, core, NIC) of NICs' interrupts handed to the host CPU.
+    cpu_interrupts: Vec<(usize, u32, u32)>,
+    /// NICs told their interrupt was taken.
+    taken: Vec<usize>,
+    /// (NIC, write) of register writes that took effect at a NIC.
+    registers: Vec<(usize, RegisterWrite)>,
+    /// What the NIC's driver finds received next (popped from the front).
+    received: Vec<(u32, u32, u32)>,
+    /// (NIC, port) of frames the driver posted for transmission.
+    posted: Vec<(usize, u32)>,
+    /// (NIC, what) of the driver's register writes.
+    register_writes: Vec<(usize, (bool, bool, bool))>,
 }
 
 /// The channel a recorder's node sends on toward node `dst`: 100 + dst.
@@ -70,6 +86,13 @@ impl Recorder {
             io_latencies: Vec::new(),
             paced: Vec::new(),
             flows: Vec::new(),
+            calls: Vec::new(),
+            cpu_interrupts: Vec::new(),
+            taken: Vec::new(),
+            registers: Vec::new(),
+            received: Vec::new(),
+            posted: Vec::new(),
+            register_writes: Vec::new(),
         }
     }
 }
@@ -155,6 +178,28 @@ impl Context for Recorder {
     /// No rate: nothing is ever held back.
     fn pace_next(&mut self, _f: u32, _s: u32, _bytes: u64) -> bool {
         false
+    }
+    fn next_call(&mut self) -> Option<Call> {
+        (!self.calls.is_empty()).then(|| self.calls.remove(0))
+    }
+    fn cpu_interrupt(&mut self, root: usize, core: u32, nic: u32) {
+        self.cpu_interrupts.push((root, core, nic));
+    }
+    fn interrupt_taken(&mut self, nic: usize) {
+        self.taken.push(nic);
+    }
+    fn registers_written(&mut self, nic: usize, w: RegisterWrite) {
+        self.registers.push((nic, w));
+    }
+    fn nic_take_received(&mut self, _nic: usize, _start: u32) -> Option<(u32, u32, u32)> {
+        (!self.received.is_empty()).then(|| self.received.remove(0))
+    }
+    fn nic_post_frame(&mut self, nic: usize, p: u32) {
+        self.posted.push((nic, p));
+    }
+    fn nic_register_write(&mut self, nic: usize, what: (bool, bool, bool)) -> RegisterWrite {
+        self.register_writes.push((nic, what));
+        RegisterWrite::default()
     }
     fn flow_received(&mut self, req: Port<'_>, c: u32, id: u32, _t: Tlp, _head: SimTime) {
         self.flows
@@ -565,4 +610,151 @@ fn a_storage_hba_frees_a_storage_writes_slot_when_its_media_is_done() {
     let id = arrive(&mut cx, cpl);
     s.tlp_arrived(&mut cx, 4, id, cpl, SimTime::ZERO);
     assert_eq!(cx.flows[1], ("received", [4, id as u64, 0], 15));
+}
+
+/// A root complex with the host CPU behind it and a two-port NIC below, fed 64-byte frames
+/// (one MWr each at MPS 256) by a bridge workload.
+fn nic_system() -> System {
+    let text = "[simulation]\nduration = \"1ms\"\n\
+        [pcie]\nmps = 256\n\
+        [[root_complex]]\nname = \"rc\"\n\
+        [[endpoint]]\nname = \"nic\"\nkind = \"nic\"\nports = 2\nregister_time = \"100ns\"\n\
+        [[link]]\nbetween = [\"rc\", \"nic\"]\ngen = 1\nwidth = 4\n\
+        [cpu]\nframe_cost = \"2us\"\ninterrupt_cost = \"1us\"\nreads_per_interrupt = 1\n\
+        writes_per_frame = 1\nwrites_per_interrupt = 1\nposted_depth = 1\n\
+        [[workload]]\nname = \"frames\"\nkind = \"bridge\"\nendpoint = \"nic\"\nframe_size = 64\nload = 0.5\n";
+    crate::scenario::load_str(text, "<test>").expect("the system loads")
+}
+
+/// The NIC (node 1) of [`nic_system`] and a recorder for it.
+fn nic() -> (NicEndpoint, Recorder) {
+    let sys = nic_system();
+    let NodeKind::Nic { tags, nic } = sys.nodes[1].kind else {
+        panic!("node 1 is the NIC");
+    };
+    (NicEndpoint::new(&sys, 1, nic, tags), Recorder::new(sys, 1))
+}
+
+/// (channel, kind, bytes (a read's length), destination) of every TLP the recorder's node
+/// sent.
+fn sent_tlps(cx: &Recorder) -> Vec<(u32, TlpKind, u32, u32)> {
+    (cx.sent.iter())
+        .map(|&(_, c, id)| {
+            let t = &cx.tlps[id as usize];
+            (c, t.kind, t.payload.max(t.length), t.dst)
+        })
+        .collect()
+}
+
+#[test]
+fn a_frame_reaching_a_nic_is_written_to_host_memory_with_its_descriptor_and_an_msi() {
+    let (mut nic, mut cx) = nic();
+    nic.start(&mut cx);
+    // Both ports' first frames come (the second half a frame time later).
+    assert_eq!(cx.scheduled.len(), 2);
+    assert_eq!(cx.scheduled[0].1, NodeEv::Frame(0));
+    assert_eq!(cx.scheduled[1].1, NodeEv::Frame(1));
+    nic.event(&mut cx, NodeEv::Frame(0));
+    // The next frame on that port is due; the frame, its descriptor and the MSI go up.
+    assert_eq!(cx.scheduled[2].1, NodeEv::Frame(0));
+    let up = out_toward(0);
+    assert_eq!(
+        sent_tlps(&cx),
+        vec![
+            (up, TlpKind::MWr, 64, 0),
+            (up, TlpKind::MWr, 16, 0),
+            (up, TlpKind::MWr, 4, 0)
+        ]
+    );
+    // Its MSI landing queues the NIC on its core of the CPU behind root complex 0, once.
+    let msi = cx.tlps[cx.sent[2].2 as usize];
+    nic.tlp_written(&mut cx, &msi, 7);
+    nic.tlp_written(&mut cx, &msi, 7);
+    assert_eq!(cx.cpu_interrupts, vec![(0, 0, 1)]);
+}
+
+#[test]
+fn a_nic_whose_frame_left_at_once_sends_the_next_frame_before_the_write_back() {
+    let (mut nic, mut cx) = nic();
+    nic.event(&mut cx, NodeEv::Frame(0));
+    let sent = cx.sent.len();
+    // A second frame waits in the FIFO behind the one being written.
+    nic.event(&mut cx, NodeEv::Frame(0));
+    assert_eq!(cx.sent.len(), sent);
+    // The first frame's data left: the second goes, its write-back behind it.
+    let (first, now) = (cx.sent[0].2, cx.now);
+    nic.tlp_left(&mut cx, first, now);
+    let kinds: Vec<u32> = sent_tlps(&cx)[sent..].iter().map(|x| x.2).collect();
+    assert_eq!(kinds, vec![64, 16]);
+}
+
+#[test]
+fn a_nic_absorbs_the_cpus_register_write_then_fetches_the_announced_descriptors() {
+    let (mut nic, mut cx) = nic();
+    nic.event(&mut cx, NodeEv::Frame(0));
+    // The write-back landed: the driver takes the frame and posts it on port 1.
+    let wb = cx.tlps[cx.sent[1].2 as usize];
+    nic.tlp_written(&mut cx, &wb, 7);
+    assert_eq!(nic.take_received(0), Some((0, 64, 1)));
+    nic.post_frame(0);
+    let w = nic.register_write((true, true, true));
+    // The CPU's write reaches the register engine, which takes `register_time`.
+    let owner = Owner {
+        node: 0,
+        cookie: 1 << 31,
+    };
+    let write = cx.new_tlp(Tlp::at_source(TlpKind::MWr, 0, 1, 4, owner));
+    let t = cx.tlps[write as usize];
+    nic.tlp_arrived(&mut cx, 3, write, t, SimTime::ZERO);
+    let done = cx.now + SimTime::from_ns(100);
+    assert_eq!(cx.scheduled.last(), Some(&(done, NodeEv::Register(write))));
+    cx.now = done;
+    nic.event(&mut cx, NodeEv::Register(write));
+    assert_eq!(cx.released, vec![(3, FcClass::Posted, 1, 1)]);
+    assert_eq!(cx.written, vec![(0, 3)]);
+    // Its writer tells it what it wrote: port 1 reads its one new descriptor.
+    let sent = cx.sent.len();
+    nic.handle(&mut cx, Call::RegistersWritten(w));
+    assert_eq!(
+        sent_tlps(&cx)[sent..],
+        [(out_toward(0), TlpKind::MRd, 16, 0)]
+    );
+}
+
+#[test]
+fn a_cpu_core_takes_a_nic_interrupt_reads_its_cause_and_bridges_a_frame() {
+    let sys = nic_system();
+    let spec = sys.cpu.expect("a CPU");
+    let mut cpu = Cpu::new(spec);
+    let mut cx = Recorder::new(sys, 0);
+    cpu.interrupt(&mut cx, 0, 1);
+    assert_eq!(cx.taken, vec![1]);
+    let after_entry = cx.now + SimTime::from_ns(1_000);
+    assert_eq!(cx.scheduled, vec![(after_entry, NodeEv::Cpu(0))]);
+    // After the interrupt's cost it reads the NIC's cause register, and waits.
+    cx.now = after_entry;
+    cpu.advance(&mut cx, 0);
+    assert_eq!(sent_tlps(&cx), vec![(out_toward(1), TlpKind::MRd, 4, 1)]);
+    // The read completes: the driver finds a 64-byte frame on port 0 and bridges it.
+    cx.received.push((0, 64, 1));
+    let cookie = cx.tlps[cx.sent[0].2 as usize].owner.cookie & !(1 << 31);
+    cpu.read_done(&mut cx, cookie);
+    let bridged = cx.now + SimTime::from_ns(2_000);
+    assert_eq!(cx.scheduled.last(), Some(&(bridged, NodeEv::Cpu(0))));
+    // Then it posts the frame and rings the doorbell: one posted write (its depth) ...
+    cx.now = bridged;
+    cpu.advance(&mut cx, 0);
+    assert_eq!(cx.posted, vec![(1, 0)]);
+    assert_eq!(cx.register_writes, vec![(1, (true, false, false))]);
+    assert_eq!(sent_tlps(&cx)[1..], [(out_toward(1), TlpKind::MWr, 4, 1)]);
+    // ... and waits for it to leave the root complex before the last write.
+    let doorbell = cx.tlps[cx.sent[1].2 as usize];
+    cpu.tlp_left(&mut cx, doorbell.owner.cookie & !(1 << 31));
+    assert_eq!(cx.scheduled.last(), Some(&(cx.now, NodeEv::Cpu(0))));
+    cpu.advance(&mut cx, 0);
+    assert_eq!(cx.register_writes[1], (1, (false, true, true)));
+    // The doorbell took effect at the NIC: the NIC hears what it was.
+    cpu.tlp_written(&mut cx, &doorbell, doorbell.owner.cookie & !(1 << 31));
+    assert_eq!(cx.registers.len(), 1);
+    assert_eq!(cx.registers[0].0, 1);
 }

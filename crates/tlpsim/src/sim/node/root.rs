@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use super::context::Cx;
+use super::context::{Call, Context, Cx};
 use super::cpu::Cpu;
 use super::{completer, AnyNode, LegacyNode, NodeEv};
 use crate::engine::rng::Latency;
@@ -47,8 +47,11 @@ pub(in crate::sim) struct RootComplex {
     pub(in crate::sim) free_tags: u32,
     /// The one outbound queue of all its root ports, if they share one.
     outbound: Option<Outbound>,
-    /// The host CPU behind it that bridges NICs' frames, if it is that CPU's root.
+    /// The host CPU behind it that bridges NICs' frames, if it is that CPU's root (out of
+    /// it while a method of the CPU runs: `cpu_running`).
     pub(in crate::sim) cpu: Option<Box<Cpu>>,
+    /// A method of its host CPU runs (calls for the CPU wait in `Nodes::waiting`).
+    cpu_running: bool,
     /// Its read data path (completion payload), if limited.
     read_path: Option<Throttle>,
     /// Its data path shared by completion payload and posted write data, if limited.
@@ -123,6 +126,7 @@ impl RootComplex {
                 ..Outbound::default()
             }),
             cpu: cpu.map(|spec| Box::new(Cpu::new(spec))),
+            cpu_running: false,
             read_path: read_bandwidth.map(Throttle::new),
             data_path: data_path_bandwidth.map(Throttle::new),
             host: host_memory.map(|h| Box::new(HostMemory::new(h))),
@@ -146,7 +150,7 @@ impl LegacyNode for RootComplex {
                 // The CPU's register read completes.
                 sim.rx_release(c, t.class(), 1, t.data_credits());
                 sim.deliver(id);
-                sim.cpu_read_done(n, t.owner.cookie & !CPU);
+                with_cpu(sim, n, |cpu, cx| cpu.read_done(cx, t.owner.cookie & !CPU));
             }
             TlpKind::CplD => {
                 // Its own read (of a bridge's scratchpads) completes.
@@ -163,7 +167,7 @@ impl LegacyNode for RootComplex {
     fn tlp_left(sim: &mut Simulator<'_>, n: usize, id: u32, start: SimTime) {
         let cookie = sim.tlps[id as usize].owner.cookie;
         if cookie & CPU != 0 {
-            sim.cpu_tlp_left(n, cookie & !CPU);
+            cpu_call(sim, n, Call::CpuLeft(cookie & !CPU));
         } else {
             sim.flow_tlp_left(id, start);
         }
@@ -171,7 +175,9 @@ impl LegacyNode for RootComplex {
 
     fn tlp_written(sim: &mut Simulator<'_>, n: usize, t: &Tlp, c: u32) {
         if t.owner.cookie & CPU != 0 {
-            sim.cpu_tlp_written(n, t, t.owner.cookie & !CPU);
+            with_cpu(sim, n, |cpu, cx| {
+                cpu.tlp_written(cx, t, t.owner.cookie & !CPU)
+            });
         } else {
             sim.flow_tlp_written(t, c);
         }
@@ -212,7 +218,7 @@ impl LegacyNode for RootComplex {
             NodeEv::Socket(id) => sim.socket_arrived(n, id),
             NodeEv::SocketSend(id) => sim.socket_send(n, id),
             // The host CPU behind this root complex.
-            NodeEv::Cpu(core) => sim.advance(n, core),
+            NodeEv::Cpu(core) => with_cpu(sim, n, |cpu, cx| cpu.advance(cx, core)),
             _ => {}
         }
     }
@@ -251,6 +257,40 @@ impl LegacyNode for RootComplex {
             let what = format!("{name} peer-to-peer forwarding");
             out.push(p.resource(n, UsedBy::Through, "p2p", what, t));
         }
+    }
+}
+
+/// Hands the host CPU behind root complex `r` `call` from another node
+/// ([`AnyNode::call`]): at once, or where it would have nested if a method of the CPU runs.
+pub(in crate::sim) fn cpu_call(sim: &mut Simulator<'_>, r: usize, call: Call) {
+    let AnyNode::Root(root) = &sim.nodes[r] else {
+        return;
+    };
+    if root.cpu_running {
+        sim.nodes.waiting.push((r as u32, call));
+    } else {
+        with_cpu(sim, r, |cpu, cx| cpu.handle(cx, call));
+    }
+}
+
+/// Runs `f` on the host CPU behind root complex `r` (if it has one), taken out of it, with
+/// the root complex's context; then the calls that came for it meanwhile.
+fn with_cpu(sim: &mut Simulator<'_>, r: usize, f: impl FnOnce(&mut Cpu, &mut Cx<'_, '_>)) {
+    let AnyNode::Root(root) = &mut sim.nodes[r] else {
+        return;
+    };
+    let Some(mut cpu) = root.cpu.take() else {
+        return;
+    };
+    root.cpu_running = true;
+    let cx = &mut Cx::legacy(sim, r);
+    f(&mut cpu, cx);
+    while let Some(call) = cx.next_call() {
+        cpu.handle(cx, call);
+    }
+    if let AnyNode::Root(root) = &mut sim.nodes[r] {
+        root.cpu = Some(cpu);
+        root.cpu_running = false;
     }
 }
 

@@ -18,12 +18,13 @@ mod tx;
 
 pub(in crate::sim) use registers::RegisterWrite;
 
-use super::{LegacyNode, NodeEv, NodeReport};
+use super::context::{Call, Context};
+use super::{Node, NodeEv, NodeReport};
 use crate::engine::SimTime;
 use crate::fabric::{NicSpec, NodeKind, System};
 use crate::pcie::tlp::TlpKind;
 use crate::sim::result::EthernetResult;
-use crate::sim::{Ev, Owner, Simulator, Tlp, NONE};
+use crate::sim::{Owner, Tlp, NONE};
 
 /// Bytes an Ethernet frame occupies on the wire beyond its own: preamble 8 + gap 12.
 pub const WIRE_OVERHEAD: u32 = 20;
@@ -68,6 +69,8 @@ pub(in crate::sim) struct NicEndpoint {
     reg_free: SimTime,
     /// The middle of the measurement window (backlog samples are kept per half).
     mid: SimTime,
+    /// The measurement window is open (backlog samples are kept).
+    measuring: bool,
 }
 
 /// One Ethernet port of a NIC.
@@ -182,6 +185,7 @@ impl NicEndpoint {
             int_timer: false,
             reg_free: SimTime::ZERO,
             mid: SimTime::from_ticks((sys.warmup.ticks() + sys.duration.ticks()) / 2),
+            measuring: false,
         }
     }
 
@@ -228,67 +232,66 @@ impl NicEndpoint {
     }
 }
 
-impl LegacyNode for NicEndpoint {
-    fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, _head: SimTime) {
+impl Node for NicEndpoint {
+    fn tlp_arrived<C: Context>(&mut self, cx: &mut C, c: u32, id: u32, t: Tlp, _head: SimTime) {
         match t.kind {
-            TlpKind::MWr | TlpKind::MRd => sim.register_access(n, c, id),
-            TlpKind::CplD => sim.nic_read_data(n, c, id, t),
+            TlpKind::MWr | TlpKind::MRd => self.register_access(cx, c, id),
+            TlpKind::CplD => self.read_data(cx, c, id, t),
             _ => {
-                sim.rx_release(c, t.class(), 1, t.data_credits());
-                sim.deliver(id);
+                cx.release(c, t.class(), 1, t.data_credits());
+                cx.deliver(id);
             }
         }
     }
 
-    fn start(sim: &mut Simulator<'_>, n: usize) {
+    fn start<C: Context>(&mut self, cx: &mut C) {
         // The first frame on every port a bridge workload feeds.
-        let Some(nic) = sim.nic_mut(n) else {
-            return;
-        };
-        let firsts: Vec<(u32, SimTime)> = (nic.ports.iter().enumerate())
-            .filter(|(_, port)| port.flow != NONE)
-            .map(|(p, port)| (p as u32, port.first))
-            .collect();
-        for (p, first) in firsts {
-            sim.q.schedule(first, nic_ev(n, NodeEv::Frame(p)));
+        for (p, port) in self.ports.iter().enumerate() {
+            if port.flow != NONE {
+                cx.schedule(port.first, NodeEv::Frame(p as u32));
+            }
         }
     }
 
-    fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
+    fn event<C: Context>(&mut self, cx: &mut C, ev: NodeEv) {
         match ev {
-            NodeEv::Frame(port) => sim.frame_arrives(n, port),
-            NodeEv::Register(tlp) => sim.register_done(n, tlp),
-            NodeEv::TxDone(port) => sim.tx_done(n, port),
+            NodeEv::Frame(port) => self.frame_arrives(cx, port),
+            NodeEv::Register(tlp) => self.register_done(cx, tlp),
+            NodeEv::TxDone(port) => self.tx_done(cx, port),
             NodeEv::Interrupt => {
-                if let Some(nic) = sim.nic_mut(n) {
-                    nic.int_timer = false;
-                }
-                sim.maybe_interrupt(n);
+                self.int_timer = false;
+                self.maybe_interrupt(cx);
             }
-            _ => {}
+            NodeEv::Written(_)
+            | NodeEv::MediaDone(_)
+            | NodeEv::Cpu(_)
+            | NodeEv::BridgeMsi(_)
+            | NodeEv::Engine(_)
+            | NodeEv::Io(_)
+            | NodeEv::Socket(_)
+            | NodeEv::SocketSend(_) => {}
         }
     }
 
-    fn tlp_left(sim: &mut Simulator<'_>, n: usize, id: u32, _start: SimTime) {
-        if let NicTlp::RxData { port, last: true } = NicTlp::of(sim.tlps[id as usize].owner.cookie)
-        {
-            sim.frame_written(n, port);
+    fn tlp_left<C: Context>(&mut self, cx: &mut C, id: u32, _start: SimTime) {
+        if let NicTlp::RxData { port, last: true } = NicTlp::of(cx.tlp(id).owner.cookie) {
+            self.frame_written(cx, port);
         }
     }
 
-    fn tlp_written(sim: &mut Simulator<'_>, n: usize, t: &Tlp, _c: u32) {
+    fn tlp_written<C: Context>(&mut self, cx: &mut C, t: &Tlp, _c: u32) {
         match NicTlp::of(t.owner.cookie) {
-            NicTlp::RxWriteBack(p) => {
-                if let Some(nic) = sim.nic_mut(n) {
-                    nic.ports[p as usize].rx_ready += 1;
-                }
-            }
-            NicTlp::Msi => sim.msi_written(n),
-            _ => {}
+            NicTlp::RxWriteBack(p) => self.ports[p as usize].rx_ready += 1,
+            NicTlp::Msi => self.msi_written(cx),
+            NicTlp::RxData { .. }
+            | NicTlp::TxWriteBack(_)
+            | NicTlp::TxDesc(_)
+            | NicTlp::TxData { .. } => {}
         }
     }
 
     fn measure_from(&mut self, _now: SimTime) {
+        self.measuring = true;
         for (w, p) in self.windows.iter_mut().zip(&mut self.ports) {
             *w = Window {
                 dropped: p.dropped,
@@ -306,6 +309,22 @@ impl LegacyNode for NicEndpoint {
             if let Some(e) = self.ethernet(sys, f, window) {
                 out.ethernet.push((f, e));
             }
+        }
+    }
+
+    /// Its own calls (from the host CPU, through its ports) besides the common ones.
+    fn handle<C: Context>(&mut self, cx: &mut C, call: Call) {
+        match call {
+            Call::Arrived(c, id, t, head) => self.tlp_arrived(cx, c, id, t, head),
+            Call::Start => self.start(cx),
+            Call::Event(ev) => self.event(cx, ev),
+            Call::Left(id, start) => self.tlp_left(cx, id, start),
+            Call::Written(t, c) => self.tlp_written(cx, &t, c),
+            Call::WorkloadStart(f) => self.workload_start(cx, f),
+            Call::Paced(f, s) => self.paced(cx, f, s),
+            Call::InterruptTaken => self.queued_on_core = false,
+            Call::RegistersWritten(w) => self.registers_written(cx, w),
+            Call::CpuInterrupt(..) | Call::CpuLeft(_) => unreachable!("a call for a host CPU"),
         }
     }
 }
@@ -374,28 +393,27 @@ impl NicTlp {
     }
 }
 
-/// The event `ev` of the NIC at node `n`.
-fn nic_ev(n: usize, ev: NodeEv) -> Ev {
-    Ev::Node { node: n as u32, ev }
-}
-
-impl Simulator<'_> {
-    /// The NIC at node `n`, if it is one.
-    pub(in crate::sim) fn nic_mut(&mut self, n: usize) -> Option<&mut NicEndpoint> {
-        self.nodes[n].nic_mut()
+impl NicEndpoint {
+    /// The CPU core that takes its interrupts.
+    pub(in crate::sim) fn core(&self) -> u32 {
+        self.core
     }
 
-    /// The core that serves the NIC at `node`, if the node is a NIC.
-    pub(in crate::sim) fn nic_core(&self, node: usize) -> Option<u32> {
-        self.nodes[node].nic().map(|nic| nic.core)
+    /// A new TLP of its own toward its root complex, owned as `what`: `bytes` is the data
+    /// of a write, the length asked for by a read; sent on its link up. The calls that came
+    /// for it meanwhile (the TLP left at once) run now, as they would have nested.
+    fn send<C: Context>(&mut self, cx: &mut C, kind: TlpKind, bytes: u32, what: NicTlp) {
+        let (n, root) = (cx.node(), self.root);
+        let id = cx.new_tlp(Tlp::at_source(kind, n as u32, root, bytes, what.owner(n)));
+        let up = cx.toward(root as usize);
+        cx.send(up, id);
+        self.run_nested(cx);
     }
 
-    /// A new TLP of NIC `n` toward its root complex (`root`), owned as `what`: `bytes` is
-    /// the data of a write, the length asked for by a read; sent on the NIC's link up.
-    fn nic_send(&mut self, n: usize, kind: TlpKind, root: u32, bytes: u32, what: NicTlp) {
-        let t = Tlp::at_source(kind, n as u32, root, bytes, what.owner(n));
-        let id = self.new_tlp(t);
-        let up = self.route.next(n, root as usize);
-        self.push(up, id);
+    /// Handles the calls that came for it while its handler ran, where they came.
+    fn run_nested<C: Context>(&mut self, cx: &mut C) {
+        while let Some(call) = cx.next_call() {
+            self.handle(cx, call);
+        }
     }
 }

@@ -2,10 +2,10 @@
 //! does (return receive descriptors, ring the transmit doorbell, re-enable interrupts), and
 //! the rings the CPU's driver shares with the NIC.
 
-use super::{nic_ev, NicEndpoint};
+use super::NicEndpoint;
 use crate::pcie::tlp::TlpKind;
-use crate::sim::node::{AnyNode, NodeEv};
-use crate::sim::{Simulator, Tlp};
+use crate::sim::node::{Context, NodeEv};
+use crate::sim::Tlp;
 
 /// What one register write of the CPU does when its NIC absorbs it: transmit descriptors
 /// announced and receive descriptors returned per port, interrupts re-enabled.
@@ -50,9 +50,7 @@ impl NicEndpoint {
     /// returns them, `rdt`), interrupts re-enabled if `enable`.
     pub(in crate::sim) fn register_write(
         &mut self,
-        doorbell: bool,
-        rdt: bool,
-        enable: bool,
+        (doorbell, rdt, enable): (bool, bool, bool),
     ) -> RegisterWrite {
         let mut w = RegisterWrite {
             enable,
@@ -68,64 +66,50 @@ impl NicEndpoint {
         }
         w
     }
-
-    /// Its core takes the interrupt it was queued for.
-    pub(in crate::sim) fn interrupt_taken(&mut self) {
-        self.queued_on_core = false;
-    }
 }
 
-impl Simulator<'_> {
-    /// A register write or read `id` reached NIC `n` on channel `c`: the register engine
-    /// takes one access at a time; the credit comes back after.
-    pub(super) fn register_access(&mut self, n: usize, c: u32, id: u32) {
-        let now = self.now();
-        let Some(nic) = self.nic_mut(n) else {
-            return;
-        };
-        let done = now.max(nic.reg_free) + nic.spec.register_time;
-        nic.reg_free = done;
-        self.tlps[id as usize].ingress = c;
-        self.q.schedule(done, nic_ev(n, NodeEv::Register(id)));
+impl NicEndpoint {
+    /// A register write or read `id` reached it on channel `c`: the register engine takes
+    /// one access at a time; the credit comes back after.
+    pub(super) fn register_access<C: Context>(&mut self, cx: &mut C, c: u32, id: u32) {
+        let done = cx.now().max(self.reg_free) + self.spec.register_time;
+        self.reg_free = done;
+        cx.tlp_mut(id).ingress = c;
+        cx.schedule(done, NodeEv::Register(id));
     }
 
-    /// NIC `n`'s register engine finished access `id`: a read is answered; a write takes
-    /// effect (its writer, which knows what it wrote, hears of it); the credit frees.
-    pub(super) fn register_done(&mut self, n: usize, id: u32) {
-        let t = self.tlps[id as usize];
-        self.rx_release(t.ingress, t.class(), 1, t.data_credits());
+    /// Its register engine finished access `id`: a read is answered; a write takes effect
+    /// (its writer, which knows what it wrote, hears of it); the credit frees.
+    pub(super) fn register_done<C: Context>(&mut self, cx: &mut C, id: u32) {
+        let n = cx.node() as u32;
+        let t = *cx.tlp(id);
+        cx.release(t.ingress, t.class(), 1, t.data_credits());
         if t.kind == TlpKind::MRd {
-            let cpl = self.new_tlp(Tlp::at_source(TlpKind::CplD, n as u32, t.src, 4, t.owner));
-            self.deliver(id);
-            let up = self.route.next(n, t.src as usize);
-            self.push(up, cpl);
+            let cpl = cx.new_tlp(Tlp::at_source(TlpKind::CplD, n, t.src, 4, t.owner));
+            cx.deliver(id);
+            let up = cx.toward(t.src as usize);
+            cx.send(up, cpl);
             return;
         }
-        self.deliver(id);
-        AnyNode::tlp_written(self, &t, t.ingress);
+        cx.deliver(id);
+        cx.written_by(&t, t.ingress);
+        self.run_nested(cx);
     }
 
-    /// Register write `w` took effect at NIC `n`: per port, returned receive descriptors
-    /// let the next frame go to memory and announced transmit descriptors are fetched;
-    /// then interrupts are enabled if it says so.
-    pub(in crate::sim) fn registers_written(&mut self, n: usize, w: RegisterWrite) {
-        let Some(ports) = self.nic_mut(n).map(|nic| nic.ports.len()) else {
-            return;
-        };
-        for p in 0..ports {
-            if let Some(nic) = self.nic_mut(n) {
-                let port = &mut nic.ports[p];
-                port.rx_desc += w.rdt[p];
-                port.tx_doorbelled += w.tdt[p];
-            }
-            self.rx_dma(n, p as u32);
-            self.tx_fetch(n, p as u32);
+    /// Register write `w` took effect: per port, returned receive descriptors let the next
+    /// frame go to memory and announced transmit descriptors are fetched; then interrupts
+    /// are enabled if it says so.
+    pub(super) fn registers_written<C: Context>(&mut self, cx: &mut C, w: RegisterWrite) {
+        for p in 0..self.ports.len() {
+            let port = &mut self.ports[p];
+            port.rx_desc += w.rdt[p];
+            port.tx_doorbelled += w.tdt[p];
+            self.rx_dma(cx, p as u32);
+            self.tx_fetch(cx, p as u32);
         }
         if w.enable {
-            if let Some(nic) = self.nic_mut(n) {
-                nic.int_enabled = true;
-            }
-            self.maybe_interrupt(n);
+            self.int_enabled = true;
+            self.maybe_interrupt(cx);
         }
     }
 }

@@ -1,23 +1,18 @@
 //! A NIC's receive side: frames arrive from the wire into the port's FIFO, are written to
 //! host memory with their descriptors, and raise an MSI.
 
-use super::{nic_ev, NicTlp, DESCRIPTOR_BYTES};
+use super::{NicEndpoint, NicTlp, DESCRIPTOR_BYTES};
 use crate::engine::SimTime;
 use crate::pcie::tlp::{self, TlpKind};
-use crate::sim::node::NodeEv;
-use crate::sim::Simulator;
+use crate::sim::node::{Context, NodeEv};
 
-impl Simulator<'_> {
-    /// The next frame reaches port `p` of NIC `n`: into its FIFO if it fits (else dropped),
-    /// the backlog sampled, the following frame scheduled.
-    pub(super) fn frame_arrives(&mut self, n: usize, p: u32) {
-        let now = self.now();
-        let measuring = self.window.measuring;
-        let Some(nic) = self.nic_mut(n) else {
-            return;
-        };
-        let (fifo, mid) = (nic.spec.rx_fifo, nic.mid);
-        let port = &mut nic.ports[p as usize];
+impl NicEndpoint {
+    /// The next frame reaches port `p`: into its FIFO if it fits (else dropped), the
+    /// backlog sampled, the following frame scheduled.
+    pub(super) fn frame_arrives<C: Context>(&mut self, cx: &mut C, p: u32) {
+        let now = cx.now();
+        let (fifo, mid) = (self.spec.rx_fifo, self.mid);
+        let port = &mut self.ports[p as usize];
         port.arrivals += 1;
         let next = port.first.ticks() as f64 + port.arrivals as f64 * port.interval_ticks;
         if port.fifo_bytes + port.frame > fifo {
@@ -27,27 +22,22 @@ impl Simulator<'_> {
             port.fifo_frames += 1;
             port.fifo_bytes += port.frame;
         }
-        if measuring {
+        if self.measuring {
             let half = usize::from(now >= mid);
             let backlog = port.backlog() as f64;
-            let w = &mut nic.windows[p as usize];
+            let w = &mut self.windows[p as usize];
             w.sums[half] += backlog;
             w.samples[half] += 1;
         }
-        let at = SimTime::from_ticks(next.round() as u64);
-        self.q.schedule(at, nic_ev(n, NodeEv::Frame(p)));
-        self.rx_dma(n, p);
+        cx.schedule(SimTime::from_ticks(next.round() as u64), NodeEv::Frame(p));
+        self.rx_dma(cx, p);
     }
 
     /// Starts writing the oldest frame of port `p`'s FIFO to host memory if a descriptor is
     /// free, then its descriptor back.
-    pub(super) fn rx_dma(&mut self, n: usize, p: u32) {
-        let mps = self.sys.pcie.mps;
-        let Some(nic) = self.nic_mut(n) else {
-            return;
-        };
-        let root = nic.root;
-        let port = &mut nic.ports[p as usize];
+    pub(super) fn rx_dma<C: Context>(&mut self, cx: &mut C, p: u32) {
+        let mps = cx.sys().pcie.mps;
+        let port = &mut self.ports[p as usize];
         if port.dma_active || port.fifo_frames == 0 || port.rx_desc == 0 {
             return;
         }
@@ -61,66 +51,50 @@ impl Simulator<'_> {
                 port: p,
                 last: i == last,
             };
-            self.nic_send(n, TlpKind::MWr, root, piece, data);
+            self.send(cx, TlpKind::MWr, piece, data);
         }
-        let wb = NicTlp::RxWriteBack(p);
-        self.nic_send(n, TlpKind::MWr, root, DESCRIPTOR_BYTES, wb);
-        if let Some(nic) = self.nic_mut(n) {
-            nic.unsignalled += 1;
-        }
-        self.maybe_interrupt(n);
+        self.send(cx, TlpKind::MWr, DESCRIPTOR_BYTES, NicTlp::RxWriteBack(p));
+        self.unsignalled += 1;
+        self.maybe_interrupt(cx);
     }
 
-    /// The last TLP of the frame at the head of port `p`'s FIFO left NIC `n`: its space
-    /// frees and the next frame may go.
-    pub(super) fn frame_written(&mut self, n: usize, p: u32) {
-        let Some(nic) = self.nic_mut(n) else {
-            return;
-        };
-        let port = &mut nic.ports[p as usize];
+    /// The last TLP of the frame at the head of port `p`'s FIFO left: its space frees and
+    /// the next frame may go.
+    pub(super) fn frame_written<C: Context>(&mut self, cx: &mut C, p: u32) {
+        let port = &mut self.ports[p as usize];
         port.fifo_frames -= 1;
         port.fifo_bytes -= port.frame;
         port.dma_active = false;
-        self.rx_dma(n, p);
+        self.rx_dma(cx, p);
     }
 
-    /// NIC `n` sends an MSI if interrupts are enabled, something was written back since the
-    /// last one, and the moderation interval allows; otherwise arms the moderation timer.
-    pub(super) fn maybe_interrupt(&mut self, n: usize) {
-        let now = self.now();
-        let Some(nic) = self.nic_mut(n) else {
-            return;
-        };
-        if !nic.int_enabled || nic.unsignalled == 0 {
+    /// Sends an MSI if interrupts are enabled, something was written back since the last
+    /// one, and the moderation interval allows; otherwise arms the moderation timer.
+    pub(super) fn maybe_interrupt<C: Context>(&mut self, cx: &mut C) {
+        let now = cx.now();
+        if !self.int_enabled || self.unsignalled == 0 {
             return;
         }
-        let due = nic
-            .last_int
-            .map_or(now, |t| (t + nic.spec.interrupt_interval).max(now));
+        let due = (self.last_int).map_or(now, |t| (t + self.spec.interrupt_interval).max(now));
         if due > now {
-            if !nic.int_timer {
-                nic.int_timer = true;
-                self.q.schedule(due, nic_ev(n, NodeEv::Interrupt));
+            if !self.int_timer {
+                self.int_timer = true;
+                cx.schedule(due, NodeEv::Interrupt);
             }
             return;
         }
-        nic.int_enabled = false;
-        nic.unsignalled = 0;
-        nic.last_int = Some(now);
-        let root = nic.root;
-        self.nic_send(n, TlpKind::MWr, root, 4, NicTlp::Msi);
+        self.int_enabled = false;
+        self.unsignalled = 0;
+        self.last_int = Some(now);
+        self.send(cx, TlpKind::MWr, 4, NicTlp::Msi);
     }
 
-    /// NIC `n`'s MSI reached host memory: the NIC queues on its core, unless it waits there
-    /// already.
-    pub(super) fn msi_written(&mut self, n: usize) {
-        let Some(nic) = self.nic_mut(n) else {
-            return;
-        };
-        if !nic.queued_on_core {
-            nic.queued_on_core = true;
-            let (root, core) = (nic.root as usize, nic.core);
-            self.cpu_interrupt(root, core, n as u32);
+    /// Its MSI reached host memory: it queues on its core, unless it waits there already.
+    pub(super) fn msi_written<C: Context>(&mut self, cx: &mut C) {
+        if !self.queued_on_core {
+            self.queued_on_core = true;
+            cx.cpu_interrupt(self.root as usize, self.core, cx.node() as u32);
+            self.run_nested(cx);
         }
     }
 }
