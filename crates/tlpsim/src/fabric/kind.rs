@@ -643,6 +643,17 @@ impl NodeKind {
     }
 }
 
+/// What drives a workload's requests, as [`WorkloadKind::driver`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    /// Its flow's write and read streams, or its endpoint's engines (`sim::transfer`).
+    Streams,
+    /// Its NVMe drive's fio jobs.
+    FioJobs,
+    /// Its NIC's Ethernet frames.
+    Frames,
+}
+
 /// What a workload is (its `[[workload]]` section's `kind`), with the settings only that
 /// kind has.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -748,6 +759,19 @@ impl WorkloadKind {
         match self {
             WorkloadKind::Fio(_) | WorkloadKind::Bridge(_) => true,
             WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => false,
+        }
+    }
+
+    /// What drives its requests: its flow's streams, its drive's fio jobs or its NIC's
+    /// frames (the simulator starts and paces it accordingly).
+    #[inline]
+    pub fn driver(&self) -> Driver {
+        match self {
+            WorkloadKind::Fio(_) => Driver::FioJobs,
+            WorkloadKind::Bridge(_) => Driver::Frames,
+            WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => {
+                Driver::Streams
+            }
         }
     }
 }

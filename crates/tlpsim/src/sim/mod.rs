@@ -46,7 +46,7 @@ use crate::engine::rng::Rng;
 use crate::engine::table::Pool;
 use crate::engine::{EventQueue, OpenSpan, SimTime, Table};
 use crate::fabric::{
-    AckPolicy, Addresses, DmaDirection, Doorbell, NodeKind, StorageMix, System, WorkloadKind,
+    AckPolicy, Addresses, DmaDirection, Doorbell, Driver, NodeKind, StorageMix, System,
 };
 use crate::pcie::dll::{self, DLLP_BYTES};
 use crate::pcie::tlp::{self, TlpKind};
@@ -553,10 +553,10 @@ impl Simulator<'_> {
     /// (its NIC's frames drive it, `node::nic`).
     #[cold]
     fn start_flow(&mut self, f: u32) {
-        match self.sys.workloads[f as usize].kind {
-            WorkloadKind::Fio(_) => self.fio_start(f),
-            WorkloadKind::Bridge(_) => {}
-            WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => {
+        match self.sys.workloads[f as usize].kind.driver() {
+            Driver::FioJobs => self.fio_start(f),
+            Driver::Frames => {}
+            Driver::Streams => {
                 if self.work.flows[f as usize].engines.is_some() {
                     self.start_transfers(f);
                     return;

@@ -126,12 +126,9 @@ impl Simulator<'_> {
     /// a DMA flow's direct stream issues (`s` 0 its reads, 1 its writes).
     pub(in crate::sim) fn pace_woken(&mut self, f: u32, s: usize) {
         self.work.flows[f as usize].pace[s].woke();
-        match self.sys.workloads[f as usize].kind {
-            WorkloadKind::Fio(_) => self.fio_paced(f, s as u32),
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Bridge(_)
-            | WorkloadKind::Memcpy(_) => {
+        match self.sys.workloads[f as usize].kind.driver() {
+            Driver::FioJobs => self.fio_paced(f, s as u32),
+            Driver::Streams | Driver::Frames => {
                 if s == READS {
                     self.issue_reads(f);
                 } else {

@@ -246,6 +246,27 @@ pub enum KindResult {
 }
 
 impl KindResult {
+    /// The JSON list it goes in ("ethernet", "fio"): one key per kind.
+    pub fn key(&self) -> &'static str {
+        match self {
+            KindResult::Bridge(_) => "ethernet",
+            KindResult::Fio(_) => "fio",
+        }
+    }
+
+    /// Whether its JSON list is in every result, empty or not (the lists the result had
+    /// before kinds added their own: a newer kind's list is there when the run has one).
+    fn always_listed(key: &str) -> bool {
+        key == "ethernet" || key == "fio"
+    }
+
+    /// Takes what it reports from its workload's flow results (`flow`), if anything.
+    pub(super) fn with_flow(&mut self, _flow: &FlowResult) {
+        match self {
+            KindResult::Bridge(_) | KindResult::Fio(_) => {}
+        }
+    }
+
     /// Its frames, if it is a bridging workload's.
     pub fn ethernet(&self) -> Option<&EthernetResult> {
         match self {
@@ -259,6 +280,16 @@ impl KindResult {
         match self {
             KindResult::Fio(f) => Some(f),
             KindResult::Bridge(_) => None,
+        }
+    }
+}
+
+impl Serialize for KindResult {
+    /// As the result of its kind alone (its JSON list says which kind).
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            KindResult::Bridge(e) => e.serialize(serializer),
+            KindResult::Fio(f) => f.serialize(serializer),
         }
     }
 }
@@ -346,6 +377,17 @@ impl Serialize for RunResult {
         r.serialize_field("resources", &self.resources)?;
         r.serialize_field("ethernet", &self.ethernet())?;
         r.serialize_field("fio", &self.fio())?;
+        // Then each newer kind's list, in the order of their first workloads.
+        let mut keys: Vec<&'static str> = Vec::new();
+        for k in self.kinds.iter().map(KindResult::key) {
+            if !KindResult::always_listed(k) && !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        for key in keys {
+            let list: Vec<&KindResult> = self.kinds.iter().filter(|k| k.key() == key).collect();
+            r.serialize_field(key, &list)?;
+        }
         r.serialize_field("starved", &self.starved)?;
         r.serialize_field("warnings", &self.warnings)?;
         r.serialize_field("audit", &self.audit)?;

@@ -51,7 +51,7 @@ use storage::{Media, StorageHba};
 use switch::Switch;
 
 use super::bottleneck::Resource;
-use super::result::EthernetResult;
+use super::result::{EthernetResult, KindResult};
 use super::{Simulator, Tlp};
 use crate::engine::SimTime;
 use crate::fabric::{NodeKind, System};
@@ -184,6 +184,8 @@ pub(in crate::sim) trait LegacyNode {
 pub(in crate::sim) struct NodeReport {
     /// Ethernet results, each with the index of its bridge workload.
     pub(in crate::sim) ethernet: Vec<(u32, EthernetResult)>,
+    /// Results of a workload kind's own, each with the index of its workload.
+    pub(in crate::sim) kinds: Vec<(u32, KindResult)>,
 }
 
 /// One node of any kind.
