@@ -275,18 +275,22 @@ def _kind_tables(result) -> list[tuple[str, list[dict]]]:
 
 
 def _kind_columns(rows: list[dict]) -> list[tuple[str, str, str]]:
-    """Table columns for rows of a kind's own results, from the fields of its first row:
-    text left-aligned, whole numbers with thousands separators, fractions named
-    ``*utilization`` in percent, other numbers to three decimals."""
+    """Table columns for rows of a kind's own results, from the fields of its first row,
+    ``name`` first: text left-aligned, whole numbers with thousands separators, fractions
+    named ``*utilization`` in percent, numbers of 100,000 or more whole, others to three
+    decimals."""
     columns = []
-    for k, v in rows[0].items():
+    first = rows[0]
+    for k in sorted(first, key=lambda k: k != "name"):
+        v = first[k]
         heading = k.replace("_", " ")
         if isinstance(v, str) or v is None:
             columns.append((k, f" {heading}", ""))
         elif isinstance(v, bool) or isinstance(v, int):
             columns.append((k, heading, "" if isinstance(v, bool) else ","))
         else:
-            columns.append((k, heading, "%" if k.endswith("utilization") else ".3f"))
+            big = abs(v) >= 1e5
+            columns.append((k, heading, "%" if k.endswith("utilization") else ",.0f" if big else ".3f"))
     return columns
 
 
