@@ -243,6 +243,39 @@ pub enum KindResult {
     Bridge(EthernetResult),
     /// An fio workload's I/Os (JSON `fio[]`).
     Fio(FioResult),
+    /// A CXL memory workload's flow: its loads or stores (JSON `cxl[]`).
+    Cxl(CxlResult),
+}
+
+/// What a CXL memory workload's flow (its loads or its stores) achieved over the
+/// measurement window, with its expander's media (JSON `cxl[]`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CxlResult {
+    /// The flow's name.
+    pub name: String,
+    /// The node issuing the accesses.
+    pub source: String,
+    /// The CXL memory expander.
+    pub expander: String,
+    /// "read" (loads) or "write" (stores).
+    pub op: &'static str,
+    /// Bytes per access.
+    pub size: u64,
+    /// Accesses in flight.
+    pub outstanding: u32,
+    /// Data bytes moved per second, in GB/s (10^9 bytes).
+    pub bandwidth_gb_per_s: f64,
+    /// Accesses completed per second.
+    pub accesses_per_s: f64,
+    /// Loads: mean from a read request's issue to its data's last byte in, in ns (None for
+    /// stores, posted writes that nothing answers).
+    pub load_latency_ns_mean: Option<f64>,
+    /// Loads: the 99th percentile of the same, in ns.
+    pub load_latency_ns_p99: Option<f64>,
+    /// The rate of the expander's media side this flow uses (read or write), in GB/s.
+    pub media_gb_per_s: f64,
+    /// The fraction of the window that media side was busy (every flow's accesses).
+    pub media_utilization: f64,
 }
 
 impl KindResult {
@@ -251,6 +284,7 @@ impl KindResult {
         match self {
             KindResult::Bridge(_) => "ethernet",
             KindResult::Fio(_) => "fio",
+            KindResult::Cxl(_) => "cxl",
         }
     }
 
@@ -261,9 +295,17 @@ impl KindResult {
     }
 
     /// Takes what it reports from its workload's flow results (`flow`), if anything.
-    pub(super) fn with_flow(&mut self, _flow: &FlowResult) {
+    pub(super) fn with_flow(&mut self, flow: &FlowResult) {
         match self {
             KindResult::Bridge(_) | KindResult::Fio(_) => {}
+            KindResult::Cxl(c) => {
+                c.bandwidth_gb_per_s = flow.throughput_gbytes_per_s;
+                c.accesses_per_s = flow.throughput_gbytes_per_s * 1e9 / c.size as f64;
+                if c.op == "read" {
+                    c.load_latency_ns_mean = flow.transfer_latency_ns.mean;
+                    c.load_latency_ns_p99 = flow.transfer_latency_ns.p99;
+                }
+            }
         }
     }
 
@@ -271,7 +313,7 @@ impl KindResult {
     pub fn ethernet(&self) -> Option<&EthernetResult> {
         match self {
             KindResult::Bridge(e) => Some(e),
-            KindResult::Fio(_) => None,
+            KindResult::Fio(_) | KindResult::Cxl(_) => None,
         }
     }
 
@@ -279,7 +321,7 @@ impl KindResult {
     pub fn fio(&self) -> Option<&FioResult> {
         match self {
             KindResult::Fio(f) => Some(f),
-            KindResult::Bridge(_) => None,
+            KindResult::Bridge(_) | KindResult::Cxl(_) => None,
         }
     }
 }
@@ -290,6 +332,7 @@ impl Serialize for KindResult {
         match self {
             KindResult::Bridge(e) => e.serialize(serializer),
             KindResult::Fio(f) => f.serialize(serializer),
+            KindResult::Cxl(c) => c.serialize(serializer),
         }
     }
 }

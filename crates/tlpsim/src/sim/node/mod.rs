@@ -2,7 +2,8 @@
 //!
 //! Every kind of node is a struct owning its state ([`root::RootComplex`],
 //! [`switch::Switch`], [`ntb::Ntb`], [`dma::DmaEndpoint`], [`storage::StorageHba`],
-//! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`], [`nvme::NvmeDrive`], [`gpu::GpuEndpoint`]) and implements
+//! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`], [`nvme::NvmeDrive`], [`gpu::GpuEndpoint`],
+//! [`cxl::CxlMemory`]) and implements
 //! [`Node`]; [`AnyNode`]
 //! is the static-dispatch enum over them that the simulator holds, one per node of the
 //! system. The host CPU that bridges NICs' frames ([`cpu::Cpu`]) is held by the root
@@ -10,8 +11,8 @@
 //!
 //! [`Node`]'s handlers take `&mut self` and a [`Context`] (`context`): the time, events of
 //! the node's own, its ports, the shared TLP table. The switch, the non-transparent bridge,
-//! the memory endpoint and a GPU's BAR are behind it; the completer logic they share with
-//! the root complex is `completer`. The other kinds are still [`LegacyNode`]s, whose
+//! the memory endpoint, a GPU's BAR and the CXL memory expander are behind it; the
+//! completer logic they share with the root complex is `completer`. The other kinds are still [`LegacyNode`]s, whose
 //! handlers take the whole [`Simulator`] and the node's index: their state is entangled
 //! with the DMA flows (`sim::flow`, `sim::transfer`), which reach into a requester's tags,
 //! engines and media.
@@ -28,6 +29,7 @@
 pub(in crate::sim) mod completer;
 pub(in crate::sim) mod context;
 pub(in crate::sim) mod cpu;
+pub(in crate::sim) mod cxl;
 pub(in crate::sim) mod dma;
 pub(in crate::sim) mod gpu;
 pub(in crate::sim) mod memory;
@@ -40,6 +42,7 @@ pub(in crate::sim) mod root;
 pub(in crate::sim) mod storage;
 pub(in crate::sim) mod switch;
 
+use cxl::CxlMemory;
 use dma::DmaEndpoint;
 use gpu::GpuEndpoint;
 use memory::MemoryEndpoint;
@@ -209,6 +212,8 @@ pub(in crate::sim) enum AnyNode {
     Nvme(NvmeDrive),
     /// A GPU: copy engines and a memory BAR.
     Gpu(GpuEndpoint),
+    /// A CXL memory expander.
+    Cxl(CxlMemory),
 }
 
 /// Runs `$call` with `$kind` naming the type of node `$node` (an [`AnyNode`] place) if it is
@@ -240,7 +245,7 @@ macro_rules! each_legacy {
                 type $kind = GpuEndpoint;
                 $call
             }
-            AnyNode::Switch(_) | AnyNode::Ntb(_) | AnyNode::Memory(_) => $other,
+            AnyNode::Switch(_) | AnyNode::Ntb(_) | AnyNode::Memory(_) | AnyNode::Cxl(_) => $other,
         }
     };
 }
@@ -266,6 +271,11 @@ macro_rules! dispatch {
             }),
             Some(AnyNode::Memory(_)) => $sim.with_node($n, |node, $cx| {
                 if let AnyNode::Memory($x) = node {
+                    $new
+                }
+            }),
+            Some(AnyNode::Cxl(_)) => $sim.with_node($n, |node, $cx| {
+                if let AnyNode::Cxl($x) = node {
                     $new
                 }
             }),
@@ -300,6 +310,7 @@ macro_rules! each_node {
             AnyNode::Memory($x) => $call,
             AnyNode::Nvme($x) => $call,
             AnyNode::Gpu($x) => $call,
+            AnyNode::Cxl($x) => $call,
         }
     };
 }
@@ -360,6 +371,17 @@ impl AnyNode {
                 engines: DmaEndpoint::new(*tags, *engines),
                 bar: MemoryEndpoint::new(*read_latency, *write_rate, sys.pcie.mps),
             }),
+            NodeKind::CxlMemory {
+                media_read,
+                media_write,
+                media_latency,
+                ..
+            } => AnyNode::Cxl(CxlMemory::new(
+                *media_latency,
+                *media_read,
+                *media_write,
+                sys.pcie.mps,
+            )),
         }
     }
 
@@ -418,6 +440,7 @@ impl AnyNode {
             AnyNode::Ntb(x) => x.handle(cx, call),
             AnyNode::Memory(x) => x.handle(cx, call),
             AnyNode::Gpu(x) => x.bar.handle(cx, call),
+            AnyNode::Cxl(x) => x.handle(cx, call),
             AnyNode::Root(_)
             | AnyNode::Dma(_)
             | AnyNode::Storage(_)
@@ -465,7 +488,8 @@ impl AnyNode {
             | AnyNode::Switch(_)
             | AnyNode::Ntb(_)
             | AnyNode::Memory(_)
-            | AnyNode::Nvme(_) => None,
+            | AnyNode::Nvme(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 
@@ -481,7 +505,8 @@ impl AnyNode {
             | AnyNode::Storage(_)
             | AnyNode::Nic(_)
             | AnyNode::Memory(_)
-            | AnyNode::Nvme(_) => None,
+            | AnyNode::Nvme(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 
@@ -497,7 +522,8 @@ impl AnyNode {
             | AnyNode::Nic(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
+            | AnyNode::Gpu(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 
@@ -513,7 +539,8 @@ impl AnyNode {
             | AnyNode::Storage(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
+            | AnyNode::Gpu(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 
@@ -529,7 +556,8 @@ impl AnyNode {
             | AnyNode::Storage(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
+            | AnyNode::Gpu(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 
@@ -545,7 +573,8 @@ impl AnyNode {
             | AnyNode::Storage(_)
             | AnyNode::Nic(_)
             | AnyNode::Memory(_)
-            | AnyNode::Gpu(_) => None,
+            | AnyNode::Gpu(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 
@@ -561,7 +590,8 @@ impl AnyNode {
             | AnyNode::Nic(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
+            | AnyNode::Gpu(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 
@@ -577,7 +607,8 @@ impl AnyNode {
             | AnyNode::Nic(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
+            | AnyNode::Gpu(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 
@@ -592,7 +623,8 @@ impl AnyNode {
             | AnyNode::Nic(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
+            | AnyNode::Gpu(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! ([`Recorder`]), without a fabric: no channels, no event queue, no other nodes.
 
 use super::context::Context;
+use super::cxl::CxlMemory;
 use super::memory::MemoryEndpoint;
 use super::ntb::Ntb;
 use super::switch::Switch;
@@ -263,4 +264,48 @@ fn a_bridge_sends_its_msi_behind_the_doorbell_and_tells_the_flow_when_it_lands()
     assert_eq!(cx.sent_from, vec![(out_toward(0), id, 1)]);
     b.tlp_written(&mut cx, &msi, 9);
     assert_eq!(cx.interrupts, vec![(5, 42)]);
+}
+
+#[test]
+fn a_cxl_expander_answers_a_read_after_its_media_latency_at_its_read_rate() {
+    // 170 ns to the media, then 1 GB/s: a 512-byte read's two 256-byte completions leave
+    // 256 ns apart, the first once its bytes are read out.
+    let mut x = CxlMemory::new(SimTime::from_ns(170), 1e9, 2e9, 256);
+    let mut cx = Recorder::new(system(), 3);
+    let t = tlp(TlpKind::MRd, 3, 512);
+    let id = arrive(&mut cx, t);
+    x.tlp_arrived(&mut cx, 4, id, t, SimTime::ZERO);
+    let first = cx.now + SimTime::from_ns(170 + 256);
+    let times: Vec<_> = cx.sent.iter().map(|s| (s.0, s.1)).collect();
+    assert_eq!(
+        times,
+        vec![
+            (first, out_toward(2)),
+            (first + SimTime::from_ns(256), out_toward(2))
+        ]
+    );
+    for (_, _, cpl) in &cx.sent {
+        let c = &cx.tlps[*cpl as usize];
+        assert_eq!((c.kind, c.payload, c.dst), (TlpKind::CplD, 256, 2));
+    }
+    assert_eq!(cx.released, vec![(4, FcClass::NonPosted, 1, 0)]);
+    assert_eq!(cx.delivered, vec![id]);
+}
+
+#[test]
+fn a_cxl_expander_counts_a_write_once_its_write_media_has_absorbed_it() {
+    // Its write media (2 GB/s) is not its read media: 256 bytes take 128 ns, then the
+    // write counts and its writer hears of it.
+    let mut x = CxlMemory::new(SimTime::from_ns(170), 1e9, 2e9, 256);
+    let mut cx = Recorder::new(system(), 3);
+    let t = tlp(TlpKind::MWr, 3, 256);
+    let id = arrive(&mut cx, t);
+    x.tlp_arrived(&mut cx, 4, id, t, SimTime::ZERO);
+    let done = cx.now + SimTime::from_ns(128);
+    assert_eq!(cx.scheduled, vec![(done, NodeEv::Written(id))]);
+    cx.now = done;
+    x.event(&mut cx, NodeEv::Written(id));
+    assert_eq!(cx.released, vec![(4, FcClass::Posted, 1, 16)]);
+    assert_eq!(cx.written, vec![(2, 4)]);
+    assert_eq!(cx.delivered, vec![id]);
 }
