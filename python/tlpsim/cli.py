@@ -248,10 +248,50 @@ def _run_rows(result) -> list[dict]:
     for f in result.fio:
         lat = {f"latency_ns_{k}": v for k, v in (f.get("latency_ns") or {}).items()}
         rows.append({"kind": "fio", **{k: v for k, v in f.items() if k != "latency_ns"}, **lat})
+    for key, kind_rows in _kind_tables(result):
+        rows.extend({"kind": key, **r} for r in kind_rows)
     keys: dict[str, None] = {}
     for r in rows:
         keys.update(dict.fromkeys(r))
     return [{k: r.get(k, "") for k in keys} for r in rows]
+
+
+def _kind_tables(result) -> list[tuple[str, list[dict]]]:
+    """The result lists of workload kinds this front does not name (a newer kind's own
+    table, such as ``cxl``), each as its key and flat rows: a nested dict's fields become
+    ``FIELD_KEY`` (``latency_ns_mean``)."""
+    tables = []
+    for key, rows in result.extra.items():
+        if not (isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows)):
+            continue
+        flat = []
+        for r in rows:
+            row: dict = {}
+            for k, v in r.items():
+                row.update({f"{k}_{kk}": vv for kk, vv in v.items()} if isinstance(v, dict) else {k: v})
+            flat.append(row)
+        tables.append((key, flat))
+    return tables
+
+
+def _kind_columns(rows: list[dict]) -> list[tuple[str, str, str]]:
+    """Table columns for rows of a kind's own results, from the fields of its first row,
+    ``name`` first: text left-aligned, whole numbers with thousands separators, fractions
+    named ``*utilization`` in percent, numbers of 100,000 or more whole, others to three
+    decimals."""
+    columns = []
+    first = rows[0]
+    for k in sorted(first, key=lambda k: k != "name"):
+        v = first[k]
+        heading = k.replace("_", " ")
+        if isinstance(v, str) or v is None:
+            columns.append((k, f" {heading}", ""))
+        elif isinstance(v, bool) or isinstance(v, int):
+            columns.append((k, heading, "" if isinstance(v, bool) else ","))
+        else:
+            big = abs(v) >= 1e5
+            columns.append((k, heading, "%" if k.endswith("utilization") else ",.0f" if big else ".3f"))
+    return columns
 
 
 def _fio_rows(fio: list[dict]) -> list[dict]:
@@ -389,6 +429,8 @@ def run_cmd(
                 ("gb_per_s", "GB/s", ".3f"), ("mean_us", "lat mean us", ".1f"), ("p50_us", "p50 us", ".1f"),
                 ("p99_us", "p99 us", ".1f"), ("p99_9_us", "p99.9 us", ".1f"), ("max_us", "max us", ".1f"),
             ], title="fio (latency per I/O: submission doorbell to MSI-X)")  # fmt: skip
+        for key, rows in _kind_tables(result):
+            emit(rows, format, _kind_columns(rows), title=key)
         _say_no_first_byte(result.flows)
         copies = [f for f in result.flows if f.get("memcpy")]
         if copies:

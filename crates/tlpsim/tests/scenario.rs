@@ -166,7 +166,18 @@ fn every_word_valued_key_lists_its_words() {
         .iter()
         .map(|v| v["properties"]["kind"]["const"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["dma", "storage", "nic", "memory", "nvme", "gpu"]);
+    assert_eq!(
+        kinds,
+        [
+            "dma",
+            "storage",
+            "nic",
+            "memory",
+            "nvme",
+            "gpu",
+            "cxl_memory"
+        ]
+    );
 }
 
 /// Every `pattern` in the schema, with the path of its property.

@@ -127,6 +127,20 @@ pub enum NodeKind {
         /// Bytes/s its memory absorbs written data at, if limited.
         write_rate: Option<f64>,
     },
+    /// A CXL Type 3 memory expander: host-managed device memory that the host reads and
+    /// writes with CXL.mem, modelled as a PCIe-attached memory completer (the link's own
+    /// framing stands for CXL's) with separate read and write media rates and a
+    /// load-to-use latency.
+    CxlMemory {
+        /// Size of its memory in bytes (a power of two).
+        capacity: u64,
+        /// Bytes/s its media returns read data at.
+        media_read: f64,
+        /// Bytes/s its media absorbs written data at.
+        media_write: f64,
+        /// A read request's arrival to its data's first byte leaving the device.
+        media_latency: SimTime,
+    },
 }
 
 /// What a workload finds at the node it targets.
@@ -164,6 +178,7 @@ impl NodeKind {
             NodeKind::Memory { .. } => "a memory endpoint",
             NodeKind::Nvme { .. } => "an NVMe drive",
             NodeKind::Gpu { .. } => "a GPU",
+            NodeKind::CxlMemory { .. } => "a CXL memory expander",
         }
     }
 
@@ -180,6 +195,7 @@ impl NodeKind {
             NodeKind::Memory { .. } => "memory",
             NodeKind::Nvme { .. } => "nvme",
             NodeKind::Gpu { .. } => "gpu",
+            NodeKind::CxlMemory { .. } => "cxl_memory",
         }
     }
 
@@ -205,7 +221,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => false,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => false,
         }
     }
 
@@ -222,6 +239,7 @@ impl NodeKind {
             NodeKind::Memory { bar_size, .. } | NodeKind::Gpu { bar_size, .. } => {
                 TargetKind::BarMemory { bytes: *bar_size }
             }
+            NodeKind::CxlMemory { capacity, .. } => TargetKind::BarMemory { bytes: *capacity },
         }
     }
 
@@ -237,7 +255,8 @@ impl NodeKind {
             NodeKind::RootComplex { .. }
             | NodeKind::Switch { .. }
             | NodeKind::Ntb { .. }
-            | NodeKind::Memory { .. } => None,
+            | NodeKind::Memory { .. }
+            | NodeKind::CxlMemory { .. } => None,
         }
     }
 
@@ -253,7 +272,8 @@ impl NodeKind {
             | NodeKind::Switch { .. }
             | NodeKind::Ntb { .. }
             | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. } => None,
+            | NodeKind::Nvme { .. }
+            | NodeKind::CxlMemory { .. } => None,
         }
     }
 }
@@ -273,7 +293,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => false,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => false,
         }
     }
 
@@ -290,7 +311,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => ("endpoint", 3),
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => ("endpoint", 3),
         }
     }
 
@@ -312,7 +334,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => None,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => None,
         }
     }
 
@@ -329,7 +352,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => true,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => true,
         }
     }
 
@@ -346,7 +370,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => SimTime::ZERO,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => SimTime::ZERO,
         }
     }
 
@@ -363,7 +388,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => None,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => None,
         }
     }
 
@@ -379,7 +405,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => SimTime::ZERO,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => SimTime::ZERO,
         }
     }
 
@@ -405,7 +432,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => (vec![1], false),
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => (vec![1], false),
         }
     }
 
@@ -425,7 +453,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => None,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => None,
         }
     }
 
@@ -442,7 +471,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => None,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => None,
         }
     }
 
@@ -457,7 +487,10 @@ impl NodeKind {
             | NodeKind::Nic { tags, .. }
             | NodeKind::Nvme { tags, .. }
             | NodeKind::Gpu { tags, .. } => *tags,
-            NodeKind::Switch { .. } | NodeKind::Ntb { .. } | NodeKind::Memory { .. } => u32::MAX,
+            NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::CxlMemory { .. } => u32::MAX,
         }
     }
 
@@ -474,7 +507,8 @@ impl NodeKind {
             | NodeKind::Storage { .. }
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. } => true,
+            | NodeKind::Nvme { .. }
+            | NodeKind::CxlMemory { .. } => true,
         }
     }
 
@@ -490,7 +524,8 @@ impl NodeKind {
             | NodeKind::Storage { .. }
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. } => false,
+            | NodeKind::Nvme { .. }
+            | NodeKind::CxlMemory { .. } => false,
         }
     }
 
@@ -505,7 +540,8 @@ impl NodeKind {
             | NodeKind::Ntb { .. }
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. } => false,
+            | NodeKind::Nvme { .. }
+            | NodeKind::CxlMemory { .. } => false,
         }
     }
 
@@ -521,7 +557,8 @@ impl NodeKind {
             | NodeKind::Storage { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => None,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => None,
         }
     }
 
@@ -537,7 +574,8 @@ impl NodeKind {
             | NodeKind::Storage { .. }
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
-            | NodeKind::Gpu { .. } => None,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => None,
         }
     }
 
@@ -558,7 +596,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => None,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => None,
         }
     }
 
@@ -568,6 +607,7 @@ impl NodeKind {
     pub fn bar_write_rate(&self) -> Option<f64> {
         match self {
             NodeKind::Memory { write_rate, .. } | NodeKind::Gpu { write_rate, .. } => *write_rate,
+            NodeKind::CxlMemory { media_write, .. } => Some(*media_write),
             NodeKind::RootComplex { .. }
             | NodeKind::Switch { .. }
             | NodeKind::Ntb { .. }
@@ -590,7 +630,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => None,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => None,
         }
     }
 
@@ -603,6 +644,7 @@ impl NodeKind {
             NodeKind::Memory { read_latency, .. } | NodeKind::Gpu { read_latency, .. } => {
                 *read_latency
             }
+            NodeKind::CxlMemory { media_latency, .. } => *media_latency,
             NodeKind::Switch { .. }
             | NodeKind::Ntb { .. }
             | NodeKind::Dma { .. }
@@ -628,7 +670,8 @@ impl NodeKind {
             | NodeKind::Nic { .. }
             | NodeKind::Memory { .. }
             | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. } => pcie.mps,
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => pcie.mps,
         }
     }
 
@@ -645,6 +688,9 @@ impl NodeKind {
                 shared_outbound: Some(_),
                 ..
             } => Some("has a shared outbound queue (head-of-line order)"),
+            NodeKind::CxlMemory { .. } => {
+                Some("is a CXL memory expander (read media not modelled)")
+            }
             NodeKind::RootComplex { .. }
             | NodeKind::Switch { .. }
             | NodeKind::Ntb { .. }
@@ -656,6 +702,17 @@ impl NodeKind {
             | NodeKind::Gpu { .. } => None,
         }
     }
+}
+
+/// What drives a workload's requests, as [`WorkloadKind::driver`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    /// Its flow's write and read streams, or its endpoint's engines (`sim::transfer`).
+    Streams,
+    /// Its NVMe drive's fio jobs.
+    FioJobs,
+    /// Its NIC's Ethernet frames.
+    Frames,
 }
 
 /// What a workload is (its `[[workload]]` section's `kind`), with the settings only that
@@ -675,6 +732,9 @@ pub enum WorkloadKind {
     /// One direction of a GPU's memcpy (`kind = "memcpy"`): what its copy engines copy
     /// (results report it in GB/s).
     Memcpy(CopyDirection),
+    /// A requester's loads or stores of cache lines in a CXL memory expander
+    /// (`kind = "cxl_mem"`): its reads or its writes (results of its own, `cxl`).
+    CxlMem,
 }
 
 impl WorkloadKind {
@@ -685,7 +745,8 @@ impl WorkloadKind {
             WorkloadKind::Dma
             | WorkloadKind::Bridge(_)
             | WorkloadKind::Fio(_)
-            | WorkloadKind::Memcpy(_) => None,
+            | WorkloadKind::Memcpy(_)
+            | WorkloadKind::CxlMem => None,
         }
     }
 
@@ -696,7 +757,8 @@ impl WorkloadKind {
             WorkloadKind::Dma
             | WorkloadKind::Storage(_)
             | WorkloadKind::Fio(_)
-            | WorkloadKind::Memcpy(_) => None,
+            | WorkloadKind::Memcpy(_)
+            | WorkloadKind::CxlMem => None,
         }
     }
 
@@ -707,7 +769,8 @@ impl WorkloadKind {
             WorkloadKind::Dma
             | WorkloadKind::Storage(_)
             | WorkloadKind::Bridge(_)
-            | WorkloadKind::Memcpy(_) => None,
+            | WorkloadKind::Memcpy(_)
+            | WorkloadKind::CxlMem => None,
         }
     }
 
@@ -715,7 +778,8 @@ impl WorkloadKind {
     pub fn memcpy(&self) -> Option<CopyDirection> {
         match self {
             WorkloadKind::Memcpy(c) => Some(*c),
-            WorkloadKind::Dma
+            WorkloadKind::CxlMem
+            | WorkloadKind::Dma
             | WorkloadKind::Storage(_)
             | WorkloadKind::Bridge(_)
             | WorkloadKind::Fio(_) => None,
@@ -730,7 +794,8 @@ impl WorkloadKind {
             WorkloadKind::Dma
             | WorkloadKind::Storage(_)
             | WorkloadKind::Fio(_)
-            | WorkloadKind::Memcpy(_) => None,
+            | WorkloadKind::Memcpy(_)
+            | WorkloadKind::CxlMem => None,
         }
     }
 
@@ -740,7 +805,10 @@ impl WorkloadKind {
     pub fn answered(&self) -> bool {
         match self {
             WorkloadKind::Bridge(_) | WorkloadKind::Fio(_) => true,
-            WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => false,
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Memcpy(_)
+            | WorkloadKind::CxlMem => false,
         }
     }
 
@@ -752,6 +820,7 @@ impl WorkloadKind {
             WorkloadKind::Bridge(_) => None,
             WorkloadKind::Fio(_) => Some("I/Os"),
             WorkloadKind::Memcpy(_) => Some("copies"),
+            WorkloadKind::CxlMem => Some("accesses"),
             WorkloadKind::Dma | WorkloadKind::Storage(_) => Some("transfers"),
         }
     }
@@ -762,7 +831,24 @@ impl WorkloadKind {
     pub fn source_driven(&self) -> bool {
         match self {
             WorkloadKind::Fio(_) | WorkloadKind::Bridge(_) => true,
-            WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => false,
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Memcpy(_)
+            | WorkloadKind::CxlMem => false,
+        }
+    }
+
+    /// What drives its requests: its flow's streams, its drive's fio jobs or its NIC's
+    /// frames (the simulator starts and paces it accordingly).
+    #[inline]
+    pub fn driver(&self) -> Driver {
+        match self {
+            WorkloadKind::Fio(_) => Driver::FioJobs,
+            WorkloadKind::Bridge(_) => Driver::Frames,
+            WorkloadKind::Dma
+            | WorkloadKind::Storage(_)
+            | WorkloadKind::Memcpy(_)
+            | WorkloadKind::CxlMem => Driver::Streams,
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::pcie::tlp::Addressing;
 pub use crate::pcie::flow_control::{CreditType, CREDIT_TYPES};
 
 mod kind;
-pub use kind::{NodeKind, TargetKind, WorkloadKind};
+pub use kind::{Driver, NodeKind, TargetKind, WorkloadKind};
 
 /// Index of a node in [`System::nodes`].
 pub type NodeId = usize;

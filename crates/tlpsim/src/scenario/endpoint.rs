@@ -33,6 +33,8 @@ defaults! {
     default_engine_reads: i64 = 256;
     default_gpu_bar_size: String = "32GiB";
     default_completion_timeout: String = "50ms";
+    default_cxl_capacity: String = "128GiB";
+    default_cxl_media_latency: String = "170ns";
 }
 
 /// The credits of an endpoint, as a file would write them.
@@ -55,6 +57,8 @@ words! {
         Nvme = "nvme",
         /// A GPU: copy engines and a BAR of its memory.
         Gpu = "gpu",
+        /// A CXL Type 3 memory expander: device memory the host reads and writes.
+        CxlMemory = "cxl_memory",
     }
 }
 
@@ -76,6 +80,8 @@ pub enum EndpointSection {
     Nvme(NvmeEndpointSection),
     /// `kind = "gpu"`: a GPU, with copy engines and a BAR of its memory.
     Gpu(GpuEndpointSection),
+    /// `kind = "cxl_memory"`: a CXL Type 3 memory expander.
+    CxlMemory(CxlMemorySection),
 }
 
 impl Tagged for EndpointSection {
@@ -92,6 +98,7 @@ impl Tagged for EndpointSection {
             EndpointKind::Memory => EndpointSection::Memory(Deserialize::deserialize(d)?),
             EndpointKind::Nvme => EndpointSection::Nvme(Deserialize::deserialize(d)?),
             EndpointKind::Gpu => EndpointSection::Gpu(Deserialize::deserialize(d)?),
+            EndpointKind::CxlMemory => EndpointSection::CxlMemory(Deserialize::deserialize(d)?),
         })
     }
 }
@@ -106,6 +113,7 @@ impl EndpointSection {
             EndpointSection::Memory(s) => &s.name,
             EndpointSection::Nvme(s) => &s.name,
             EndpointSection::Gpu(s) => &s.name,
+            EndpointSection::CxlMemory(s) => &s.name,
         }
     }
 
@@ -118,6 +126,7 @@ impl EndpointSection {
             EndpointSection::Memory(s) => s.count,
             EndpointSection::Nvme(s) => s.count,
             EndpointSection::Gpu(s) => s.count,
+            EndpointSection::CxlMemory(s) => s.count,
         }
     }
 
@@ -131,6 +140,7 @@ impl EndpointSection {
             EndpointSection::Memory(s) => (&mut s.name, &mut s.count),
             EndpointSection::Nvme(s) => (&mut s.name, &mut s.count),
             EndpointSection::Gpu(s) => (&mut s.name, &mut s.count),
+            EndpointSection::CxlMemory(s) => (&mut s.name, &mut s.count),
         };
         *own = name;
         *count = None;
@@ -341,6 +351,46 @@ pub struct MemoryEndpointSection {
     pub write_rate: Option<String>,
 }
 
+/// `[[endpoint]]` with `kind = "cxl_memory"`: a CXL Type 3 memory expander (CXL 2.0 device
+/// memory, HDM, that the host reads and writes with CXL.mem loads and stores), modelled as
+/// a memory completer on its link: reads wait `media_latency`, then leave at `media_read`;
+/// writes are absorbed at `media_write`. Its link is a PCIe link of the same generation and
+/// width (CXL 2.0 runs on PCIe 5.0's physical layer); CXL's own flit framing is not modelled.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CxlMemorySection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique node name.
+    pub name: String,
+    /// Credits it advertises.
+    #[schemars(default = "endpoint_credits")]
+    pub credits: Option<CreditsSection>,
+    /// Copies of this endpoint, 1 to 1024: they are named NAME0, NAME1 ..., each with its
+    /// own copy of the `[[link]]` and of every `[[workload]]` that names it (one endpoint,
+    /// named NAME, when left out).
+    pub count: Option<i64>,
+    /// Size of its memory, a power of two, e.g. "256GiB" (default "128GiB", the size of
+    /// Samsung's CXL 2.0 DRAM module of May 2023); an access stays inside it.
+    #[serde(default = "default_cxl_capacity")]
+    #[schemars(pattern(units::BYTES_PATTERN))]
+    pub capacity: String,
+    /// Rate its media returns read data, e.g. "25GB/s".
+    #[schemars(pattern(units::RATE_PATTERN))]
+    pub media_read: String,
+    /// Rate its media absorbs written data, e.g. "20GB/s".
+    #[schemars(pattern(units::RATE_PATTERN))]
+    pub media_write: String,
+    /// A read request's arrival to its data's first byte leaving the device: its
+    /// controller and DRAM (default "170ns", assumed: the low end of the load latencies
+    /// quoted for CXL 2.0 expanders, whose host adds its own port and the link).
+    #[serde(default = "default_cxl_media_latency")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
+    pub media_latency: String,
+}
+
 /// `[[endpoint]]` with `kind = "gpu"`: a GPU. Its copy engines read and write host memory
 /// or a peer's BAR (`[[workload]] kind = "memcpy"`); its BAR, a window on its memory, takes
 /// other requesters' writes and reads as a `kind = "memory"` endpoint does.
@@ -453,6 +503,7 @@ pub fn endpoints(
                 &s.credits,
                 Some(&s.completion_timeout),
             ),
+            EndpointSection::CxlMemory(s) => (None, cxl_memory(&place, s)?, &s.credits, None),
         };
         if let (Some(r), Some(t)) = (tags, kind.read_tags_mut()) {
             match r.settled()? {
@@ -584,6 +635,25 @@ fn memory(place: &Place, s: &MemoryEndpointSection) -> Result<NodeKind, BuildErr
         bar_size,
         read_latency,
         write_rate,
+    })
+}
+
+/// A CXL memory expander: its capacity, media rates and latency, checked.
+fn cxl_memory(place: &Place, s: &CxlMemorySection) -> Result<NodeKind, BuildError> {
+    let capacity = values::bytes(place, "capacity", &s.capacity)?;
+    if !capacity.is_power_of_two() || capacity < 4096 {
+        return Err(BuildError::not_allowed(
+            place,
+            "capacity",
+            &s.capacity,
+            "a power of two of at least 4 KiB, e.g. \"128GiB\"",
+        ));
+    }
+    Ok(NodeKind::CxlMemory {
+        capacity,
+        media_read: values::rate(place, "media_read", &s.media_read)?,
+        media_write: values::rate(place, "media_write", &s.media_write)?,
+        media_latency: values::duration(place, "media_latency", &s.media_latency)?,
     })
 }
 

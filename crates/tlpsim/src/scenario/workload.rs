@@ -8,13 +8,13 @@ use serde::Deserialize;
 
 use super::error::{BuildError, Place};
 use super::file::Tagged;
-use super::flows::{bridge, dma, storage};
+use super::flows::{bridge, dma, size, storage, transfers, Transfers};
 use super::links::Topology;
 use super::memcpy::memcpy;
 use super::nodes::NodeTable;
 use super::ntb::WindowMap;
 use super::nvme::{fio, FioWorkloadSection};
-use super::values::{defaults, words};
+use super::values::{self, defaults, words};
 use super::DEFAULT_OUTSTANDING;
 use crate::fabric::{
     AddressPattern, CacheState, DmaDirection, NodeId, NodeKind, NodeSpec, PcieSettings,
@@ -26,6 +26,9 @@ defaults! {
     default_outstanding: i64 = DEFAULT_OUTSTANDING;
     default_zero: i64 = 0;
     default_copy_size: String = "512MiB";
+    default_line: String = "64B";
+    default_cxl_outstanding: i64 = 16;
+    default_read_fraction: f64 = 1.0;
 }
 
 words! {
@@ -41,6 +44,8 @@ words! {
         Fio = "fio",
         /// A GPU's memory copies (cudaMemcpy by its copy engines).
         Memcpy = "memcpy",
+        /// Loads and stores of a CXL memory expander's memory.
+        CxlMem = "cxl_mem",
     }
 }
 
@@ -114,6 +119,8 @@ pub enum WorkloadSection {
     Fio(FioWorkloadSection),
     /// `kind = "memcpy"`: a GPU's memory copies.
     Memcpy(MemcpyWorkloadSection),
+    /// `kind = "cxl_mem"`: loads and stores of a CXL memory expander's memory.
+    CxlMem(CxlMemWorkloadSection),
 }
 
 impl Tagged for WorkloadSection {
@@ -129,6 +136,7 @@ impl Tagged for WorkloadSection {
             WorkloadKind::Bridge => WorkloadSection::Bridge(Deserialize::deserialize(d)?),
             WorkloadKind::Fio => WorkloadSection::Fio(Deserialize::deserialize(d)?),
             WorkloadKind::Memcpy => WorkloadSection::Memcpy(Deserialize::deserialize(d)?),
+            WorkloadKind::CxlMem => WorkloadSection::CxlMem(Deserialize::deserialize(d)?),
         })
     }
 }
@@ -147,6 +155,7 @@ impl WorkloadSection {
             WorkloadSection::Bridge(w) => w.enabled,
             WorkloadSection::Fio(w) => w.enabled,
             WorkloadSection::Memcpy(w) => w.enabled,
+            WorkloadSection::CxlMem(w) => w.enabled,
         }
     }
 
@@ -158,6 +167,7 @@ impl WorkloadSection {
             WorkloadSection::Bridge(w) => &w.name,
             WorkloadSection::Fio(w) => &w.name,
             WorkloadSection::Memcpy(w) => &w.name,
+            WorkloadSection::CxlMem(w) => &w.name,
         }
     }
 
@@ -170,6 +180,7 @@ impl WorkloadSection {
             WorkloadSection::Bridge(w) => (&mut w.name, &mut w.endpoint, None),
             WorkloadSection::Fio(w) => (&mut w.name, &mut w.endpoint, w.target.as_mut()),
             WorkloadSection::Memcpy(w) => (&mut w.name, &mut w.endpoint, w.target.as_mut()),
+            WorkloadSection::CxlMem(w) => (&mut w.name, &mut w.endpoint, Some(&mut w.target)),
         }
     }
 
@@ -181,6 +192,7 @@ impl WorkloadSection {
             WorkloadSection::Bridge(w) => &w.endpoint,
             WorkloadSection::Fio(w) => &w.endpoint,
             WorkloadSection::Memcpy(w) => &w.endpoint,
+            WorkloadSection::CxlMem(w) => &w.endpoint,
         }
     }
 }
@@ -374,6 +386,111 @@ pub struct MemcpyWorkloadSection {
     pub rate: Option<String>,
 }
 
+/// `[[workload]]` with `kind = "cxl_mem"`: a requester's loads and stores of cache lines in a
+/// CXL memory expander, each access one read request or one posted write of `size` bytes,
+/// `outstanding` of them in flight at once; its results are its flows' and a `cxl` table.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CxlMemWorkloadSection {
+    /// The `kind` key, already read.
+    #[serde(rename = "kind", default)]
+    #[schemars(skip)]
+    _kind: IgnoredAny,
+    /// Unique flow name (a mix of reads and writes makes two flows, NAME.read and
+    /// NAME.write).
+    pub name: String,
+    /// Whether it runs (default true): `enabled = false` keeps it in the file, settable with
+    /// `--set workload.NAME.enabled=false`, and leaves it out of the run.
+    #[serde(default = "crate::scenario::workload::default_enabled")]
+    pub enabled: bool,
+    /// The node issuing the loads and stores: a root complex (its CPUs) or an endpoint
+    /// that issues requests.
+    pub endpoint: String,
+    /// The CXL memory expander (an `[[endpoint]]` with kind = "cxl_memory").
+    pub target: String,
+    /// The share of the accesses in flight that are reads, 0 to 1 (default 1: loads
+    /// only): strictly between, reads and writes run as two streams, NAME.read with
+    /// round(outstanding x read_fraction) accesses in flight (at least 1) and NAME.write
+    /// with the rest (at least 1).
+    #[serde(default = "default_read_fraction")]
+    pub read_fraction: f64,
+    /// Bytes per access, e.g. "64B" (default "64B": a cache line).
+    #[serde(default = "default_line")]
+    #[schemars(pattern(units::BYTES_PATTERN))]
+    pub size: String,
+    /// Accesses in flight, 1 to 4096 (default 16, assumed: a few cores' worth of
+    /// outstanding cache misses); a root complex's `read_tags` caps its reads.
+    #[serde(default = "default_cxl_outstanding")]
+    pub outstanding: i64,
+}
+
+/// A CXL memory workload: a read flow, a write flow, or both with `outstanding` split
+/// between them by `read_fraction`, each a stream of `size`-byte accesses to the expander.
+fn cxl_mem(
+    place: &Place,
+    c: &CxlMemWorkloadSection,
+    source: NodeId,
+    fabric: &Fabric,
+) -> Result<Vec<WorkloadSpec>, BuildError> {
+    let target = fabric.nodes.lookup(place, "target", &c.target)?;
+    if !matches!(fabric.node(target).kind, NodeKind::CxlMemory { .. }) {
+        return Err(BuildError::conflict(
+            place,
+            format!(
+                "the target {:?} is {}; a cxl_mem workload's target is a CXL memory expander \
+                 (an [[endpoint]] with kind = \"cxl_memory\")",
+                c.target,
+                fabric.node(target).kind.noun()
+            ),
+        ));
+    }
+    let f = c.read_fraction;
+    if !(0.0..=1.0).contains(&f) {
+        return Err(BuildError::not_allowed(place, "read_fraction", f, "0 to 1"));
+    }
+    let outstanding = values::count(place, "outstanding", c.outstanding, 1..=4096, "1 to 4096")?;
+    let mixed = f > 0.0 && f < 1.0;
+    if mixed && outstanding < 2 {
+        return Err(BuildError::conflict(
+            place,
+            "a read_fraction strictly between 0 and 1 runs a read and a write stream: give \
+             outstanding = 2 or more",
+        ));
+    }
+    let reads =
+        ((outstanding as f64 * f).round() as u32).clamp(mixed as u32, outstanding - mixed as u32);
+    let size = size(place, "size", &c.size)?;
+    let name = |suffix: &str| {
+        if mixed {
+            format!("{}{suffix}", c.name)
+        } else {
+            c.name.clone()
+        }
+    };
+    let streams = [
+        (name(".read"), DmaDirection::Read, reads),
+        (name(".write"), DmaDirection::Write, outstanding - reads),
+    ];
+    let target_name = Some(c.target.clone());
+    let mut out = Vec::new();
+    for (flow, direction, n) in streams.into_iter().filter(|s| s.2 > 0) {
+        let keys = Transfers {
+            name: &flow,
+            endpoint: &c.endpoint,
+            target: &target_name,
+            target_address: &None,
+            outstanding: n as i64,
+            tlp_payload: &None,
+            doorbell_every: None,
+        };
+        let kind = crate::fabric::WorkloadKind::CxlMem;
+        out.push(transfers(
+            place, &keys, source, direction, size, kind, fabric,
+        )?);
+    }
+    Ok(out)
+}
+
 /// The fabric a workload runs on: every node, link and bridge window.
 pub struct Fabric<'a> {
     /// The nodes by name.
@@ -440,6 +557,7 @@ pub fn workloads(
             WorkloadSection::Bridge(b) => vec![bridge(&place, b, source, fabric)?],
             WorkloadSection::Memcpy(m) => memcpy(&place, m, source, fabric)?,
             WorkloadSection::Fio(f) => vec![fio(&place, f, source, earlier_jobs, fabric)?],
+            WorkloadSection::CxlMem(c) => cxl_mem(&place, c, source, fabric)?,
         };
         for spec in built {
             // A flow a memcpy names (NAME.h2d) may be another workload's name.

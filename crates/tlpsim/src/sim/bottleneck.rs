@@ -34,7 +34,7 @@ use serde::Serialize;
 
 use super::{Flow, Simulator, NONE};
 use crate::engine::SimTime;
-use crate::fabric::{CreditType, DmaDirection, FioSpec, WorkloadKind, WorkloadSpec, CREDIT_TYPES};
+use crate::fabric::{CreditType, DmaDirection, FioSpec, WorkloadSpec, CREDIT_TYPES};
 use crate::pcie::dll::transmit::MAX_UNACKED;
 use crate::pcie::flow_control::FcClass;
 use crate::sim::result::LinkResult;
@@ -538,13 +538,7 @@ impl Simulator<'_> {
     fn window_detail(&self, w: &WorkloadSpec, f: &Flow, busy: f64) -> String {
         let src = &self.sys.nodes[w.source];
         let engine_reads = src.kind.dma_device().and_then(|d| d.read.reads_per_engine);
-        let copy_engine_reads = match w.kind {
-            WorkloadKind::Memcpy(_) => engine_reads,
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Bridge(_)
-            | WorkloadKind::Fio(_) => None,
-        };
+        let copy_engine_reads = w.kind.memcpy().and(engine_reads);
         match copy_engine_reads {
             Some(reads) => format!(
                 "{}'s copy engine keeps at most {reads} reads of up to {} B in flight (or all \

@@ -15,6 +15,7 @@ impl Simulator<'_> {
             node.report(n, self.sys, &mut out);
         }
         out.ethernet.sort_by_key(|e| e.0);
+        out.kinds.sort_by_key(|e| e.0);
         out
     }
 
@@ -25,8 +26,8 @@ impl Simulator<'_> {
         let (links, hops) = self.link_results(now, window);
         let at_warmup = std::mem::take(&mut self.window.busy_at_warmup);
         let (resources, bottlenecks) = self.bottlenecks(now, &at_warmup, &links);
-        let kinds = self.kind_results(window);
-        let ethernet: Vec<_> = kinds.iter().filter_map(KindResult::ethernet).collect();
+        let mut kinds = self.kind_results(window);
+        let ethernet: Vec<_> = kinds.iter().filter_map(|k| k.1.ethernet()).collect();
         let mut starved = Vec::new();
         let flows: Vec<FlowResult> = bottlenecks
             .into_iter()
@@ -37,6 +38,10 @@ impl Simulator<'_> {
                 flow
             })
             .collect();
+        for (i, k) in &mut kinds {
+            k.with_flow(&flows[*i]);
+        }
+        let kinds = kinds.into_iter().map(|k| k.1).collect();
         for t in self.tlps.iter().filter(|t| t.live) {
             self.audit.tlps_in_flight += 1;
             self.audit.payload_in_flight += t.payload as u64;
@@ -61,23 +66,26 @@ impl Simulator<'_> {
     }
 
     /// The results of the workloads whose kind has its own over the `window` seconds
-    /// measured, in workload order: a bridging workload's frames (from its NIC), an fio
-    /// workload's I/Os.
-    fn kind_results(&self, window: f64) -> Vec<KindResult> {
-        let mut ethernet = vec![None; self.sys.workloads.len()];
-        for (f, e) in self.node_reports().ethernet {
-            ethernet[f as usize] = Some(e);
+    /// measured, each with its workload's index, in workload order: what the nodes report
+    /// (a bridging workload's frames from its NIC, ...), an fio workload's I/Os.
+    fn kind_results(&self, window: f64) -> Vec<(usize, KindResult)> {
+        let mut reported = vec![None; self.sys.workloads.len()];
+        let reports = self.node_reports();
+        for (f, e) in reports.ethernet {
+            reported[f as usize] = Some(KindResult::Bridge(e));
+        }
+        for (f, k) in reports.kinds {
+            reported[f as usize] = Some(k);
         }
         // One per fio workload, in workload order.
         let mut fio = self.fio_results(window).into_iter();
         let mut out = Vec::new();
         for (i, w) in self.sys.workloads.iter().enumerate() {
-            let r = match w.kind {
-                WorkloadKind::Bridge(_) => ethernet[i].take().map(KindResult::Bridge),
-                WorkloadKind::Fio(_) => fio.next().map(KindResult::Fio),
-                WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => None,
+            let r = match w.kind.fio() {
+                Some(_) => fio.next().map(KindResult::Fio),
+                None => reported[i].take(),
             };
-            out.extend(r);
+            out.extend(r.map(|r| (i, r)));
         }
         out
     }

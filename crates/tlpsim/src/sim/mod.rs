@@ -46,7 +46,7 @@ use crate::engine::rng::Rng;
 use crate::engine::table::Pool;
 use crate::engine::{EventQueue, OpenSpan, SimTime, Table};
 use crate::fabric::{
-    AckPolicy, Addresses, DmaDirection, Doorbell, NodeKind, StorageMix, System, WorkloadKind,
+    AckPolicy, Addresses, DmaDirection, Doorbell, Driver, NodeKind, StorageMix, System,
 };
 use crate::pcie::dll::{self, DLLP_BYTES};
 use crate::pcie::tlp::{self, TlpKind};
@@ -554,13 +554,13 @@ impl Simulator<'_> {
     /// (its NIC's frames drive it, `node::nic`).
     #[cold]
     fn start_flow(&mut self, f: u32) {
-        match self.sys.workloads[f as usize].kind {
-            WorkloadKind::Fio(_) => {
+        match self.sys.workloads[f as usize].kind.driver() {
+            Driver::FioJobs => {
                 let n = self.sys.workloads[f as usize].source;
                 AnyNode::workload_start(self, n, f);
             }
-            WorkloadKind::Bridge(_) => {}
-            WorkloadKind::Dma | WorkloadKind::Storage(_) | WorkloadKind::Memcpy(_) => {
+            Driver::Frames => {}
+            Driver::Streams => {
                 // Outside its requester's handlers: the requester is in its slot.
                 let rq = &mut Requester::InSlot(self.work.flows[f as usize].source as usize);
                 if self.work.flows[f as usize].engines.is_some() {

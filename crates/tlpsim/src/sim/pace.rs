@@ -126,15 +126,12 @@ impl Simulator<'_> {
     /// a DMA flow's direct stream issues (`s` 0 its reads, 1 its writes).
     pub(in crate::sim) fn pace_woken(&mut self, f: u32, s: usize) {
         self.work.flows[f as usize].pace[s].woke();
-        match self.sys.workloads[f as usize].kind {
-            WorkloadKind::Fio(_) => {
+        match self.sys.workloads[f as usize].kind.driver() {
+            Driver::FioJobs => {
                 let n = self.sys.workloads[f as usize].source;
                 AnyNode::paced(self, n, f, s as u32);
             }
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Bridge(_)
-            | WorkloadKind::Memcpy(_) => {
+            Driver::Streams | Driver::Frames => {
                 // Outside its requester's handlers: the requester is in its slot.
                 let rq = &mut Requester::InSlot(self.work.flows[f as usize].source as usize);
                 if s == READS {

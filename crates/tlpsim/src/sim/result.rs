@@ -243,14 +243,77 @@ pub enum KindResult {
     Bridge(EthernetResult),
     /// An fio workload's I/Os (JSON `fio[]`).
     Fio(FioResult),
+    /// A CXL memory workload's flow: its loads or stores (JSON `cxl[]`).
+    Cxl(CxlResult),
+}
+
+/// What a CXL memory workload's flow (its loads or its stores) achieved over the
+/// measurement window, with its expander's media (JSON `cxl[]`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CxlResult {
+    /// The flow's name.
+    pub name: String,
+    /// The node issuing the accesses.
+    pub source: String,
+    /// The CXL memory expander.
+    pub expander: String,
+    /// "read" (loads) or "write" (stores).
+    pub op: &'static str,
+    /// Bytes per access.
+    pub size: u64,
+    /// Accesses in flight.
+    pub outstanding: u32,
+    /// Data bytes moved per second, in GB/s (10^9 bytes).
+    pub bandwidth_gb_per_s: f64,
+    /// Accesses completed per second.
+    pub accesses_per_s: f64,
+    /// Loads: mean from a read request's issue to its data's last byte in, in ns (None for
+    /// stores, posted writes that nothing answers).
+    pub load_latency_ns_mean: Option<f64>,
+    /// Loads: the 99th percentile of the same, in ns.
+    pub load_latency_ns_p99: Option<f64>,
+    /// The rate of the expander's media side this flow uses (read or write), in GB/s.
+    pub media_gb_per_s: f64,
+    /// The fraction of the window that media side was busy (every flow's accesses).
+    pub media_utilization: f64,
 }
 
 impl KindResult {
+    /// The JSON list it goes in ("ethernet", "fio"): one key per kind.
+    pub fn key(&self) -> &'static str {
+        match self {
+            KindResult::Bridge(_) => "ethernet",
+            KindResult::Fio(_) => "fio",
+            KindResult::Cxl(_) => "cxl",
+        }
+    }
+
+    /// Whether its JSON list is in every result, empty or not (the lists the result had
+    /// before kinds added their own: a newer kind's list is there when the run has one).
+    fn always_listed(key: &str) -> bool {
+        key == "ethernet" || key == "fio"
+    }
+
+    /// Takes what it reports from its workload's flow results (`flow`), if anything.
+    pub(super) fn with_flow(&mut self, flow: &FlowResult) {
+        match self {
+            KindResult::Bridge(_) | KindResult::Fio(_) => {}
+            KindResult::Cxl(c) => {
+                c.bandwidth_gb_per_s = flow.throughput_gbytes_per_s;
+                c.accesses_per_s = flow.throughput_gbytes_per_s * 1e9 / c.size as f64;
+                if c.op == "read" {
+                    c.load_latency_ns_mean = flow.transfer_latency_ns.mean;
+                    c.load_latency_ns_p99 = flow.transfer_latency_ns.p99;
+                }
+            }
+        }
+    }
+
     /// Its frames, if it is a bridging workload's.
     pub fn ethernet(&self) -> Option<&EthernetResult> {
         match self {
             KindResult::Bridge(e) => Some(e),
-            KindResult::Fio(_) => None,
+            KindResult::Fio(_) | KindResult::Cxl(_) => None,
         }
     }
 
@@ -258,7 +321,18 @@ impl KindResult {
     pub fn fio(&self) -> Option<&FioResult> {
         match self {
             KindResult::Fio(f) => Some(f),
-            KindResult::Bridge(_) => None,
+            KindResult::Bridge(_) | KindResult::Cxl(_) => None,
+        }
+    }
+}
+
+impl Serialize for KindResult {
+    /// As the result of its kind alone (its JSON list says which kind).
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            KindResult::Bridge(e) => e.serialize(serializer),
+            KindResult::Fio(f) => f.serialize(serializer),
+            KindResult::Cxl(c) => c.serialize(serializer),
         }
     }
 }
@@ -346,6 +420,17 @@ impl Serialize for RunResult {
         r.serialize_field("resources", &self.resources)?;
         r.serialize_field("ethernet", &self.ethernet())?;
         r.serialize_field("fio", &self.fio())?;
+        // Then each newer kind's list, in the order of their first workloads.
+        let mut keys: Vec<&'static str> = Vec::new();
+        for k in self.kinds.iter().map(KindResult::key) {
+            if !KindResult::always_listed(k) && !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        for key in keys {
+            let list: Vec<&KindResult> = self.kinds.iter().filter(|k| k.key() == key).collect();
+            r.serialize_field(key, &list)?;
+        }
         r.serialize_field("starved", &self.starved)?;
         r.serialize_field("warnings", &self.warnings)?;
         r.serialize_field("audit", &self.audit)?;

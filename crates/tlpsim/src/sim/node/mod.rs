@@ -2,7 +2,8 @@
 //!
 //! Every kind of node is a struct owning its state ([`root::RootComplex`],
 //! [`switch::Switch`], [`ntb::Ntb`], [`dma::DmaEndpoint`], [`storage::StorageHba`],
-//! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`], [`nvme::NvmeDrive`], [`gpu::GpuEndpoint`]) and implements
+//! [`nic::NicEndpoint`], [`memory::MemoryEndpoint`], [`nvme::NvmeDrive`], [`gpu::GpuEndpoint`],
+//! [`cxl::CxlMemory`]) and implements
 //! [`Node`]; [`AnyNode`]
 //! is the static-dispatch enum over them that the simulator holds, one per node of the
 //! system. The host CPU that bridges NICs' frames ([`cpu::Cpu`]) is held by the root
@@ -32,6 +33,7 @@
 pub(in crate::sim) mod completer;
 pub(in crate::sim) mod context;
 pub(in crate::sim) mod cpu;
+pub(in crate::sim) mod cxl;
 pub(in crate::sim) mod dma;
 pub(in crate::sim) mod gpu;
 pub(in crate::sim) mod memory;
@@ -57,12 +59,13 @@ use storage::StorageHba;
 use switch::Switch;
 
 use super::bottleneck::Resource;
-use super::result::EthernetResult;
+use super::result::{EthernetResult, KindResult};
 use super::{Simulator, Tlp};
 use crate::engine::SimTime;
 use crate::fabric::{NodeKind, System};
 use context::{Call, Context};
 use cpu::Cpu;
+use cxl::CxlMemory;
 
 /// An event of one node's own: a timer of its, or the end of work it started. Only the
 /// node's module interprets it (the simulator hands it to [`Node::event`]).
@@ -202,6 +205,8 @@ pub(in crate::sim) trait LegacyNode {
 pub(in crate::sim) struct NodeReport {
     /// Ethernet results, each with the index of its bridge workload.
     pub(in crate::sim) ethernet: Vec<(u32, EthernetResult)>,
+    /// Results of a workload kind's own, each with the index of its workload.
+    pub(in crate::sim) kinds: Vec<(u32, KindResult)>,
 }
 
 /// One node of any kind.
@@ -225,6 +230,8 @@ pub(in crate::sim) enum AnyNode {
     Nvme(NvmeDrive),
     /// A GPU: copy engines and a memory BAR.
     Gpu(GpuEndpoint),
+    /// A CXL memory expander.
+    Cxl(CxlMemory),
 }
 
 /// Runs `$call` with `$kind` naming the type of node `$node` (an [`AnyNode`] place) if it is
@@ -243,7 +250,8 @@ macro_rules! each_legacy {
             | AnyNode::Dma(_)
             | AnyNode::Storage(_)
             | AnyNode::Gpu(_)
-            | AnyNode::Nic(_) => $other,
+            | AnyNode::Nic(_)
+            | AnyNode::Cxl(_) => $other,
         }
     };
 }
@@ -280,6 +288,7 @@ macro_rules! dispatch {
                         AnyNode::Dma($x) => $new,
                         AnyNode::Storage($x) => $new,
                         AnyNode::Gpu($x) => $new,
+                        AnyNode::Cxl($x) => $new,
                         AnyNode::Root(_) | AnyNode::Nic(_) => unreachable!("handled above"),
                     }
                 }
@@ -306,6 +315,7 @@ macro_rules! each_node {
             AnyNode::Memory($x) => $call,
             AnyNode::Nvme($x) => $call,
             AnyNode::Gpu($x) => $call,
+            AnyNode::Cxl($x) => $call,
         }
     };
 }
@@ -366,6 +376,17 @@ impl AnyNode {
                 engines: DmaEndpoint::new(*tags, *engines),
                 bar: MemoryEndpoint::new(*read_latency, *write_rate, sys.pcie.mps),
             }),
+            NodeKind::CxlMemory {
+                media_read,
+                media_write,
+                media_latency,
+                ..
+            } => AnyNode::Cxl(CxlMemory::new(
+                *media_latency,
+                *media_read,
+                *media_write,
+                sys.pcie.mps,
+            )),
         }
     }
 
@@ -426,6 +447,7 @@ impl AnyNode {
             AnyNode::Storage(x) => x.handle(cx, call),
             AnyNode::Gpu(x) => x.handle(cx, call),
             AnyNode::Nic(x) => x.handle(cx, call),
+            AnyNode::Cxl(x) => x.handle(cx, call),
             AnyNode::Root(_) => {
                 unreachable!("a kind not yet behind Node")
             }
@@ -454,7 +476,8 @@ impl AnyNode {
                 | AnyNode::Nic(_)
                 | AnyNode::Memory(_)
                 | AnyNode::Nvme(_)
-                | AnyNode::Gpu(_),
+                | AnyNode::Gpu(_)
+                | AnyNode::Cxl(_),
             ) => sim.with_node(n, |node, cx| node.handle(cx, call)),
         }
     }
@@ -529,7 +552,8 @@ impl AnyNode {
             | AnyNode::Switch(_)
             | AnyNode::Ntb(_)
             | AnyNode::Memory(_)
-            | AnyNode::Nvme(_) => None,
+            | AnyNode::Nvme(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 
@@ -545,7 +569,8 @@ impl AnyNode {
             | AnyNode::Storage(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
+            | AnyNode::Gpu(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 
@@ -561,7 +586,8 @@ impl AnyNode {
             | AnyNode::Storage(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
+            | AnyNode::Gpu(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 
@@ -577,7 +603,8 @@ impl AnyNode {
             | AnyNode::Nic(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
+            | AnyNode::Gpu(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 
@@ -592,7 +619,8 @@ impl AnyNode {
             | AnyNode::Nic(_)
             | AnyNode::Memory(_)
             | AnyNode::Nvme(_)
-            | AnyNode::Gpu(_) => None,
+            | AnyNode::Gpu(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use super::context::{Call, Context};
 use super::cpu::Cpu;
+use super::cxl::CxlMemory;
 use super::dma::{DmaEndpoint, READ, WRITE};
 use super::gpu::GpuEndpoint;
 use super::memory::MemoryEndpoint;
@@ -757,4 +758,48 @@ fn a_cpu_core_takes_a_nic_interrupt_reads_its_cause_and_bridges_a_frame() {
     cpu.tlp_written(&mut cx, &doorbell, doorbell.owner.cookie & !(1 << 31));
     assert_eq!(cx.registers.len(), 1);
     assert_eq!(cx.registers[0].0, 1);
+}
+
+#[test]
+fn a_cxl_expander_answers_a_read_after_its_media_latency_at_its_read_rate() {
+    // 170 ns to the media, then 1 GB/s: a 512-byte read's two 256-byte completions leave
+    // 256 ns apart, the first once its bytes are read out.
+    let mut x = CxlMemory::new(SimTime::from_ns(170), 1e9, 2e9, 256);
+    let mut cx = Recorder::new(system(), 3);
+    let t = tlp(TlpKind::MRd, 3, 512);
+    let id = arrive(&mut cx, t);
+    x.tlp_arrived(&mut cx, 4, id, t, SimTime::ZERO);
+    let first = cx.now + SimTime::from_ns(170 + 256);
+    let times: Vec<_> = cx.sent.iter().map(|s| (s.0, s.1)).collect();
+    assert_eq!(
+        times,
+        vec![
+            (first, out_toward(2)),
+            (first + SimTime::from_ns(256), out_toward(2))
+        ]
+    );
+    for (_, _, cpl) in &cx.sent {
+        let c = &cx.tlps[*cpl as usize];
+        assert_eq!((c.kind, c.payload, c.dst), (TlpKind::CplD, 256, 2));
+    }
+    assert_eq!(cx.released, vec![(4, FcClass::NonPosted, 1, 0)]);
+    assert_eq!(cx.delivered, vec![id]);
+}
+
+#[test]
+fn a_cxl_expander_counts_a_write_once_its_write_media_has_absorbed_it() {
+    // Its write media (2 GB/s) is not its read media: 256 bytes take 128 ns, then the
+    // write counts and its writer hears of it.
+    let mut x = CxlMemory::new(SimTime::from_ns(170), 1e9, 2e9, 256);
+    let mut cx = Recorder::new(system(), 3);
+    let t = tlp(TlpKind::MWr, 3, 256);
+    let id = arrive(&mut cx, t);
+    x.tlp_arrived(&mut cx, 4, id, t, SimTime::ZERO);
+    let done = cx.now + SimTime::from_ns(128);
+    assert_eq!(cx.scheduled, vec![(done, NodeEv::Written(id))]);
+    cx.now = done;
+    x.event(&mut cx, NodeEv::Written(id));
+    assert_eq!(cx.released, vec![(4, FcClass::Posted, 1, 16)]);
+    assert_eq!(cx.written, vec![(2, 4)]);
+    assert_eq!(cx.delivered, vec![id]);
 }
