@@ -213,6 +213,7 @@ impl<'a> Simulator<'a> {
                     .collect(),
                 draining: false,
                 sockets: socket::SocketLinks::new(sys),
+                outbound: super::outbound::Outbound::of_system(sys),
             },
             trace: None,
             errors: false,

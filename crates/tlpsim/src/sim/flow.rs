@@ -73,13 +73,6 @@ impl FlowTlp {
 }
 
 impl Simulator<'_> {
-    /// A TLP of a flow left its requester, a kind not yet behind `node::Node`, in its slot
-    /// (see [`Self::flow_left`]).
-    pub(in crate::sim) fn flow_tlp_left(&mut self, id: u32, start: SimTime) {
-        let n = self.tlps[id as usize].owner.node as usize;
-        self.flow_left(&mut Requester::InSlot(n), id, start);
-    }
-
     /// A TLP of a flow left its requester `rq` (see `node::Node::tlp_left`): a write makes
     /// room for the next; a read request's latency (and its transfer's, for the transfer's
     /// first request) counts from now.
@@ -450,15 +443,8 @@ impl Simulator<'_> {
     }
 
     /// Read data for a flow reached its requester `n` (an endpoint, or a root complex reading
-    /// a bridge's scratchpads): counts it, records the latency at the first completion, and
-    /// frees the tag and transfer when the request is complete. The requester is a kind not
-    /// yet behind `node::Node`, in its slot (see [`Self::completion_by`]).
-    pub(in crate::sim) fn completion_arrived(&mut self, n: usize, id: u32, t: Tlp, head: SimTime) {
-        self.completion_by(&mut Requester::InSlot(n), n, id, t, head);
-    }
-
-    /// Read data for a flow reached its requester `n`, whose state is `rq` (see
-    /// [`Self::completion_arrived`]).
+    /// a bridge's scratchpads), whose state is `rq`: counts it, records the latency at the
+    /// first completion, and frees the tag and transfer when the request is complete.
     fn completion_by(&mut self, rq: &mut Requester<'_>, n: usize, id: u32, t: Tlp, head: SimTime) {
         let now = self.now();
         let slot = FlowTlp::request_slot(t.owner.cookie);

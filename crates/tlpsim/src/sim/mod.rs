@@ -22,6 +22,7 @@ mod finish;
 mod flow;
 mod host_memory;
 mod node;
+mod outbound;
 mod pace;
 mod progress;
 mod receive;
@@ -273,7 +274,7 @@ pub struct Simulator<'a> {
     window: Window,
     /// The credit deadlock watchdog, completion timeouts and the starvation watchdog.
     watch: Watch,
-    /// Host bridges, the shared outbound queue's drain and the socket links.
+    /// Host bridges, the shared outbound queues and their drain, the socket links.
     host: HostSide,
     /// The packets on every wire, when the run is traced.
     trace: Option<Trace>,
@@ -326,8 +327,8 @@ struct Watch {
     progress: progress::Progress,
 }
 
-/// What the root complexes share with the run: their host bridges, the drain of a shared
-/// outbound queue, the inter-socket links.
+/// What the root complexes share with the run: their host bridges, their shared outbound
+/// queues and the drain of one, the inter-socket links.
 struct HostSide {
     /// Each host bridge's data path and latency.
     bridges: Vec<(Throttle, SimTime)>,
@@ -335,6 +336,8 @@ struct HostSide {
     draining: bool,
     /// The inter-socket links between root complexes (`socket`).
     sockets: socket::SocketLinks,
+    /// Per node, the shared outbound queue of a root complex with one (`outbound`).
+    outbound: Vec<Option<outbound::Outbound>>,
 }
 
 /// Runs `system` to its duration and reports.

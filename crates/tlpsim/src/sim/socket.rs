@@ -1,7 +1,7 @@
 //! Inter-socket links (`fabric::SocketLinkSpec`): TLPs between the trees of two root
 //! complexes cross one, each direction a [`Throttle`] of the link's payload bandwidth and
 //! then its latency. The root complex a TLP reaches on its own side hands it over
-//! (`node/root.rs` `root_forward`: a peer-to-peer TLP after that root complex's own
+//! (`node/root.rs` `RootComplex::forward`: a peer-to-peer TLP after that root complex's own
 //! forwarding, a DMA into the other socket's memory straight away; a completion from the
 //! other socket's memory as `complete_read` makes it); the ingress buffer it came in on frees
 //! when it is across. On the far side it arrives at that root complex as if on a root port
@@ -155,26 +155,5 @@ impl Simulator<'_> {
         let ev = NodeEv::Socket(id);
         self.q.schedule(arrive, Ev::Node { node: far, ev });
         true
-    }
-
-    /// TLP `id`, held at root complex `n` until now, crosses the socket link.
-    pub(in crate::sim) fn socket_send(&mut self, n: usize, id: u32) {
-        let (c, now) = (self.tlps[id as usize].ingress, self.now());
-        self.socket_cross(n, c, id, now);
-    }
-
-    /// TLP `id` came across a socket link to root complex `n`: the buffer it left on the
-    /// other side frees, and `n` takes it as from a root port of its own.
-    pub(in crate::sim) fn socket_arrived(&mut self, n: usize, id: u32) {
-        let t = self.tlps[id as usize];
-        if t.ingress < SOCKET {
-            self.rx_release(t.ingress, t.class(), 1, t.data_credits());
-        }
-        self.tlps[id as usize].ingress = SOCKET;
-        let t = self.tlps[id as usize];
-        let now = self.now();
-        <super::node::root::RootComplex as super::node::LegacyNode>::tlp_arrived(
-            self, n, SOCKET, id, t, now,
-        );
     }
 }

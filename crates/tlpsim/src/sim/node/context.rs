@@ -15,6 +15,7 @@
 use super::nic::{NicEndpoint, RegisterWrite};
 use super::requester::{Port, Requester};
 use super::{AnyNode, NodeEv};
+use crate::engine::rng::Latency;
 use crate::engine::SimTime;
 use crate::fabric::System;
 use crate::sim::channel::FcClass;
@@ -157,6 +158,18 @@ pub(in crate::sim) trait Context {
     /// (transmit doorbell, returned receive descriptors, interrupts re-enabled as
     /// `(doorbell, rdt, enable)` ask).
     fn nic_register_write(&mut self, nic: usize, what: (bool, bool, bool)) -> RegisterWrite;
+
+    /// Host bridge `b`'s data path passes `bytes` ready at `at`: when they are through.
+    fn host_bridge_pass(&mut self, b: usize, at: SimTime, bytes: u32) -> SimTime;
+
+    /// Host bridge `b`'s latency, each way.
+    fn host_bridge_latency(&self, b: usize) -> SimTime;
+
+    /// A latency drawn from `l` with the run's random stream (a root complex's memory's).
+    fn sample_latency(&mut self, l: &Latency) -> SimTime;
+
+    /// The workload TLP `t` belongs to, as its owner says (where a root complex keeps it).
+    fn tlp_workload(&self, t: &Tlp) -> Option<u32>;
 }
 
 /// The context the simulator gives node `n` (taken out of its table for the call).
@@ -381,6 +394,22 @@ impl Context for Cx<'_, '_> {
     fn nic_register_write(&mut self, nic: usize, what: (bool, bool, bool)) -> RegisterWrite {
         self.driven(nic).register_write(what)
     }
+
+    fn host_bridge_pass(&mut self, b: usize, at: SimTime, bytes: u32) -> SimTime {
+        self.sim.host.bridges[b].0.pass(at, bytes)
+    }
+
+    fn host_bridge_latency(&self, b: usize) -> SimTime {
+        self.sim.host.bridges[b].1
+    }
+
+    fn sample_latency(&mut self, l: &Latency) -> SimTime {
+        l.sample(&mut self.sim.rng)
+    }
+
+    fn tlp_workload(&self, t: &Tlp) -> Option<u32> {
+        AnyNode::tlp_workload(self.sim, t)
+    }
 }
 
 impl<'s, 'a> Cx<'s, 'a> {
@@ -388,17 +417,6 @@ impl<'s, 'a> Cx<'s, 'a> {
     #[inline(always)]
     pub(in crate::sim::node) fn of(sim: &'s mut Simulator<'a>, n: usize) -> Self {
         Cx { sim, n }
-    }
-
-    /// The context of node `n` while it stays in its table: for a kind not yet behind
-    /// [`super::Node`] that uses the shared completer (`completer`).
-    pub(in crate::sim::node) fn legacy(sim: &'s mut Simulator<'a>, n: usize) -> Self {
-        Cx { sim, n }
-    }
-
-    /// The simulator behind it, for a kind not yet behind [`super::Node`].
-    pub(in crate::sim::node) fn legacy_sim(&mut self) -> &mut Simulator<'a> {
-        self.sim
     }
 
     /// The NIC at node `nic`, whose rings the host CPU's driver reads and writes (a NIC is
@@ -433,9 +451,6 @@ pub(in crate::sim) enum Call {
     /// To a root complex: the MSI of the NIC at node .1 waits for core .0 of the host CPU
     /// behind it ([`Context::cpu_interrupt`]).
     CpuInterrupt(u32, u32),
-    /// To a root complex: the host CPU's TLP with this cookie (its own) left the root
-    /// complex.
-    CpuLeft(u32),
     /// To a NIC: its core took its interrupt ([`Context::interrupt_taken`]).
     InterruptTaken,
     /// To a NIC: the host CPU's register write took effect ([`Context::registers_written`]).

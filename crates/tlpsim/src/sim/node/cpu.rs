@@ -3,14 +3,14 @@
 //! through the fabric), bridge each received frame (software cost per frame and per byte),
 //! post it on the other port's transmit ring and write the NIC's registers (posted MMIO
 //! writes; a core stalls while the root complex holds `posted_depth` of them). The root
-//! complex holds it ([`super::root::RootComplex`]) and hands it its events and the
-//! completions of its reads.
+//! complex holds it ([`super::root::RootComplex`]) and hands it its events, the calls for it
+//! (a NIC's interrupt, a TLP of its own that left) and the completions of its reads.
 
 use std::collections::VecDeque;
 
 use super::context::{Call, Context};
 use super::nic::RegisterWrite;
-use super::root::cpu_owner;
+use super::root::{cpu_cookie, cpu_owner};
 use super::NodeEv;
 use crate::engine::table::Pool;
 use crate::engine::{OpenSpan, SimTime};
@@ -30,6 +30,9 @@ pub(in crate::sim) struct Cpu {
     posted_queued: u32,
     /// Cores waiting for room among them.
     posted_waiters: Vec<u32>,
+    /// Calls for its root complex itself (a TLP of the root complex's flows left) that came
+    /// while a method of its ran, set aside for the root complex (`take_for_root`).
+    for_root: Vec<Call>,
 }
 
 /// What a core is doing.
@@ -79,6 +82,7 @@ impl Cpu {
             writes: Pool::new(),
             posted_queued: 0,
             posted_waiters: Vec::new(),
+            for_root: Vec::new(),
         }
     }
 
@@ -131,22 +135,29 @@ impl CpuTlp {
 }
 
 impl Cpu {
-    /// Hands `call` (one that came while a method of its ran, see `root::cpu_call`) to the
-    /// matching method.
+    /// Hands `call`, one that came for its root complex while a method of its ran (see
+    /// `root::RootComplex::with_cpu`), to the matching method: a NIC's interrupt, a TLP of
+    /// its own that left; a call for the root complex itself it sets aside (`for_root`).
     pub(in crate::sim) fn handle<C: Context>(&mut self, cx: &mut C, call: Call) {
         match call {
             Call::CpuInterrupt(core, nic) => self.interrupt(cx, core, nic),
-            Call::CpuLeft(cookie) => self.tlp_left(cx, cookie),
+            Call::Left(id, _) => match cpu_cookie(cx.tlp(id).owner.cookie) {
+                Some(cookie) => self.tlp_left(cx, cookie),
+                None => self.for_root.push(call),
+            },
             Call::Arrived(..)
             | Call::Start
             | Call::Event(_)
-            | Call::Left(..)
             | Call::Written(..)
             | Call::WorkloadStart(_)
-            | Call::Paced(..)
-            | Call::InterruptTaken
-            | Call::RegistersWritten(_) => unreachable!("a call for a node, not a host CPU"),
+            | Call::Paced(..) => self.for_root.push(call),
+            Call::InterruptTaken | Call::RegistersWritten(_) => unreachable!("a call for a NIC"),
         }
+    }
+
+    /// The calls for its root complex itself that it set aside (see [`Self::handle`]).
+    pub(in crate::sim) fn take_for_root(&mut self) -> Vec<Call> {
+        std::mem::take(&mut self.for_root)
     }
 
     /// Handles the calls that came for it while its method ran, where they came (a TLP it

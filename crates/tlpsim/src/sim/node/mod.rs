@@ -10,16 +10,18 @@
 //! complex it sits behind.
 //!
 //! [`Node`]'s handlers take `&mut self` and a [`Context`] (`context`): the time, events of
-//! the node's own, its ports, the shared TLP table. The switch, the non-transparent bridge,
-//! the memory endpoint, the NVMe drive (with its fio jobs, whose flows it reaches through
-//! its context), the DMA endpoint, the storage HBA, the GPU (its BAR and its copy
-//! engines) and the NIC are behind it; the completer logic they share with the root
-//! complex is `completer`. A DMA requester's flows run in `sim::flow` and `sim::transfer`:
-//! the node lends them its tags, engines and drives through its context's requester port
-//! (`requester`). The host CPU's methods take `&mut self` and its root complex's context;
-//! the NIC and the CPU call each other through typed ports of the context
-//! ([`AnyNode::call`]). The root complex is still a [`LegacyNode`], whose handlers take
-//! the whole [`Simulator`] and the node's index.
+//! the node's own, its ports, the shared TLP table. Every kind is behind it: the root
+//! complex (its memory, host memory and host bridge reached through narrow ports of its
+//! context; its root ports' shared outbound queue is the transmit path's,
+//! `sim::outbound`), the switch, the non-transparent bridge, the memory endpoint, the NVMe
+//! drive (with its fio jobs, whose flows it reaches through its context), the DMA
+//! endpoint, the storage HBA, the GPU (its BAR and its copy engines), the NIC and the CXL
+//! expander; the completer logic they share is `completer`. A DMA requester's flows run in
+//! `sim::flow` and `sim::transfer`: the node (a root complex too, reading a bridge's
+//! scratchpads) lends them its tags, engines and drives through its context's requester
+//! port (`requester`). The host CPU's methods take `&mut self` and its root complex's
+//! context; the root complex routes the CPU's calls to it; the NIC and the CPU call each
+//! other through typed ports of the context ([`AnyNode::call`]).
 //!
 //! Every TLP has an owner (`Tlp::owner`): the node whose transaction it is, and a cookie
 //! only that node's module decodes. The fabric and the targets tell the owner what became
@@ -153,51 +155,11 @@ pub(in crate::sim) trait Node {
             Call::Written(t, c) => self.tlp_written(cx, &t, c),
             Call::WorkloadStart(f) => self.workload_start(cx, f),
             Call::Paced(f, s) => self.paced(cx, f, s),
-            Call::CpuInterrupt(..)
-            | Call::CpuLeft(_)
-            | Call::InterruptTaken
-            | Call::RegistersWritten(_) => unreachable!("a call for a NIC or a host CPU"),
+            Call::CpuInterrupt(..) | Call::InterruptTaken | Call::RegistersWritten(_) => {
+                unreachable!("a call for a NIC or a host CPU")
+            }
         }
     }
-}
-
-/// What a kind of node not yet behind [`Node`] does: its handlers take the whole
-/// simulator and the node's index (the node stays in its table while they run).
-pub(in crate::sim) trait LegacyNode {
-    /// TLP `id` (a copy in `t`), accepted on channel `c` with its first byte in at `head`,
-    /// is in node `n`'s receive buffer: the node consumes it, answers it or forwards it,
-    /// and frees its credits when its buffer no longer holds it.
-    fn tlp_arrived(sim: &mut Simulator<'_>, n: usize, c: u32, id: u32, t: Tlp, head: SimTime);
-
-    /// The run starts: node `n` schedules its first events.
-    fn start(_sim: &mut Simulator<'_>, _n: usize) {}
-
-    /// An event of node `n`'s own fired (see [`NodeEv`]).
-    fn event(_sim: &mut Simulator<'_>, _n: usize, _ev: NodeEv) {}
-
-    /// TLP `id`, a request or posted write that node `n` owns and sent, left it (its first
-    /// byte went on the wire at `start`): a requester queues the next one, a NIC frees its
-    /// FIFO, ... (Completions leave their completer, not their owner: no call.)
-    fn tlp_left(_sim: &mut Simulator<'_>, _n: usize, _id: u32, _start: SimTime) {}
-
-    /// Posted write `t`, which node `n` owns, took effect at its target (`t.dst`, which
-    /// received it on channel `c`): in a memory, or in the target's registers (whose meaning
-    /// the writer knows: a doorbell, a NIC's ring pointers). The TLP is out of the slab.
-    fn tlp_written(_sim: &mut Simulator<'_>, _n: usize, _t: &Tlp, _c: u32) {}
-
-    /// The workload a TLP that node `n` owns belongs to, if any (for the trace).
-    fn tlp_workload(_sim: &Simulator<'_>, _n: usize, _t: &Tlp) -> Option<u32> {
-        None
-    }
-
-    /// The measurement window opens at `now` (see [`Node::measure_from`]).
-    fn measure_from(&mut self, _now: SimTime) {}
-
-    /// The node's resources (see [`Node::resources`]).
-    fn resources(&self, _n: usize, _name: &str, _t: SimTime, _out: &mut Vec<Resource>) {}
-
-    /// The node's own results (see [`Node::report`]).
-    fn report(&self, _n: usize, _sys: &System, _out: &mut NodeReport) {}
 }
 
 /// What the nodes add to a run's results at its end ([`Node::report`]).
@@ -210,6 +172,9 @@ pub(in crate::sim) struct NodeReport {
 }
 
 /// One node of any kind.
+// Each node is boxed once in its slot (`context::Nodes`): the sizes of the kinds differ at
+// no cost on the hot path.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(in crate::sim) enum AnyNode {
     /// A root complex.
@@ -234,44 +199,14 @@ pub(in crate::sim) enum AnyNode {
     Cxl(CxlMemory),
 }
 
-/// Runs `$call` with `$kind` naming the type of node `$node` (an [`AnyNode`] place) if it is
-/// a kind not yet behind [`Node`] (a [`LegacyNode`]); `$other` for the others.
-macro_rules! each_legacy {
-    ($node:expr, $kind:ident => $call:expr, $other:expr) => {
-        match $node {
-            AnyNode::Root(_) => {
-                type $kind = RootComplex;
-                $call
-            }
-            AnyNode::Switch(_)
-            | AnyNode::Ntb(_)
-            | AnyNode::Memory(_)
-            | AnyNode::Nvme(_)
-            | AnyNode::Dma(_)
-            | AnyNode::Storage(_)
-            | AnyNode::Gpu(_)
-            | AnyNode::Nic(_)
-            | AnyNode::Cxl(_) => $other,
-        }
-    };
-}
-
-/// Hands a call to node `$n`: a kind behind [`Node`] runs `$new` with `$x` the node's
-/// state, taken out of its table, and `$cx` its context; a [`LegacyNode`] runs `$legacy`
-/// with `$kind` naming its type; a node whose handler runs gets `$call` when that handler
+/// Hands a call to node `$n`: it runs `$new` with `$x` the node's state, taken out of its
+/// table, and `$cx` its context; a node whose handler runs gets `$call` when that handler
 /// returns (`Simulator::with_node`).
 macro_rules! dispatch {
-    ($sim:ident, $n:ident, $call:expr,
-     $x:ident, $cx:ident => $new:expr, $kind:ident => $legacy:expr) => {
+    ($sim:ident, $n:ident, $call:expr, $x:ident, $cx:ident => $new:expr) => {
         // One look at the slot: the node comes out of it for its handler.
         match $sim.nodes.take($n) {
             None => $sim.nodes.waiting.push(($n as u32, $call)),
-            Some(node) if matches!(*node, AnyNode::Root(_)) => {
-                // A legacy kind stays in its slot while its handler runs.
-                $sim.nodes.put($n, node);
-                type $kind = RootComplex;
-                $legacy
-            }
             Some(node) if matches!(*node, AnyNode::Nic(_)) => {
                 // Out of line: the NIC's handlers stay out of the hot event loop.
                 $sim.nodes.put($n, node);
@@ -281,6 +216,7 @@ macro_rules! dispatch {
                 {
                     let $cx = &mut context::Cx::of($sim, $n);
                     match &mut *node {
+                        AnyNode::Root($x) => $new,
                         AnyNode::Switch($x) => $new,
                         AnyNode::Ntb($x) => $new,
                         AnyNode::Memory($x) => $new,
@@ -289,7 +225,7 @@ macro_rules! dispatch {
                         AnyNode::Storage($x) => $new,
                         AnyNode::Gpu($x) => $new,
                         AnyNode::Cxl($x) => $new,
-                        AnyNode::Root(_) | AnyNode::Nic(_) => unreachable!("handled above"),
+                        AnyNode::Nic(_) => unreachable!("handled above"),
                     }
                 }
                 $sim.handled($n, node);
@@ -297,10 +233,6 @@ macro_rules! dispatch {
         }
     };
 }
-
-/// A kind `K` not yet behind [`Node`] drives no workload itself (its flows run in
-/// `sim::flow`): a start or a pacer's wake-up for it is none of its business.
-fn drives_none<K: LegacyNode>() {}
 
 /// Runs `$call` on the node struct inside `$node` (an [`AnyNode`] reference) as `$x`.
 macro_rules! each_node {
@@ -330,7 +262,7 @@ impl AnyNode {
                 posted_write_rate,
                 host_bridge,
                 completion,
-                shared_outbound,
+                shared_outbound: _,
                 read_bandwidth,
                 data_path_bandwidth,
                 host_memory,
@@ -343,7 +275,6 @@ impl AnyNode {
                 *posted_write_rate,
                 *host_bridge,
                 *completion,
-                *shared_outbound,
                 sys.cpu.filter(|c| c.root == n),
                 *read_bandwidth,
                 *data_path_bandwidth,
@@ -401,28 +332,24 @@ impl AnyNode {
         head: SimTime,
     ) {
         dispatch!(sim, n, Call::Arrived(c, id, t, head),
-            x, cx => x.tlp_arrived(cx, c, id, t, head),
-            K => K::tlp_arrived(sim, n, c, id, t, head))
+            x, cx => x.tlp_arrived(cx, c, id, t, head))
     }
 
     /// Node `n` starts (see [`Node::start`]).
     pub(in crate::sim) fn start(sim: &mut Simulator<'_>, n: usize) {
-        dispatch!(sim, n, Call::Start, x, cx => x.start(cx), K => K::start(sim, n))
+        dispatch!(sim, n, Call::Start, x, cx => x.start(cx))
     }
 
     /// Hands node `n` its event `ev` (see [`Node::event`]).
     pub(in crate::sim) fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
-        dispatch!(sim, n, Call::Event(ev),
-            x, cx => x.event(cx, ev), K => K::event(sim, n, ev))
+        dispatch!(sim, n, Call::Event(ev), x, cx => x.event(cx, ev))
     }
 
     /// TLP `id` left its owner: the owner hears of it (see [`Node::tlp_left`]).
     #[inline(always)]
     pub(in crate::sim) fn tlp_left(sim: &mut Simulator<'_>, id: u32, start: SimTime) {
         let n = sim.tlps[id as usize].owner.node as usize;
-        dispatch!(sim, n, Call::Left(id, start),
-            x, cx => x.tlp_left(cx, id, start),
-            K => K::tlp_left(sim, n, id, start))
+        dispatch!(sim, n, Call::Left(id, start), x, cx => x.tlp_left(cx, id, start))
     }
 
     /// Posted write `t`, received on channel `c`, took effect at its target: its owner
@@ -430,9 +357,7 @@ impl AnyNode {
     #[inline(always)]
     pub(in crate::sim) fn tlp_written(sim: &mut Simulator<'_>, t: &Tlp, c: u32) {
         let n = t.owner.node as usize;
-        dispatch!(sim, n, Call::Written(*t, c),
-            x, cx => x.tlp_written(cx, t, c),
-            K => K::tlp_written(sim, n, t, c))
+        dispatch!(sim, n, Call::Written(*t, c), x, cx => x.tlp_written(cx, t, c))
     }
 
     /// Hands `call` to this node, out of its table, with its context `cx` (a call that
@@ -448,9 +373,7 @@ impl AnyNode {
             AnyNode::Gpu(x) => x.handle(cx, call),
             AnyNode::Nic(x) => x.handle(cx, call),
             AnyNode::Cxl(x) => x.handle(cx, call),
-            AnyNode::Root(_) => {
-                unreachable!("a kind not yet behind Node")
-            }
+            AnyNode::Root(x) => x.handle(cx, call),
         }
     }
 
@@ -462,14 +385,14 @@ impl AnyNode {
     }
 
     /// Hands node `n` `call` from another node through a typed port of [`Context`]: at
-    /// once if it is in its slot, after its handler returns if that runs; a root complex's
-    /// calls are its host CPU's (`root::cpu_call`).
+    /// once if it is in its slot, after its handler returns if that runs (a root complex
+    /// routes its host CPU's calls to it).
     pub(in crate::sim) fn call(sim: &mut Simulator<'_>, n: usize, call: Call) {
         match sim.nodes.get(n) {
             None => sim.nodes.waiting.push((n as u32, call)),
-            Some(AnyNode::Root(_)) => root::cpu_call(sim, n, call),
             Some(
-                AnyNode::Switch(_)
+                AnyNode::Root(_)
+                | AnyNode::Switch(_)
                 | AnyNode::Ntb(_)
                 | AnyNode::Dma(_)
                 | AnyNode::Storage(_)
@@ -482,18 +405,35 @@ impl AnyNode {
         }
     }
 
-    /// The workload TLP `t` belongs to, as its owner says (see
-    /// [`LegacyNode::tlp_workload`]; an NVMe drive's TLPs name theirs); a DMA requester's
-    /// TLPs are its flows' (`sim::flow`), which the owner, out of its slot while its handler
-    /// runs, need not be asked.
+    /// The workload TLP `t` belongs to, as its owner says (an NVMe drive's TLPs name theirs);
+    /// a DMA requester's TLPs are its flows' (`sim::flow`), and a root complex's are its
+    /// flows' or its host CPU's (of none), which the owner, out of its slot while its
+    /// handler runs, need not be asked.
     pub(in crate::sim) fn tlp_workload(sim: &Simulator<'_>, t: &Tlp) -> Option<u32> {
         let n = t.owner.node as usize;
-        if sim.sys.nodes[n].kind.owns_only_flow_tlps() {
+        let kind = &sim.sys.nodes[n].kind;
+        if kind.owns_only_flow_tlps() {
             return sim.flow_tlp_workload(t);
+        }
+        if matches!(kind, NodeKind::RootComplex { .. }) {
+            return match root::cpu_cookie(t.owner.cookie) {
+                Some(_) => None,
+                None => sim.flow_tlp_workload(t),
+            };
         }
         match sim.nodes.get(n) {
             Some(AnyNode::Nvme(d)) => d.tlp_workload(t),
-            Some(node) => each_legacy!(node, K => K::tlp_workload(sim, n, t), None),
+            Some(
+                AnyNode::Root(_)
+                | AnyNode::Switch(_)
+                | AnyNode::Ntb(_)
+                | AnyNode::Dma(_)
+                | AnyNode::Storage(_)
+                | AnyNode::Nic(_)
+                | AnyNode::Memory(_)
+                | AnyNode::Gpu(_)
+                | AnyNode::Cxl(_),
+            ) => None,
             // Out of its table, its handler runs: of the kinds behind Node, only a drive's
             // TLPs belong to a workload, which their cookies name.
             None if matches!(sim.sys.nodes[n].kind, NodeKind::Nvme { .. }) => {
@@ -505,13 +445,12 @@ impl AnyNode {
 
     /// Workload `f` starts at node `n`, which drives it (see [`Node::workload_start`]).
     pub(in crate::sim) fn workload_start(sim: &mut Simulator<'_>, n: usize, f: u32) {
-        dispatch!(sim, n, Call::WorkloadStart(f),
-            x, cx => x.workload_start(cx, f), K => drives_none::<K>())
+        dispatch!(sim, n, Call::WorkloadStart(f), x, cx => x.workload_start(cx, f))
     }
 
     /// Stream `s` of workload `f`, driven by node `n`, may go on (see [`Node::paced`]).
     pub(in crate::sim) fn paced(sim: &mut Simulator<'_>, n: usize, f: u32, s: u32) {
-        dispatch!(sim, n, Call::Paced(f, s), x, cx => x.paced(cx, f, s), K => drives_none::<K>())
+        dispatch!(sim, n, Call::Paced(f, s), x, cx => x.paced(cx, f, s))
     }
 
     /// The measurement window opens at `now` (see [`Node::measure_from`]).

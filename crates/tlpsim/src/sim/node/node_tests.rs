@@ -11,11 +11,13 @@ use super::nic::{NicEndpoint, RegisterWrite};
 use super::ntb::Ntb;
 use super::nvme::NvmeDrive;
 use super::requester::Port;
+use super::root::RootComplex;
 use super::storage::StorageHba;
 use super::switch::Switch;
-use super::{Node, NodeEv};
+use super::{AnyNode, Node, NodeEv};
+use crate::engine::rng::{Latency, Rng};
 use crate::engine::SimTime;
-use crate::fabric::{Core, DmaDevice, MediaSpec, NodeKind, System};
+use crate::fabric::{CompletionRule, Core, DmaDevice, MediaSpec, NodeKind, System};
 use crate::pcie::tlp::TlpKind;
 use crate::sim::channel::FcClass;
 use crate::sim::{Owner, Tlp, NONE};
@@ -61,6 +63,8 @@ struct Recorder {
     posted: Vec<(usize, u32)>,
     /// (NIC, what) of the driver's register writes.
     register_writes: Vec<(usize, (bool, bool, bool))>,
+    /// Latencies the node drew from the run's random stream.
+    samples: u32,
 }
 
 /// The channel a recorder's node sends on toward node `dst`: 100 + dst.
@@ -94,6 +98,7 @@ impl Recorder {
             received: Vec::new(),
             posted: Vec::new(),
             register_writes: Vec::new(),
+            samples: 0,
         }
     }
 }
@@ -223,6 +228,20 @@ impl Context for Recorder {
         assert!(req.drives.is_some(), "drives lent");
         self.flows
             .push(("media", [f as u64, slot as u64, 0], take_tag(req)));
+    }
+    fn host_bridge_pass(&mut self, _b: usize, _at: SimTime, _bytes: u32) -> SimTime {
+        panic!("not expected: no host bridge here")
+    }
+    fn host_bridge_latency(&self, _b: usize) -> SimTime {
+        panic!("not expected: no host bridge here")
+    }
+    fn sample_latency(&mut self, l: &Latency) -> SimTime {
+        self.samples += 1;
+        l.sample(&mut Rng::new(1))
+    }
+    fn tlp_workload(&self, _t: &Tlp) -> Option<u32> {
+        // The tests' TLPs belong to no workload.
+        None
     }
 }
 
@@ -802,4 +821,124 @@ fn a_cxl_expander_counts_a_write_once_its_write_media_has_absorbed_it() {
     assert_eq!(cx.released, vec![(4, FcClass::Posted, 1, 16)]);
     assert_eq!(cx.written, vec![(2, 4)]);
     assert_eq!(cx.delivered, vec![id]);
+}
+
+/// A root complex of `sys` reading its memory after 500 ns, sinking posted writes at
+/// `write_rate` bytes/s, completing in MPS-sized pieces, with 4 read tags.
+fn root_complex(sys: &System, write_rate: Option<f64>) -> RootComplex {
+    let latency = Latency::Fixed(SimTime::from_ns(500));
+    let cpu = None;
+    RootComplex::new(
+        &sys.pcie,
+        latency,
+        None,
+        write_rate,
+        None,
+        CompletionRule::Mps,
+        cpu,
+        None,
+        None,
+        None,
+        None,
+        4,
+    )
+}
+
+#[test]
+fn a_root_complex_answers_a_read_with_completions_after_its_read_latency() {
+    let sys = system();
+    let mut rc = root_complex(&sys, None);
+    let mut cx = Recorder::new(sys, 0);
+    let t = tlp(TlpKind::MRd, 0, 512);
+    let id = arrive(&mut cx, t);
+    rc.tlp_arrived(&mut cx, 4, id, t, SimTime::ZERO);
+    // Its memory's latency, drawn once: two 256-byte completions, ready together, queued
+    // by one event as a chain toward the requester.
+    assert_eq!(cx.samples, 1);
+    let ready = cx.now + SimTime::from_ns(500);
+    assert_eq!(cx.sent.len(), 1);
+    let (at, c, first) = cx.sent[0];
+    assert_eq!((at, c), (ready, out_toward(2)));
+    let second = cx.tlps[first as usize].next;
+    for (cpl, order) in [(first, 0), (second, 256)] {
+        let x = &cx.tlps[cpl as usize];
+        assert_eq!(
+            (x.kind, x.payload, x.order, x.src, x.dst),
+            (TlpKind::CplD, 256, order, 0, 2)
+        );
+        assert_eq!(x.owner, t.owner);
+    }
+    assert_eq!(cx.released, vec![(4, FcClass::NonPosted, 1, 0)]);
+    assert_eq!(cx.delivered, vec![id]);
+}
+
+#[test]
+fn a_root_complex_absorbs_a_posted_write_at_its_sinks_rate_then_counts_it() {
+    // 1 GB/s: 256 bytes take 256 ns in its posted-write sink.
+    let sys = system();
+    let mut rc = root_complex(&sys, Some(1e9));
+    let mut cx = Recorder::new(sys, 0);
+    let t = tlp(TlpKind::MWr, 0, 256);
+    let id = arrive(&mut cx, t);
+    rc.tlp_arrived(&mut cx, 4, id, t, SimTime::ZERO);
+    let done = cx.now + SimTime::from_ns(256);
+    assert_eq!(cx.scheduled, vec![(done, NodeEv::Written(id))]);
+    assert!(cx.released.is_empty() && cx.written.is_empty());
+    cx.now = done;
+    rc.event(&mut cx, NodeEv::Written(id));
+    assert_eq!(cx.released, vec![(4, FcClass::Posted, 1, 16)]);
+    assert_eq!(cx.written, vec![(2, 4)]);
+    assert_eq!(cx.delivered, vec![id]);
+    // A completion for one of its own flows' reads goes to its flow, with its tags lent.
+    let owner = Owner { node: 0, cookie: 7 };
+    let cpl = Tlp {
+        owner,
+        ..tlp(TlpKind::CplD, 0, 64)
+    };
+    let cid = arrive(&mut cx, cpl);
+    rc.tlp_arrived(&mut cx, 4, cid, cpl, SimTime::ZERO);
+    assert_eq!(cx.flows, vec![("received", [4, cid as u64, 0], 4)]);
+}
+
+#[test]
+fn a_root_complex_hands_its_host_cpu_its_calls_and_sets_its_own_aside_meanwhile() {
+    let sys = nic_system();
+    let AnyNode::Root(mut rc) = AnyNode::build(&sys, 0) else {
+        panic!("node 0 is a root complex");
+    };
+    let mut cx = Recorder::new(sys, 0);
+    // The NIC's interrupt for core 0: the CPU takes it.
+    rc.handle(&mut cx, Call::CpuInterrupt(0, 1));
+    assert_eq!(cx.taken, vec![1]);
+    let after_entry = cx.now + SimTime::from_ns(1_000);
+    assert_eq!(cx.scheduled, vec![(after_entry, NodeEv::Cpu(0))]);
+    // The core's event: the CPU reads the NIC's cause register, a TLP the root owns.
+    cx.now = after_entry;
+    rc.event(&mut cx, NodeEv::Cpu(0));
+    assert_eq!(sent_tlps(&cx), vec![(out_toward(1), TlpKind::MRd, 4, 1)]);
+    let read = cx.tlps[cx.sent[0].2 as usize];
+    assert_eq!(read.owner.node, 0);
+    // Its completion reaches the root complex: the CPU goes on and bridges a frame.
+    cx.received.push((0, 64, 1));
+    let cpl = Tlp::at_source(TlpKind::CplD, 1, 0, 4, read.owner);
+    let id = arrive(&mut cx, cpl);
+    rc.tlp_arrived(&mut cx, 5, id, cpl, SimTime::ZERO);
+    assert_eq!(cx.delivered, vec![id]);
+    let bridged = cx.now + SimTime::from_ns(2_000);
+    assert_eq!(cx.scheduled.last(), Some(&(bridged, NodeEv::Cpu(0))));
+    // Its doorbell write leaves at once, as does a read of the root complex's own flow,
+    // while the CPU runs: the CPU hears of its write where it would have nested (so its one
+    // posted slot frees for the last write), and the flow's read goes to the root complex.
+    cx.now = bridged;
+    let own = Owner { node: 0, cookie: 7 };
+    let flow_read = arrive(&mut cx, Tlp::at_source(TlpKind::MRd, 0, 1, 64, own));
+    let doorbell = cx.tlps.len() as u32;
+    cx.calls.push(Call::Left(flow_read, cx.now));
+    cx.calls.push(Call::Left(doorbell, cx.now));
+    rc.event(&mut cx, NodeEv::Cpu(0));
+    let writes: Vec<_> = cx.register_writes.iter().map(|w| w.1).collect();
+    assert_eq!(writes, vec![(true, false, false), (false, true, true)]);
+    // (It lends its read tags with it: 32 by default.)
+    let left = [flow_read as u64, cx.now.ticks(), 0];
+    assert_eq!(cx.flows, vec![("left", left, 32)]);
 }

@@ -3,8 +3,8 @@
 //! flows it runs. The state stays in the node; its handler hands it by `&mut` through its
 //! [`super::Context`] (`flow_received`, `flow_left`, ...), and the flow code takes it as a
 //! parameter ([`Requester`]) instead of looking the node up. Flow code run outside the
-//! node's handlers (a flow's start, its pacing, a completion timeout), or by a kind not yet
-//! behind [`super::Node`], reaches the node in its slot instead ([`Requester::InSlot`]).
+//! node's handlers (a flow's start, its pacing, a completion timeout) reaches the node in
+//! its slot instead ([`Requester::InSlot`]).
 
 use super::context::Nodes;
 use super::dma::{EngineSide, Engines};
@@ -38,8 +38,7 @@ impl Port<'_> {
 pub(in crate::sim) enum Requester<'r> {
     /// Its state, lent by its handler (the node is out of its slot).
     Lent(Port<'r>),
-    /// Node `n`, in its slot (flow code outside its handlers, or a kind not yet behind
-    /// [`super::Node`]).
+    /// Node `n`, in its slot (flow code outside its handlers).
     InSlot(usize),
 }
 

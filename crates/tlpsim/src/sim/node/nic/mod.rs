@@ -324,7 +324,7 @@ impl Node for NicEndpoint {
             Call::Paced(f, s) => self.paced(cx, f, s),
             Call::InterruptTaken => self.queued_on_core = false,
             Call::RegistersWritten(w) => self.registers_written(cx, w),
-            Call::CpuInterrupt(..) | Call::CpuLeft(_) => unreachable!("a call for a host CPU"),
+            Call::CpuInterrupt(..) => unreachable!("a call for a host CPU"),
         }
     }
 }
