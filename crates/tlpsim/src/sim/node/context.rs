@@ -440,6 +440,23 @@ pub(in crate::sim) enum Call {
     InterruptTaken,
     /// To a NIC: the host CPU's register write took effect ([`Context::registers_written`]).
     RegistersWritten(RegisterWrite),
+    /// To a non-transparent bridge: a flow's doorbell write took effect there
+    /// ([`super::Node::doorbell`]).
+    Doorbell(Doorbell),
+}
+
+/// A doorbell rung at a non-transparent bridge: it raises an MSI into the domain below.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::sim) struct Doorbell {
+    /// The bridge's port the doorbell write came in on (the MSI queues behind the data
+    /// that came that way).
+    pub(in crate::sim) port: u32,
+    /// The flow whose doorbell it is.
+    pub(in crate::sim) flow: u32,
+    /// Where the MSI goes.
+    pub(in crate::sim) target: u32,
+    /// The order of the flow's last write the doorbell signals.
+    pub(in crate::sim) order: u64,
 }
 
 /// The nodes of a run, each in its slot (a node whose handler runs is out of its slot), and

@@ -145,7 +145,8 @@ impl Cpu {
             | Call::WorkloadStart(_)
             | Call::Paced(..)
             | Call::InterruptTaken
-            | Call::RegistersWritten(_) => unreachable!("a call for a node, not a host CPU"),
+            | Call::RegistersWritten(_)
+            | Call::Doorbell(_) => unreachable!("a call for a node, not a host CPU"),
         }
     }
 

@@ -142,6 +142,12 @@ pub(in crate::sim) trait Node {
     /// go on (its pacer's wake-up).
     fn paced<C: Context>(&mut self, _cx: &mut C, _f: u32, _s: u32) {}
 
+    /// A flow's doorbell write took effect at the node, a non-transparent bridge: it
+    /// raises the doorbell's MSI.
+    fn doorbell<C: Context>(&mut self, _cx: &mut C, _d: context::Doorbell) {
+        unreachable!("a doorbell is a non-transparent bridge's")
+    }
+
     /// Hands `call` to the matching handler.
     #[inline(always)]
     fn handle<C: Context>(&mut self, cx: &mut C, call: Call) {
@@ -153,6 +159,7 @@ pub(in crate::sim) trait Node {
             Call::Written(t, c) => self.tlp_written(cx, &t, c),
             Call::WorkloadStart(f) => self.workload_start(cx, f),
             Call::Paced(f, s) => self.paced(cx, f, s),
+            Call::Doorbell(d) => self.doorbell(cx, d),
             Call::CpuInterrupt(..)
             | Call::CpuLeft(_)
             | Call::InterruptTaken
