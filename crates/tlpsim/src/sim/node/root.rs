@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use super::context::{Call, Context, Cx};
+use super::context::{Call, Context};
 use super::cpu::Cpu;
 use super::{completer, AnyNode, LegacyNode, NodeEv};
 use crate::engine::rng::Latency;
@@ -14,6 +14,7 @@ use crate::fabric::{CacheState, CompletionRule, CpuSpec, PcieSettings, PeerForwa
 use crate::host_memory_spec::HostMemorySpec;
 use crate::pcie::tlp::TlpKind;
 use crate::sim::bottleneck::{Resource, UsedBy};
+use crate::sim::cx::Cx;
 use crate::sim::host_memory::HostMemory;
 use crate::sim::throttle::Throttle;
 use crate::sim::{Owner, Simulator, Tlp, NONE};
