@@ -393,23 +393,6 @@ impl NodeKind {
         }
     }
 
-    /// The latency after which a bridge's rung doorbell sends its MSI (zero for others).
-    #[inline]
-    pub fn doorbell_latency(&self) -> SimTime {
-        match self {
-            NodeKind::Ntb { latency, .. } => *latency,
-            NodeKind::RootComplex { .. }
-            | NodeKind::Switch { .. }
-            | NodeKind::Dma { .. }
-            | NodeKind::Storage { .. }
-            | NodeKind::Nic { .. }
-            | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. }
-            | NodeKind::CxlMemory { .. } => SimTime::ZERO,
-        }
-    }
-
     /// Its egress arbiter with `ports` ports: its weights per input, and whether it serves
     /// the oldest TLP first.
     #[inline]

@@ -115,8 +115,15 @@ impl Simulator<'_> {
         match FlowTlp::of(t.owner.cookie) {
             FlowTlp::Data(f) => self.write_arrived(f, t),
             FlowTlp::Doorbell(f) => {
-                let target = self.work.flows[f as usize].target;
-                self.doorbell_rung(t.dst as usize, c, f, target, t.order);
+                // The bridge (whose handler took the write, so it hears of it as that
+                // handler returns) raises the MSI.
+                let d = node::context::Doorbell {
+                    port: self.ends.rx_port[c as usize],
+                    flow: f,
+                    target: self.work.flows[f as usize].target,
+                    order: t.order,
+                };
+                AnyNode::call(self, t.dst as usize, node::context::Call::Doorbell(d));
             }
             FlowTlp::Status(f) => {
                 // In order behind the transfer's data; not the flow's data.

@@ -18,6 +18,7 @@
 pub mod bottleneck;
 mod build;
 pub mod channel;
+mod cx;
 mod finish;
 mod flow;
 mod host_memory;

@@ -221,7 +221,17 @@ impl Channel {
 
     /// The arbiter's choice of the next TLP among those the credits and the replay buffer
     /// allow (see [`Arbiter::pick`]).
+    #[inline(always)] // the empty case (about half the calls) without a call
     pub fn pick(&mut self, now: SimTime) -> Result<(Queued, FcClass), Blocked> {
+        if self.arbiter.queued == 0 {
+            return Err(Blocked::Empty);
+        }
+        self.pick_queued(now)
+    }
+
+    /// [`Self::pick`] with TLPs queued.
+    #[inline(never)]
+    fn pick_queued(&mut self, now: SimTime) -> Result<(Queued, FcClass), Blocked> {
         self.arbiter.pick(now, &self.tx_credits, &self.tx_dll)
     }
 

@@ -6,20 +6,21 @@
 //! description. The simulator gives a node its context by taking the node out of its
 //! table for the call ([`Nodes::take`]); a call into a node whose handler is running (it
 //! sent a TLP, which left at once and whose owner it is) waits until that handler returns,
-//! and then runs, in the order such calls came ([`Simulator::with_node`]). Runs give the
+//! and then runs, in the order such calls came (`Simulator::with_node`, in `sim/cx.rs`, with
+//! the simulator's context `Cx`). Runs give the
 //! same results, value for value, as when handlers reached into the simulator.
 //!
 //! Unit tests drive a node through a context of their own that records what it did
 //! (`context::tests::Recorder`), without a fabric.
 
-use super::nic::{NicEndpoint, RegisterWrite};
-use super::requester::{Port, Requester};
+use super::nic::RegisterWrite;
+use super::requester::Port;
 use super::{AnyNode, NodeEv};
 use crate::engine::rng::Latency;
 use crate::engine::SimTime;
 use crate::fabric::System;
 use crate::sim::channel::FcClass;
-use crate::sim::{Ev, Simulator, Tlp};
+use crate::sim::Tlp;
 
 /// What a node may do while it handles a TLP, an event or a TLP of its leaving.
 pub(in crate::sim) trait Context {
@@ -172,266 +173,8 @@ pub(in crate::sim) trait Context {
     fn tlp_workload(&self, t: &Tlp) -> Option<u32>;
 }
 
-/// The context the simulator gives node `n` (taken out of its table for the call).
-pub(in crate::sim) struct Cx<'s, 'a> {
-    sim: &'s mut Simulator<'a>,
-    n: usize,
-}
-
-impl Context for Cx<'_, '_> {
-    #[inline(always)]
-    fn now(&self) -> SimTime {
-        self.sim.now()
-    }
-
-    #[inline(always)]
-    fn node(&self) -> usize {
-        self.n
-    }
-
-    #[inline(always)]
-    fn sys(&self) -> &System {
-        self.sim.sys
-    }
-
-    #[inline(always)]
-    fn schedule(&mut self, at: SimTime, ev: NodeEv) {
-        let node = self.n as u32;
-        self.sim.q.schedule(at, Ev::Node { node, ev });
-    }
-
-    #[inline(always)]
-    fn tlp(&self, id: u32) -> &Tlp {
-        &self.sim.tlps[id as usize]
-    }
-
-    #[inline(always)]
-    fn tlp_mut(&mut self, id: u32) -> &mut Tlp {
-        &mut self.sim.tlps[id as usize]
-    }
-
-    #[inline(always)]
-    fn new_tlp(&mut self, t: Tlp) -> u32 {
-        self.sim.new_tlp(t)
-    }
-
-    #[inline(always)]
-    fn toward(&self, dst: usize) -> u32 {
-        self.sim.route.next(self.n, dst)
-    }
-
-    #[inline(always)]
-    fn hop(&self, came_in: u32, dst: usize) -> u32 {
-        self.sim.route.hop(self.n, came_in, dst)
-    }
-
-    #[inline(always)]
-    fn crossing(&self, came_in: u32, out: u32) -> (bool, SimTime) {
-        let (from, to) = (
-            self.sim.ends.rx_port[came_in as usize],
-            self.sim.ends.tx_port[out as usize],
-        );
-        match self.sim.route.crossing(self.n) {
-            Some(x) => x.hop(from, to),
-            None => (false, SimTime::ZERO),
-        }
-    }
-
-    #[inline(always)]
-    fn send(&mut self, c: u32, id: u32) {
-        self.sim.push(c, id);
-    }
-
-    #[inline(always)]
-    fn send_at(&mut self, at: SimTime, c: u32, id: u32) {
-        self.sim.push_at(at, c, id);
-    }
-
-    #[inline(always)]
-    fn send_by_event(&mut self, at: SimTime, c: u32, id: u32) {
-        self.sim.q.schedule(at, Ev::Enqueue { ch: c, tlp: id });
-    }
-
-    #[inline(always)]
-    fn send_from(&mut self, c: u32, id: u32, input: usize) {
-        self.sim.enqueue_from(c, id, input);
-    }
-
-    #[inline(always)]
-    fn release(&mut self, c: u32, class: FcClass, h: u32, d: u32) {
-        self.sim.rx_release(c, class, h, d);
-    }
-
-    #[inline(always)]
-    fn deliver(&mut self, id: u32) {
-        self.sim.deliver(id);
-    }
-
-    #[inline(always)]
-    fn written_by(&mut self, t: &Tlp, c: u32) {
-        AnyNode::tlp_written(self.sim, t, c);
-    }
-
-    #[inline(always)]
-    fn cross_socket(&mut self, c: u32, id: u32, at: SimTime) -> bool {
-        self.sim.socket_cross(self.n, c, id, at)
-    }
-
-    #[inline(always)]
-    fn flow_interrupt(&mut self, f: u32, order: u64) {
-        self.sim.doorbell_interrupt(f, order);
-    }
-
-    fn toward_from(&self, src: usize, dst: usize) -> u32 {
-        self.sim.route.next(src, dst)
-    }
-
-    fn order_violation(&mut self) {
-        self.sim.audit.order_violations += 1;
-    }
-
-    fn flow_data(&mut self, f: u32, bytes: u64, latency: Option<f64>) {
-        if self.sim.window.measuring {
-            let flow = &mut self.sim.work.flows[f as usize];
-            flow.bytes += bytes;
-            if let Some(ns) = latency {
-                flow.latency.record(ns);
-            }
-        }
-    }
-
-    fn flow_io_latency(&mut self, f: u32, ns: f64) {
-        if self.sim.window.measuring {
-            self.sim.work.flows[f as usize].transfer_latency.record(ns);
-        }
-    }
-
-    fn pace_offer(&mut self, f: u32, s: u32, bytes: u64) -> bool {
-        let now = self.sim.now();
-        let Some(p) = self.sim.work.flows[f as usize].pace.get_mut(s as usize) else {
-            return true;
-        };
-        if p.waiting == 0 && p.ready(now) {
-            p.take(bytes);
-            return true;
-        }
-        p.waiting += 1;
-        self.sim.pace_hold(f, s as usize);
-        false
-    }
-
-    fn pace_next(&mut self, f: u32, s: u32, bytes: u64) -> bool {
-        let now = self.sim.now();
-        let p = &mut self.sim.work.flows[f as usize].pace[s as usize];
-        if p.waiting == 0 {
-            return false;
-        }
-        if !p.ready(now) {
-            self.sim.pace_hold(f, s as usize);
-            return false;
-        }
-        p.waiting -= 1;
-        p.take(bytes);
-        true
-    }
-
-    #[inline(always)]
-    fn flow_received(&mut self, req: Port<'_>, c: u32, id: u32, t: Tlp, head: SimTime) {
-        let req = &mut Requester::Lent(req);
-        self.sim.requester_received(req, self.n, c, id, t, head);
-    }
-
-    #[inline(always)]
-    fn engines_woken(&mut self, req: Port<'_>, side: usize) {
-        self.sim
-            .engines_woken(&mut Requester::Lent(req), self.n, side);
-    }
-
-    #[inline(always)]
-    fn flow_left(&mut self, req: Port<'_>, id: u32, start: SimTime) {
-        self.sim.flow_left(&mut Requester::Lent(req), id, start);
-    }
-
-    #[inline(always)]
-    fn flow_written(&mut self, t: &Tlp, c: u32) {
-        self.sim.flow_tlp_written(t, c);
-    }
-
-    #[inline(always)]
-    fn media_write_done(&mut self, req: Port<'_>, f: u32, slot: u32) {
-        self.sim.transfer_done(&mut Requester::Lent(req), f, slot);
-    }
-
-    fn next_call(&mut self) -> Option<Call> {
-        let waiting = &mut self.sim.nodes.waiting;
-        if waiting.is_empty() {
-            return None;
-        }
-        let i = waiting.iter().position(|w| w.0 as usize == self.n)?;
-        Some(waiting.remove(i).1)
-    }
-
-    fn cpu_interrupt(&mut self, root: usize, core: u32, nic: u32) {
-        AnyNode::call(self.sim, root, Call::CpuInterrupt(core, nic));
-    }
-
-    fn interrupt_taken(&mut self, nic: usize) {
-        AnyNode::call(self.sim, nic, Call::InterruptTaken);
-    }
-
-    fn registers_written(&mut self, nic: usize, w: RegisterWrite) {
-        AnyNode::call(self.sim, nic, Call::RegistersWritten(w));
-    }
-
-    fn nic_take_received(&mut self, nic: usize, start: u32) -> Option<(u32, u32, u32)> {
-        self.driven(nic).take_received(start)
-    }
-
-    fn nic_post_frame(&mut self, nic: usize, p: u32) {
-        self.driven(nic).post_frame(p);
-    }
-
-    fn nic_register_write(&mut self, nic: usize, what: (bool, bool, bool)) -> RegisterWrite {
-        self.driven(nic).register_write(what)
-    }
-
-    fn host_bridge_pass(&mut self, b: usize, at: SimTime, bytes: u32) -> SimTime {
-        self.sim.host.bridges[b].0.pass(at, bytes)
-    }
-
-    fn host_bridge_latency(&self, b: usize) -> SimTime {
-        self.sim.host.bridges[b].1
-    }
-
-    fn sample_latency(&mut self, l: &Latency) -> SimTime {
-        l.sample(&mut self.sim.rng)
-    }
-
-    fn tlp_workload(&self, t: &Tlp) -> Option<u32> {
-        AnyNode::tlp_workload(self.sim, t)
-    }
-}
-
-impl<'s, 'a> Cx<'s, 'a> {
-    /// The context of node `n`, out of its table for a call (`dispatch!`).
-    #[inline(always)]
-    pub(in crate::sim::node) fn of(sim: &'s mut Simulator<'a>, n: usize) -> Self {
-        Cx { sim, n }
-    }
-
-    /// The NIC at node `nic`, whose rings the host CPU's driver reads and writes (a NIC is
-    /// in its slot then: the CPU runs on the root complex's events, not a NIC's).
-    fn driven(&mut self, nic: usize) -> &mut NicEndpoint {
-        self.sim
-            .nodes
-            .get_mut(nic)
-            .and_then(AnyNode::nic_mut)
-            .expect("a NIC in its slot")
-    }
-}
-
 /// A call into a node that came while its handler ran: it gets it once that handler
-/// returns ([`Simulator::with_node`]).
+/// returns (`Simulator::with_node`).
 #[derive(Debug, Clone, Copy)]
 pub(in crate::sim) enum Call {
     /// [`super::Node::tlp_arrived`]: (channel, TLP id, its copy, first byte in).
@@ -455,6 +198,23 @@ pub(in crate::sim) enum Call {
     InterruptTaken,
     /// To a NIC: the host CPU's register write took effect ([`Context::registers_written`]).
     RegistersWritten(RegisterWrite),
+    /// To a non-transparent bridge: a flow's doorbell write took effect there
+    /// ([`super::Node::doorbell`]).
+    Doorbell(Doorbell),
+}
+
+/// A doorbell rung at a non-transparent bridge: it raises an MSI into the domain below.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::sim) struct Doorbell {
+    /// The bridge's port the doorbell write came in on (the MSI queues behind the data
+    /// that came that way).
+    pub(in crate::sim) port: u32,
+    /// The flow whose doorbell it is.
+    pub(in crate::sim) flow: u32,
+    /// Where the MSI goes.
+    pub(in crate::sim) target: u32,
+    /// The order of the flow's last write the doorbell signals.
+    pub(in crate::sim) order: u64,
 }
 
 /// The nodes of a run, each in its slot (a node whose handler runs is out of its slot), and
@@ -536,46 +296,5 @@ impl std::ops::IndexMut<usize> for Nodes {
         self.slots[n]
             .as_deref_mut()
             .expect("a node out of its slot")
-    }
-}
-
-impl<'a> Simulator<'a> {
-    /// Runs `f` on node `n`, taken out of its table, with its context; then the calls that
-    /// came for it while `f` ran, in their order. The node must be in its table.
-    #[inline(always)]
-    pub(in crate::sim) fn with_node(
-        &mut self,
-        n: usize,
-        f: impl FnOnce(&mut AnyNode, &mut Cx<'_, 'a>),
-    ) {
-        let Some(mut node) = self.nodes.take(n) else {
-            unreachable!("a node out of its table is not called again");
-        };
-        f(&mut node, &mut Cx { sim: self, n });
-        if !self.nodes.waiting.is_empty() {
-            self.run_waiting_calls(n, &mut node);
-        }
-        self.nodes.put(n, node);
-    }
-
-    /// Node `n`'s handler returned: it gets the calls that came for it meanwhile, then goes
-    /// back into its slot (`dispatch!`).
-    #[inline(always)]
-    pub(in crate::sim::node) fn handled(&mut self, n: usize, mut node: Box<AnyNode>) {
-        if !self.nodes.waiting.is_empty() {
-            self.run_waiting_calls(n, &mut node);
-        }
-        self.nodes.put(n, node);
-    }
-
-    /// Hands node `n` (out of its table) the calls that came for it while its handler ran,
-    /// in their order (more may come meanwhile).
-    #[cold]
-    #[inline(never)]
-    fn run_waiting_calls(&mut self, n: usize, node: &mut AnyNode) {
-        while let Some(i) = self.nodes.waiting.iter().position(|w| w.0 as usize == n) {
-            let (_, call) = self.nodes.waiting.remove(i);
-            node.handle(&mut Cx { sim: self, n }, call);
-        }
     }
 }

@@ -152,6 +152,7 @@ impl Cpu {
             | Call::WorkloadStart(_)
             | Call::Paced(..) => self.for_root.push(call),
             Call::InterruptTaken | Call::RegistersWritten(_) => unreachable!("a call for a NIC"),
+            Call::Doorbell(_) => unreachable!("a call for a bridge"),
         }
     }
 

@@ -144,6 +144,12 @@ pub(in crate::sim) trait Node {
     /// go on (its pacer's wake-up).
     fn paced<C: Context>(&mut self, _cx: &mut C, _f: u32, _s: u32) {}
 
+    /// A flow's doorbell write took effect at the node, a non-transparent bridge: it
+    /// raises the doorbell's MSI.
+    fn doorbell<C: Context>(&mut self, _cx: &mut C, _d: context::Doorbell) {
+        unreachable!("a doorbell is a non-transparent bridge's")
+    }
+
     /// Hands `call` to the matching handler.
     #[inline(always)]
     fn handle<C: Context>(&mut self, cx: &mut C, call: Call) {
@@ -155,6 +161,7 @@ pub(in crate::sim) trait Node {
             Call::Written(t, c) => self.tlp_written(cx, &t, c),
             Call::WorkloadStart(f) => self.workload_start(cx, f),
             Call::Paced(f, s) => self.paced(cx, f, s),
+            Call::Doorbell(d) => self.doorbell(cx, d),
             Call::CpuInterrupt(..) | Call::InterruptTaken | Call::RegistersWritten(_) => {
                 unreachable!("a call for a NIC or a host CPU")
             }
@@ -197,41 +204,6 @@ pub(in crate::sim) enum AnyNode {
     Gpu(GpuEndpoint),
     /// A CXL memory expander.
     Cxl(CxlMemory),
-}
-
-/// Hands a call to node `$n`: it runs `$new` with `$x` the node's state, taken out of its
-/// table, and `$cx` its context; a node whose handler runs gets `$call` when that handler
-/// returns (`Simulator::with_node`).
-macro_rules! dispatch {
-    ($sim:ident, $n:ident, $call:expr, $x:ident, $cx:ident => $new:expr) => {
-        // One look at the slot: the node comes out of it for its handler.
-        match $sim.nodes.take($n) {
-            None => $sim.nodes.waiting.push(($n as u32, $call)),
-            Some(node) if matches!(*node, AnyNode::Nic(_)) => {
-                // Out of line: the NIC's handlers stay out of the hot event loop.
-                $sim.nodes.put($n, node);
-                AnyNode::call_out_of_line($sim, $n, $call)
-            }
-            Some(mut node) => {
-                {
-                    let $cx = &mut context::Cx::of($sim, $n);
-                    match &mut *node {
-                        AnyNode::Root($x) => $new,
-                        AnyNode::Switch($x) => $new,
-                        AnyNode::Ntb($x) => $new,
-                        AnyNode::Memory($x) => $new,
-                        AnyNode::Nvme($x) => $new,
-                        AnyNode::Dma($x) => $new,
-                        AnyNode::Storage($x) => $new,
-                        AnyNode::Gpu($x) => $new,
-                        AnyNode::Cxl($x) => $new,
-                        AnyNode::Nic(_) => unreachable!("handled above"),
-                    }
-                }
-                $sim.handled($n, node);
-            }
-        }
-    };
 }
 
 /// Runs `$call` on the node struct inside `$node` (an [`AnyNode`] reference) as `$x`.
@@ -321,45 +293,6 @@ impl AnyNode {
         }
     }
 
-    /// Hands accepted TLP `id` to node `n` (see [`Node::tlp_arrived`]).
-    #[inline(always)]
-    pub(in crate::sim) fn tlp_arrived(
-        sim: &mut Simulator<'_>,
-        n: usize,
-        c: u32,
-        id: u32,
-        t: Tlp,
-        head: SimTime,
-    ) {
-        dispatch!(sim, n, Call::Arrived(c, id, t, head),
-            x, cx => x.tlp_arrived(cx, c, id, t, head))
-    }
-
-    /// Node `n` starts (see [`Node::start`]).
-    pub(in crate::sim) fn start(sim: &mut Simulator<'_>, n: usize) {
-        dispatch!(sim, n, Call::Start, x, cx => x.start(cx))
-    }
-
-    /// Hands node `n` its event `ev` (see [`Node::event`]).
-    pub(in crate::sim) fn event(sim: &mut Simulator<'_>, n: usize, ev: NodeEv) {
-        dispatch!(sim, n, Call::Event(ev), x, cx => x.event(cx, ev))
-    }
-
-    /// TLP `id` left its owner: the owner hears of it (see [`Node::tlp_left`]).
-    #[inline(always)]
-    pub(in crate::sim) fn tlp_left(sim: &mut Simulator<'_>, id: u32, start: SimTime) {
-        let n = sim.tlps[id as usize].owner.node as usize;
-        dispatch!(sim, n, Call::Left(id, start), x, cx => x.tlp_left(cx, id, start))
-    }
-
-    /// Posted write `t`, received on channel `c`, took effect at its target: its owner
-    /// hears of it (see [`Node::tlp_written`]).
-    #[inline(always)]
-    pub(in crate::sim) fn tlp_written(sim: &mut Simulator<'_>, t: &Tlp, c: u32) {
-        let n = t.owner.node as usize;
-        dispatch!(sim, n, Call::Written(*t, c), x, cx => x.tlp_written(cx, t, c))
-    }
-
     /// Hands `call` to this node, out of its table, with its context `cx` (a call that
     /// waited while its handler ran).
     pub(in crate::sim) fn handle<C: Context>(&mut self, cx: &mut C, call: Call) {
@@ -374,34 +307,6 @@ impl AnyNode {
             AnyNode::Nic(x) => x.handle(cx, call),
             AnyNode::Cxl(x) => x.handle(cx, call),
             AnyNode::Root(x) => x.handle(cx, call),
-        }
-    }
-
-    /// Hands node `n`, in its slot, `call` from a function of its own, not inlined into
-    /// the event loop (see `dispatch!`).
-    #[inline(never)]
-    pub(in crate::sim) fn call_out_of_line(sim: &mut Simulator<'_>, n: usize, call: Call) {
-        sim.with_node(n, |node, cx| node.handle(cx, call));
-    }
-
-    /// Hands node `n` `call` from another node through a typed port of [`Context`]: at
-    /// once if it is in its slot, after its handler returns if that runs (a root complex
-    /// routes its host CPU's calls to it).
-    pub(in crate::sim) fn call(sim: &mut Simulator<'_>, n: usize, call: Call) {
-        match sim.nodes.get(n) {
-            None => sim.nodes.waiting.push((n as u32, call)),
-            Some(
-                AnyNode::Root(_)
-                | AnyNode::Switch(_)
-                | AnyNode::Ntb(_)
-                | AnyNode::Dma(_)
-                | AnyNode::Storage(_)
-                | AnyNode::Nic(_)
-                | AnyNode::Memory(_)
-                | AnyNode::Nvme(_)
-                | AnyNode::Gpu(_)
-                | AnyNode::Cxl(_),
-            ) => sim.with_node(n, |node, cx| node.handle(cx, call)),
         }
     }
 
@@ -441,16 +346,6 @@ impl AnyNode {
             }
             None => None,
         }
-    }
-
-    /// Workload `f` starts at node `n`, which drives it (see [`Node::workload_start`]).
-    pub(in crate::sim) fn workload_start(sim: &mut Simulator<'_>, n: usize, f: u32) {
-        dispatch!(sim, n, Call::WorkloadStart(f), x, cx => x.workload_start(cx, f))
-    }
-
-    /// Stream `s` of workload `f`, driven by node `n`, may go on (see [`Node::paced`]).
-    pub(in crate::sim) fn paced(sim: &mut Simulator<'_>, n: usize, f: u32, s: u32) {
-        dispatch!(sim, n, Call::Paced(f, s), x, cx => x.paced(cx, f, s))
     }
 
     /// The measurement window opens at `now` (see [`Node::measure_from`]).

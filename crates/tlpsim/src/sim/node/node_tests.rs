@@ -403,6 +403,36 @@ fn a_bridge_sends_its_msi_behind_the_doorbell_and_tells_the_flow_when_it_lands()
     assert_eq!(cx.interrupts, vec![(5, 42)]);
 }
 
+#[test]
+fn a_rung_doorbell_makes_the_bridge_raise_its_msi_after_its_latency() {
+    let mut b = Ntb::new(SimTime::from_ns(300));
+    let mut cx = Recorder::new(system(), 3);
+    let d = super::context::Doorbell {
+        port: 1,
+        flow: 5,
+        target: 0,
+        order: 42,
+    };
+    b.handle(&mut cx, Call::Doorbell(d));
+    let (at, ev) = cx.scheduled[0];
+    assert_eq!(at, cx.now + SimTime::from_ns(300));
+    let NodeEv::BridgeMsi(id) = ev else {
+        panic!("the MSI's event");
+    };
+    let msi = cx.tlps[id as usize];
+    assert_eq!(
+        (msi.kind, msi.src, msi.dst, msi.order),
+        (TlpKind::MWr, 3, 0, 42)
+    );
+    assert_eq!(
+        msi.owner,
+        Owner {
+            node: 3,
+            cookie: 5 << 1 | 1
+        }
+    );
+}
+
 /// A root complex (node 0) and an NVMe drive (node 1) below it, with a 4 KiB random-read
 /// fio workload (0) of one job and one I/O in flight, and a second of writes (1).
 fn nvme_system() -> System {

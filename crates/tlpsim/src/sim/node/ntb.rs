@@ -1,11 +1,12 @@
 //! Non-transparent bridges at run time: writes crossing into another domain's memory, their
 //! registers (scratchpads, and the doorbell whose MSI they raise into the domain below).
 
+use super::context::Doorbell;
 use super::switch::forward;
 use super::{Context, Node, NodeEv};
 use crate::engine::SimTime;
 use crate::pcie::tlp::TlpKind;
-use crate::sim::{Ev, Owner, Simulator, Tlp};
+use crate::sim::{Owner, Tlp};
 
 /// A non-transparent bridge at run time: the latency of its own registers (TLPs cross it
 /// cut-through unless the egress side is the faster one: its `Crossing`, which the routing
@@ -71,12 +72,32 @@ impl Node for Ntb {
         // Its MSI reached the domain below.
         cx.flow_interrupt(Msi::of(t.owner.cookie).flow, t.order);
     }
+
+    /// After the bridge's latency it sends an MSI to the flow's target in the domain below,
+    /// carrying the order of the last write the doorbell signals.
+    fn doorbell<C: Context>(&mut self, cx: &mut C, d: Doorbell) {
+        let n = cx.node() as u32;
+        let owner = Owner {
+            node: n,
+            cookie: Msi {
+                flow: d.flow,
+                port: d.port,
+            }
+            .cookie(),
+        };
+        let id = cx.new_tlp(Tlp {
+            order: d.order,
+            ..Tlp::at_source(TlpKind::MWr, n, d.target, 4, owner)
+        });
+        let at = cx.now() + self.latency;
+        cx.schedule(at, NodeEv::BridgeMsi(id));
+    }
 }
 
 impl Ntb {
     /// A TLP addressed to the bridge itself, a write or read of its registers: a write takes
     /// effect (its writer knows which register it wrote: a scratchpad, or the doorbell, see
-    /// [`Simulator::doorbell_rung`]); a read completes after the bridge's latency.
+    /// [`Node::doorbell`]); a read completes after the bridge's latency.
     fn registers<C: Context>(&mut self, cx: &mut C, c: u32, id: u32, t: Tlp) {
         let now = cx.now();
         cx.release(c, t.class(), 1, t.data_credits());
@@ -93,41 +114,5 @@ impl Ntb {
             }
             _ => {}
         }
-    }
-}
-
-impl Simulator<'_> {
-    /// Flow `f`'s doorbell write, received on channel `c`, rang bridge `n`'s doorbell: after
-    /// the bridge's latency it sends an MSI to the flow's `target` in the domain below,
-    /// carrying the order of the last write the doorbell signals.
-    pub(in crate::sim) fn doorbell_rung(
-        &mut self,
-        n: usize,
-        c: u32,
-        f: u32,
-        target: u32,
-        order: u64,
-    ) {
-        let now = self.now();
-        // The bridge's latency from its description: the bridge itself is out of its table
-        // while its own handler has the doorbell write take effect.
-        let latency = self.sys.nodes[n].kind.doorbell_latency();
-        let owner = Owner {
-            node: n as u32,
-            cookie: Msi {
-                flow: f,
-                port: self.ends.rx_port[c as usize],
-            }
-            .cookie(),
-        };
-        let id = self.new_tlp(Tlp {
-            order,
-            ..Tlp::at_source(TlpKind::MWr, n as u32, target, 4, owner)
-        });
-        let ev = Ev::Node {
-            node: n as u32,
-            ev: NodeEv::BridgeMsi(id),
-        };
-        self.q.schedule(now + latency, ev);
     }
 }

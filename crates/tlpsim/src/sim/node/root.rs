@@ -253,6 +253,7 @@ impl Node for RootComplex {
                 self.with_cpu(cx, |cpu, cx| cpu.interrupt(cx, core, nic))
             }
             Call::InterruptTaken | Call::RegistersWritten(_) => unreachable!("a call for a NIC"),
+            Call::Doorbell(_) => unreachable!("a call for a bridge"),
         }
     }
 }

@@ -325,6 +325,7 @@ impl Node for NicEndpoint {
             Call::InterruptTaken => self.queued_on_core = false,
             Call::RegistersWritten(w) => self.registers_written(cx, w),
             Call::CpuInterrupt(..) => unreachable!("a call for a host CPU"),
+            Call::Doorbell(_) => unreachable!("a call for a bridge"),
         }
     }
 }
