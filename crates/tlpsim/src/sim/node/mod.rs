@@ -62,7 +62,7 @@ use switch::Switch;
 
 use super::bottleneck::Resource;
 use super::result::{EthernetResult, KindResult};
-use super::{Simulator, Tlp};
+use super::Tlp;
 use crate::engine::SimTime;
 use crate::fabric::{NodeKind, System};
 use context::{Call, Context};
@@ -307,44 +307,6 @@ impl AnyNode {
             AnyNode::Nic(x) => x.handle(cx, call),
             AnyNode::Cxl(x) => x.handle(cx, call),
             AnyNode::Root(x) => x.handle(cx, call),
-        }
-    }
-
-    /// The workload TLP `t` belongs to, as its owner says (an NVMe drive's TLPs name theirs);
-    /// a DMA requester's TLPs are its flows' (`sim::flow`), and a root complex's are its
-    /// flows' or its host CPU's (of none), which the owner, out of its slot while its
-    /// handler runs, need not be asked.
-    pub(in crate::sim) fn tlp_workload(sim: &Simulator<'_>, t: &Tlp) -> Option<u32> {
-        let n = t.owner.node as usize;
-        let kind = &sim.sys.nodes[n].kind;
-        if kind.owns_only_flow_tlps() {
-            return sim.flow_tlp_workload(t);
-        }
-        if matches!(kind, NodeKind::RootComplex { .. }) {
-            return match root::cpu_cookie(t.owner.cookie) {
-                Some(_) => None,
-                None => sim.flow_tlp_workload(t),
-            };
-        }
-        match sim.nodes.get(n) {
-            Some(AnyNode::Nvme(d)) => d.tlp_workload(t),
-            Some(
-                AnyNode::Root(_)
-                | AnyNode::Switch(_)
-                | AnyNode::Ntb(_)
-                | AnyNode::Dma(_)
-                | AnyNode::Storage(_)
-                | AnyNode::Nic(_)
-                | AnyNode::Memory(_)
-                | AnyNode::Gpu(_)
-                | AnyNode::Cxl(_),
-            ) => None,
-            // Out of its table, its handler runs: of the kinds behind Node, only a drive's
-            // TLPs belong to a workload, which their cookies name.
-            None if matches!(sim.sys.nodes[n].kind, NodeKind::Nvme { .. }) => {
-                nvme::tlp_workload(sim.sys, n, t)
-            }
-            None => None,
         }
     }
 
