@@ -8,6 +8,7 @@
 
 use super::channel::FcClass;
 use super::node::context::{Call, Context};
+use super::node::each_node;
 use super::node::nic::{NicEndpoint, RegisterWrite};
 use super::node::requester::{Port, Requester};
 use super::node::{AnyNode, Node, NodeEv};
@@ -331,18 +332,8 @@ macro_rules! dispatch {
             Some(mut node) => {
                 {
                     let $cx = &mut Cx::of($sim, $n);
-                    match &mut *node {
-                        AnyNode::Root($x) => $new,
-                        AnyNode::Switch($x) => $new,
-                        AnyNode::Ntb($x) => $new,
-                        AnyNode::Memory($x) => $new,
-                        AnyNode::Nvme($x) => $new,
-                        AnyNode::Dma($x) => $new,
-                        AnyNode::Storage($x) => $new,
-                        AnyNode::Gpu($x) => $new,
-                        AnyNode::Cxl($x) => $new,
-                        AnyNode::Nic(_) => unreachable!("handled above"),
-                    }
+                    // Every kind (a NIC's arm is never taken: it went out of line above).
+                    each_node!(&mut *node, $x => $new)
                 }
                 $sim.handled($n, node);
             }
@@ -402,20 +393,10 @@ impl AnyNode {
     /// once if it is in its slot, after its handler returns if that runs (a root complex
     /// routes its host CPU's calls to it).
     pub(in crate::sim) fn call(sim: &mut Simulator<'_>, n: usize, call: Call) {
-        match sim.nodes.get(n) {
-            None => sim.nodes.waiting.push((n as u32, call)),
-            Some(
-                AnyNode::Root(_)
-                | AnyNode::Switch(_)
-                | AnyNode::Ntb(_)
-                | AnyNode::Dma(_)
-                | AnyNode::Storage(_)
-                | AnyNode::Nic(_)
-                | AnyNode::Memory(_)
-                | AnyNode::Nvme(_)
-                | AnyNode::Gpu(_)
-                | AnyNode::Cxl(_),
-            ) => sim.with_node(n, |node, cx| node.handle(cx, call)),
+        if sim.nodes.get(n).is_none() {
+            sim.nodes.waiting.push((n as u32, call));
+        } else {
+            sim.with_node(n, |node, cx| node.handle(cx, call));
         }
     }
 
@@ -446,18 +427,7 @@ impl AnyNode {
             };
         }
         match sim.nodes.get(n) {
-            Some(AnyNode::Nvme(d)) => d.tlp_workload(t),
-            Some(
-                AnyNode::Root(_)
-                | AnyNode::Switch(_)
-                | AnyNode::Ntb(_)
-                | AnyNode::Dma(_)
-                | AnyNode::Storage(_)
-                | AnyNode::Nic(_)
-                | AnyNode::Memory(_)
-                | AnyNode::Gpu(_)
-                | AnyNode::Cxl(_),
-            ) => None,
+            Some(node) => node.own_tlp_workload(t),
             // Out of its table, its handler runs: of the kinds behind Node, only a drive's
             // TLPs belong to a workload, which their cookies name.
             None if matches!(sim.sys.nodes[n].kind, crate::fabric::NodeKind::Nvme { .. }) => {

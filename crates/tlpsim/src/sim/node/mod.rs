@@ -224,6 +224,8 @@ macro_rules! each_node {
     };
 }
 
+pub(in crate::sim) use each_node;
+
 impl AnyNode {
     /// The run-time state of node `n` of `sys`.
     pub(in crate::sim) fn build(sys: &System, n: usize) -> AnyNode {
@@ -307,6 +309,23 @@ impl AnyNode {
             AnyNode::Nic(x) => x.handle(cx, call),
             AnyNode::Cxl(x) => x.handle(cx, call),
             AnyNode::Root(x) => x.handle(cx, call),
+        }
+    }
+
+    /// The workload TLP `t`, which the node owns, belongs to, if the node itself knows (an
+    /// NVMe drive's fio jobs; a requester's flows answer for theirs, `sim::flow`).
+    pub(in crate::sim) fn own_tlp_workload(&self, t: &Tlp) -> Option<u32> {
+        match self {
+            AnyNode::Nvme(d) => d.tlp_workload(t),
+            AnyNode::Root(_)
+            | AnyNode::Switch(_)
+            | AnyNode::Ntb(_)
+            | AnyNode::Dma(_)
+            | AnyNode::Storage(_)
+            | AnyNode::Nic(_)
+            | AnyNode::Memory(_)
+            | AnyNode::Gpu(_)
+            | AnyNode::Cxl(_) => None,
         }
     }
 
