@@ -44,12 +44,15 @@ pub(in crate::sim) fn cpu_cookie(cookie: u32) -> Option<u32> {
 /// A root complex at run time.
 #[derive(Debug)]
 pub(in crate::sim) struct RootComplex {
+    /// A read request's arrival to its data being ready in memory.
     read_latency: Latency,
+    /// Its memory's bandwidth, shared by reads and writes, if limited.
     memory: Option<Throttle>,
     /// The posted-write sink ahead of the memory.
     write_sink: Option<Throttle>,
     /// The host bridge its memory traffic crosses, if any.
     pub(in crate::sim) bridge: Option<usize>,
+    /// The payload of each completion it splits a read's data into (RCB or MPS rule).
     cpl_size: u32,
     /// Tags for the CPU's own reads (of a bridge's scratchpad registers).
     pub(in crate::sim) free_tags: u32,
