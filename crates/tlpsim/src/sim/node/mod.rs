@@ -150,6 +150,22 @@ pub(in crate::sim) trait Node {
         unreachable!("a doorbell is a non-transparent bridge's")
     }
 
+    /// The MSI of the NIC at node `nic` waits for core `core` of the host CPU behind the
+    /// node, a root complex ([`Call::CpuInterrupt`]).
+    fn cpu_interrupt<C: Context>(&mut self, _cx: &mut C, _core: u32, _nic: u32) {
+        unreachable!("a call for a root complex's host CPU")
+    }
+
+    /// The host CPU's core took the interrupt the node, a NIC, queued on it.
+    fn interrupt_taken<C: Context>(&mut self, _cx: &mut C) {
+        unreachable!("a call for a NIC")
+    }
+
+    /// The host CPU's register write `w` took effect at the node, a NIC.
+    fn registers_written<C: Context>(&mut self, _cx: &mut C, _w: nic::RegisterWrite) {
+        unreachable!("a call for a NIC")
+    }
+
     /// Hands `call` to the matching handler.
     #[inline(always)]
     fn handle<C: Context>(&mut self, cx: &mut C, call: Call) {
@@ -162,9 +178,9 @@ pub(in crate::sim) trait Node {
             Call::WorkloadStart(f) => self.workload_start(cx, f),
             Call::Paced(f, s) => self.paced(cx, f, s),
             Call::Doorbell(d) => self.doorbell(cx, d),
-            Call::CpuInterrupt(..) | Call::InterruptTaken | Call::RegistersWritten(_) => {
-                unreachable!("a call for a NIC or a host CPU")
-            }
+            Call::CpuInterrupt(core, nic) => self.cpu_interrupt(cx, core, nic),
+            Call::InterruptTaken => self.interrupt_taken(cx),
+            Call::RegistersWritten(w) => self.registers_written(cx, w),
         }
     }
 }

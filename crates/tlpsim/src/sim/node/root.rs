@@ -4,7 +4,7 @@
 //! (`cpu`), whose calls it routes. Its root ports' shared outbound queue, if they share one,
 //! is the transmit path's (`sim::outbound`).
 
-use super::context::{Call, Context};
+use super::context::Context;
 use super::cpu::Cpu;
 use super::requester::Port;
 use super::{completer, Node, NodeEv};
@@ -242,22 +242,9 @@ impl Node for RootComplex {
         }
     }
 
-    /// Its own calls besides the common ones: a NIC's interrupt for its host CPU.
-    fn handle<C: Context>(&mut self, cx: &mut C, call: Call) {
-        match call {
-            Call::Arrived(c, id, t, head) => self.tlp_arrived(cx, c, id, t, head),
-            Call::Start => self.start(cx),
-            Call::Event(ev) => self.event(cx, ev),
-            Call::Left(id, start) => self.tlp_left(cx, id, start),
-            Call::Written(t, c) => self.tlp_written(cx, &t, c),
-            Call::WorkloadStart(f) => self.workload_start(cx, f),
-            Call::Paced(f, s) => self.paced(cx, f, s),
-            Call::CpuInterrupt(core, nic) => {
-                self.with_cpu(cx, |cpu, cx| cpu.interrupt(cx, core, nic))
-            }
-            Call::InterruptTaken | Call::RegistersWritten(_) => unreachable!("a call for a NIC"),
-            Call::Doorbell(_) => unreachable!("a call for a bridge"),
-        }
+    /// A NIC's interrupt goes to its host CPU.
+    fn cpu_interrupt<C: Context>(&mut self, cx: &mut C, core: u32, nic: u32) {
+        self.with_cpu(cx, |cpu, cx| cpu.interrupt(cx, core, nic))
     }
 }
 

@@ -18,7 +18,7 @@ mod tx;
 
 pub(in crate::sim) use registers::RegisterWrite;
 
-use super::context::{Call, Context};
+use super::context::Context;
 use super::{Node, NodeEv, NodeReport};
 use crate::engine::SimTime;
 use crate::fabric::{NicSpec, NodeKind, System};
@@ -312,21 +312,12 @@ impl Node for NicEndpoint {
         }
     }
 
-    /// Its own calls (from the host CPU, through its ports) besides the common ones.
-    fn handle<C: Context>(&mut self, cx: &mut C, call: Call) {
-        match call {
-            Call::Arrived(c, id, t, head) => self.tlp_arrived(cx, c, id, t, head),
-            Call::Start => self.start(cx),
-            Call::Event(ev) => self.event(cx, ev),
-            Call::Left(id, start) => self.tlp_left(cx, id, start),
-            Call::Written(t, c) => self.tlp_written(cx, &t, c),
-            Call::WorkloadStart(f) => self.workload_start(cx, f),
-            Call::Paced(f, s) => self.paced(cx, f, s),
-            Call::InterruptTaken => self.queued_on_core = false,
-            Call::RegistersWritten(w) => self.registers_written(cx, w),
-            Call::CpuInterrupt(..) => unreachable!("a call for a host CPU"),
-            Call::Doorbell(_) => unreachable!("a call for a bridge"),
-        }
+    fn interrupt_taken<C: Context>(&mut self, _cx: &mut C) {
+        self.queued_on_core = false;
+    }
+
+    fn registers_written<C: Context>(&mut self, cx: &mut C, w: RegisterWrite) {
+        self.apply_register_write(cx, w);
     }
 }
 

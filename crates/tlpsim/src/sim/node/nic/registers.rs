@@ -99,7 +99,7 @@ impl NicEndpoint {
     /// Register write `w` took effect: per port, returned receive descriptors let the next
     /// frame go to memory and announced transmit descriptors are fetched; then interrupts
     /// are enabled if it says so.
-    pub(super) fn registers_written<C: Context>(&mut self, cx: &mut C, w: RegisterWrite) {
+    pub(super) fn apply_register_write<C: Context>(&mut self, cx: &mut C, w: RegisterWrite) {
         for p in 0..self.ports.len() {
             let port = &mut self.ports[p];
             port.rx_desc += w.rdt[p];
