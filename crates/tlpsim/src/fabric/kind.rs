@@ -658,6 +658,26 @@ impl NodeKind {
         }
     }
 
+    /// The depth of its shared outbound queue (TLPs per root port), if it is a root complex
+    /// with one.
+    #[inline]
+    pub fn shared_outbound(&self) -> Option<u32> {
+        match self {
+            NodeKind::RootComplex {
+                shared_outbound, ..
+            } => *shared_outbound,
+            NodeKind::Switch { .. }
+            | NodeKind::Ntb { .. }
+            | NodeKind::Dma { .. }
+            | NodeKind::Storage { .. }
+            | NodeKind::Nic { .. }
+            | NodeKind::Memory { .. }
+            | NodeKind::Nvme { .. }
+            | NodeKind::Gpu { .. }
+            | NodeKind::CxlMemory { .. } => None,
+        }
+    }
+
     /// Why the fluid engine cannot model it, if it cannot (a root complex with a host memory
     /// model or a shared outbound queue), completing "NAME ...".
     #[inline]

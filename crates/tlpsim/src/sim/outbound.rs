@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 
 use super::Simulator;
-use crate::fabric::{NodeKind, System};
+use crate::fabric::System;
 
 /// A root complex's one outbound queue for all its root ports: posted writes in issue
 /// order, and completions and requests in issue order, which may not pass an older posted
@@ -28,26 +28,12 @@ impl Outbound {
     /// Per node of `sys`, the shared outbound queue of a root complex with one (no table at
     /// all when none has one).
     pub(in crate::sim) fn of_system(sys: &System) -> Vec<Option<Outbound>> {
-        let depth = |k: &NodeKind| match k {
-            NodeKind::RootComplex {
-                shared_outbound, ..
-            } => *shared_outbound,
-            NodeKind::Switch { .. }
-            | NodeKind::Ntb { .. }
-            | NodeKind::Dma { .. }
-            | NodeKind::Storage { .. }
-            | NodeKind::Nic { .. }
-            | NodeKind::Memory { .. }
-            | NodeKind::Nvme { .. }
-            | NodeKind::Gpu { .. }
-            | NodeKind::CxlMemory { .. } => None,
-        };
-        if sys.nodes.iter().all(|n| depth(&n.kind).is_none()) {
+        if sys.nodes.iter().all(|n| n.kind.shared_outbound().is_none()) {
             return Vec::new();
         }
         (sys.nodes.iter())
             .map(|n| {
-                depth(&n.kind).map(|depth| Outbound {
+                n.kind.shared_outbound().map(|depth| Outbound {
                     depth,
                     ..Outbound::default()
                 })
