@@ -167,6 +167,24 @@ def test_a_point_whose_worker_always_dies_is_retried_once_then_reported():
     assert failed == {1: "its worker process died (killed by SIGKILL) 2 times", 3: "ValueError: five"}
 
 
+def test_a_worker_killed_before_its_first_job_costs_that_job_a_try(monkeypatch):
+    """The race a sweep under outside kills meets: a fresh worker dies before it takes a job."""
+    import tlpsim.pool
+
+    start = tlpsim.pool._Worker.__init__
+
+    def start_then_kill(self, ctx, fn):
+        start(self, ctx, fn)
+        self.process.kill()
+        self.process.join()
+
+    monkeypatch.setattr(tlpsim.pool._Worker, "__init__", start_then_kill)
+    done, failed = {}, {}
+    run_jobs(die_on_three, [(1,), (2,)], 2, 1, done.__setitem__, failed.__setitem__)
+    assert done == {}
+    assert failed == {i: "its worker process died (killed by SIGKILL) 2 times" for i in (0, 1)}
+
+
 def test_points_that_keep_losing_their_worker_fail_with_a_line_each_and_resume(tmp_path, slow, cli):
     out = tmp_path / "points.jsonl"
     proc = start_cli("sweep", str(slow), "--set", "endpoint.ex.tags=31,32", "--jobs", "2", "-o", str(out))

@@ -114,6 +114,16 @@ def run_jobs(
     deaths = [0] * len(jobs)
     pool: list[_Worker] = []
     finished = False
+
+    def died(i: int, code: int | None) -> None:
+        """Job ``i`` lost its worker: it runs again, or past ``retries`` it is reported."""
+        deaths[i] += 1
+        if deaths[i] > retries:
+            times = "once" if deaths[i] == 1 else f"{deaths[i]} times"
+            failed(i, f"its worker process died ({_exit_text(code)}) {times}")
+        else:
+            pending.appendleft(i)
+
     try:
         while pending or any(w.job is not None for w in pool):
             for w in list(pool):
@@ -128,8 +138,17 @@ def run_jobs(
                 pool.append(w)
                 i = pending.popleft()
                 if not w.give(i, jobs[i]):
-                    raise RuntimeError(f"a new worker process died at once ({_exit_text(w.process.exitcode)})")
+                    pool.remove(w)
+                    w.stop(now=True)
+                    code = w.process.exitcode
+                    if code is None or code >= 0:  # it ended by itself: no worker can start
+                        raise RuntimeError(f"a new worker process died at once ({_exit_text(code)})")
+                    # Killed from outside before it took job i: that costs job i a try, as
+                    # if the worker had died holding it (a retry bound, not an endless loop).
+                    died(i, code)
             busy = [w for w in pool if w.job is not None]
+            if not busy:  # every new worker was killed before its job: start more, or end
+                continue
             ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy]))
             for w in busy:
                 if w.conn not in ready and w.process.sentinel not in ready:
@@ -141,12 +160,7 @@ def run_jobs(
                 except (EOFError, OSError):  # died holding job i
                     pool.remove(w)
                     w.stop(now=True)
-                    deaths[i] += 1
-                    if deaths[i] > retries:
-                        times = "once" if deaths[i] == 1 else f"{deaths[i]} times"
-                        failed(i, f"its worker process died ({_exit_text(w.process.exitcode)}) {times}")
-                    else:
-                        pending.appendleft(i)
+                    died(i, w.process.exitcode)
                     continue
                 w.job = None
                 if ok:
