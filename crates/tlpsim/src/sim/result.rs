@@ -442,23 +442,41 @@ impl Serialize for RunResult {
 const LATENCY_MAX_NS: u64 = 3_600_000_000_000;
 
 /// A latency recorder: exact mean, histogram percentiles, constant memory.
-#[derive(Debug, Clone)]
+///
+/// Samples are counted in buckets of 3 significant digits laid out as `hdrhistogram`'s
+/// (2,048 sub-buckets from 1 ns, each further bucket twice as wide), indexed with a shift
+/// and a leading-zero count; the `hdrhistogram` that gives the percentiles is built from the
+/// counts once, at the end.
+#[derive(Debug, Clone, Default)]
 pub struct LatencyRecorder {
-    hist: Histogram<u64>,
+    /// Samples per bucket, grown as far as the largest sample needs (at most up to
+    /// `LATENCY_MAX_NS`, 270 KB): a flow's recorders cost little until they hold samples.
+    counts: Vec<u64>,
     sum_ns: f64,
     count: u64,
 }
 
-impl Default for LatencyRecorder {
-    fn default() -> Self {
-        // Buckets of 3 significant digits from 1 ns, allocated as far as the largest sample
-        // needs (at most up to LATENCY_MAX_NS, 270 KB): a flow's recorders cost little until
-        // they hold samples.
-        LatencyRecorder {
-            hist: Histogram::new(3).expect("valid bounds"),
-            sum_ns: 0.0,
-            count: 0,
-        }
+/// log2 of the half count of sub-buckets: 3 significant digits need 2,048 sub-buckets.
+const HALF_BUCKET_BITS: u32 = 10;
+
+/// The bucket index of `ns` (at least 1), as `hdrhistogram` lays out 3 significant digits
+/// from 1 ns: bucket `b` holds values of `11 + b` bits at a resolution of `2^b`.
+#[inline]
+fn bucket_index(ns: u64) -> usize {
+    let sub_bucket_mask = (2u64 << HALF_BUCKET_BITS) - 1;
+    let b = 64 - HALF_BUCKET_BITS - 1 - (ns | sub_bucket_mask).leading_zeros();
+    (((b + 1) << HALF_BUCKET_BITS) as u64 + (ns >> b) - (1 << HALF_BUCKET_BITS)) as usize
+}
+
+/// The lowest value that bucket `index` holds (the inverse of [`bucket_index`]).
+fn bucket_value(index: usize) -> u64 {
+    let half = 1u64 << HALF_BUCKET_BITS;
+    let b = (index >> HALF_BUCKET_BITS) as i64 - 1;
+    let sub = (index as u64 & (half - 1)) + half;
+    if b < 0 {
+        sub - half
+    } else {
+        sub << b
     }
 }
 
@@ -470,8 +488,11 @@ impl LatencyRecorder {
         // Rounded half up, as `f64::round` rounds a positive value, without its libm call:
         // latencies are whole ticks (1/64,000 ns apart), so `ns + 0.5` is never rounded up
         // to the next integer; a negative or NaN value gives 0 either way.
-        let ns = ((ns + 0.5) as u64).clamp(1, LATENCY_MAX_NS);
-        self.hist.record(ns).expect("a value up to an hour fits");
+        let i = bucket_index(((ns + 0.5) as u64).clamp(1, LATENCY_MAX_NS));
+        if i >= self.counts.len() {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += 1;
     }
 
     /// Samples recorded.
@@ -479,19 +500,30 @@ impl LatencyRecorder {
         self.count
     }
 
+    /// The samples as an `hdrhistogram`, each at its bucket's lowest value.
+    fn histogram(&self) -> Histogram<u64> {
+        let mut hist = Histogram::new(3).expect("valid bounds");
+        for (i, &n) in self.counts.iter().enumerate().filter(|(_, &n)| n > 0) {
+            hist.record_n(bucket_value(i), n)
+                .expect("a value up to an hour fits");
+        }
+        hist
+    }
+
     /// Mean, p50, p95, p99, p99.9, max (all `None` when nothing was recorded).
     pub fn summary(&self) -> LatencySummary {
         if self.count == 0 {
             return LatencySummary::default();
         }
-        let at = |q: f64| Some(self.hist.value_at_quantile(q) as f64);
+        let hist = self.histogram();
+        let at = |q: f64| Some(hist.value_at_quantile(q) as f64);
         LatencySummary {
             mean: Some(self.sum_ns / self.count as f64),
             p50: at(0.5),
             p95: at(0.95),
             p99: at(0.99),
             p99_9: at(0.999),
-            max: Some(self.hist.max() as f64),
+            max: Some(hist.max() as f64),
         }
     }
 }
@@ -509,6 +541,31 @@ mod tests {
         fn latencies_of_whole_ticks_round_as_f64_round(ticks in 0u64..(1 << 50)) {
             let ns = SimTime::from_ticks(ticks).as_ns_f64();
             prop_assert_eq!((ns + 0.5) as u64, ns.round() as u64);
+        }
+    }
+
+    proptest! {
+        /// Counting samples in buckets gives the summary that an `hdrhistogram` of every
+        /// sample gives.
+        #[test]
+        fn bucket_counts_summarise_as_an_hdr_histogram_of_every_sample(
+            samples in proptest::collection::vec((1u64..LATENCY_MAX_NS, 1usize..4), 1..60),
+            small in proptest::collection::vec((1u64..5_000, 1usize..20), 0..60),
+        ) {
+            let mut r = LatencyRecorder::default();
+            let mut every = Histogram::<u64>::new(3).unwrap();
+            for (ns, times) in samples.into_iter().chain(small) {
+                for _ in 0..times {
+                    r.record(ns as f64);
+                    every.record(ns).unwrap();
+                }
+            }
+            let s = r.summary();
+            for (got, q) in [(s.p50, 0.5), (s.p95, 0.95), (s.p99, 0.99), (s.p99_9, 0.999)] {
+                prop_assert_eq!(got, Some(every.value_at_quantile(q) as f64));
+            }
+            prop_assert_eq!(s.max, Some(every.max() as f64));
+            prop_assert_eq!(r.count(), every.len());
         }
     }
 
