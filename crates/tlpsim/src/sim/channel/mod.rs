@@ -57,6 +57,7 @@ pub struct Arrival {
 
 /// Counters of one channel (whole run; the simulator subtracts a warmup snapshot).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[repr(C)] // the three counted per TLP first: the rest of its lines stay out of the cache
 pub struct ChannelCounters {
     /// New TLPs sent.
     pub tlps: u64,
@@ -64,6 +65,9 @@ pub struct ChannelCounters {
     pub payload_bytes: u64,
     /// DLLPs sent.
     pub dllps: u64,
+    /// TLPs waiting in the egress queues, integrated over time (TLP-ticks; brought up to
+    /// date by [`Channel::account_queue`]).
+    pub queue_area: u128,
     /// TLPs sent again from the replay buffer.
     pub replays: u64,
     /// Replay timer expiries.
@@ -86,9 +90,6 @@ pub struct ChannelCounters {
     /// TLPs a cut-through switch sent nullified (it had begun them before their bad LCRC
     /// arrived).
     pub nullified: u64,
-    /// TLPs waiting in the egress queues, integrated over time (TLP-ticks; brought up to
-    /// date by [`Channel::account_queue`]).
-    pub queue_area: u128,
     /// Wire ticks busy (TLPs, DLLPs, SKP).
     pub busy_ticks: u64,
 }
@@ -96,20 +97,14 @@ pub struct ChannelCounters {
 /// The physical side of one link direction: the wire's timing, its propagation delay and
 /// error rate, and the packets in flight.
 #[derive(Debug)]
+#[repr(C)] // its random stream, drawn from only on a wire with errors, last
 pub struct Phy {
     /// The wire.
     pub wire: Wire,
-    /// Flit mode (DLLPs ride in the flit's DLP bytes, no per-TLP framing).
-    pub flit: bool,
     /// Propagation delay.
     pub prop: SimTime,
     /// Probability that one byte on this wire is corrupted (from the BER).
     pub byte_error: f64,
-    /// The random stream its bit errors draw from (its own: errors on one wire change no
-    /// other draw of the run).
-    pub rng: Rng,
-    /// Framing bytes per TLP.
-    pub framing: u32,
     /// DLLPs waiting for this wire (non-flit); they go ahead of TLPs.
     pub dllp_out: VecDeque<Dllp>,
     /// TLPs on the wire toward the receiver, oldest first.
@@ -122,6 +117,13 @@ pub struct Phy {
     /// direction's wire), oldest first: (DLLP, corrupted, last of a back-to-back burst that
     /// arrives as one event).
     pub dllps_arriving: VecDeque<(Dllp, bool, bool)>,
+    /// Framing bytes per TLP.
+    pub framing: u32,
+    /// Flit mode (DLLPs ride in the flit's DLP bytes, no per-TLP framing).
+    pub flit: bool,
+    /// The random stream its bit errors draw from (its own: errors on one wire change no
+    /// other draw of the run).
+    pub rng: Rng,
 }
 
 impl Phy {
@@ -156,14 +158,34 @@ impl Phy {
 }
 
 /// One direction of a link.
+///
+/// Laid out in a fixed order, from a cache line's start: what a TLP's transmission, arrival
+/// and acknowledgement touch on its first 14 lines, then its wire's random stream and the
+/// counters not counted per TLP, which a run without errors never reads per TLP.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Channel {
-    /// The transmitter's egress queues and arbiter.
-    pub arbiter: Arbiter,
-    /// The transmitter's credits (limit and consumed per type).
-    pub tx_credits: FcTransmitter,
     /// The transmitter's data link layer: sequence numbers, replay buffer and timer.
     pub tx_dll: DllTransmitter,
+    /// The transmitter's credits (limit and consumed per type).
+    pub tx_credits: FcTransmitter,
+    /// The transmitter's egress queues and arbiter.
+    pub arbiter: Arbiter,
+    /// The transmitter's stall on credits, while it lasts.
+    pub stall: OpenSpan,
+    /// The transmitter's wait for replay buffer room, while it lasts.
+    pub replay_stall: OpenSpan,
+    /// Latest Forward event time scheduled.
+    pub last_forward: SimTime,
+    /// A TxFree event, or an arrival that frees the wire (`Arrival::frees_wire`), is pending.
+    pub tx_event: bool,
+    /// The credit type it lacked when that stall began.
+    pub stall_type: CreditType,
+    /// What blocked the arbiter last.
+    pub blocked: Blocked,
+    /// TLPs a switch has accepted and will forward, each with when its first byte
+    /// arrived, oldest first (Forward events come in this order).
+    pub forwarding: VecDeque<(u32, SimTime)>,
     /// The receiver's data link layer: next expected sequence number, Ack owed, Nak sent,
     /// the Ack/UpdateFC timer.
     pub rx_dll: DllReceiver,
@@ -171,21 +193,6 @@ pub struct Channel {
     pub rx_credits: FcReceiver,
     /// The wire and what is in flight on it.
     pub phy: Phy,
-    /// A TxFree event, or an arrival that frees the wire (`Arrival::frees_wire`), is pending.
-    pub tx_event: bool,
-    /// What blocked the arbiter last.
-    pub blocked: Blocked,
-    /// The transmitter's stall on credits, while it lasts.
-    pub stall: OpenSpan,
-    /// The credit type it lacked when that stall began.
-    pub stall_type: CreditType,
-    /// The transmitter's wait for replay buffer room, while it lasts.
-    pub replay_stall: OpenSpan,
-    /// TLPs a switch has accepted and will forward, each with when its first byte
-    /// arrived, oldest first (Forward events come in this order).
-    pub forwarding: VecDeque<(u32, SimTime)>,
-    /// Latest Forward event time scheduled.
-    pub last_forward: SimTime,
     /// Counters.
     pub counters: ChannelCounters,
 }
@@ -335,6 +342,19 @@ mod tests {
         assert_eq!(ch.tx_credits.limit(CreditType::Ph), u64::MAX);
         assert_eq!(ch.rx_credits.allocated(CreditType::Pd), 32);
         assert!(!ch.has_work());
+    }
+
+    #[test]
+    fn what_a_tlp_touches_lies_on_a_channels_first_fourteen_lines() {
+        use std::mem::{align_of, offset_of, size_of};
+        assert_eq!((size_of::<Channel>(), align_of::<Channel>()), (1024, 64));
+        let counted = offset_of!(Channel, counters) + offset_of!(ChannelCounters, dllps);
+        let rng = offset_of!(Channel, phy) + offset_of!(Phy, rng);
+        assert!(counted + 8 <= 14 * 64, "{counted}");
+        assert!(
+            rng >= offset_of!(Channel, phy) + offset_of!(Phy, flit),
+            "{rng}"
+        );
     }
 
     #[test]
