@@ -7,7 +7,9 @@ from __future__ import annotations
 import copy
 import functools
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -380,6 +382,46 @@ def validate_cell_count(sources: Sequence[Source] | None = None) -> int:
     return sum(len(cells_of(s.data)) for s, _ in _plan(shipped() if sources is None else sources))
 
 
+def _fit_all(
+    plan: Sequence[tuple[Source, DeviceFit]],
+    progress: Callable[[int, int], None] | None,
+    total: int,
+    workers: int,
+) -> list[FitReport]:
+    """:func:`fit_source` of each (directory, device) of ``plan``, in its order, ``workers``
+    of them at a time: a fit simulates one cell after another, so one fit alone keeps one
+    core busy. Each fit is deterministic, so the reports do not depend on ``workers``.
+    ``progress(done, total)`` counts the cells of all of them. Once one fails (or Ctrl-C
+    reaches the calling thread) the others stop at their next cell."""
+    done = [0] * len(plan)
+    lock = threading.Lock()
+    stopped = threading.Event()
+
+    def step_of(k: int) -> Callable[[int, int], None]:
+        def step(n: int, _total: int) -> None:
+            if stopped.is_set():
+                raise KeyboardInterrupt
+            with lock:
+                done[k] = n
+                now = sum(done)
+            if progress:
+                progress(now, total)
+
+        return step
+
+    if workers == 1:
+        return [fit_source(s, device, step_of(k), workers) for k, (s, device) in enumerate(plan)]
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tlpsim-pciebench-fit")
+    try:
+        futures = [pool.submit(fit_source, s, device, step_of(k), workers) for k, (s, device) in enumerate(plan)]
+        return [f.result() for f in futures]
+    except BaseException:
+        stopped.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def validate_reports(
     progress: Callable[[int, int], None] | None = None,
     workers: int = WORKERS,
@@ -396,17 +438,7 @@ def validate_reports(
     devices = {d: shipped_device_fit(d) for d in protocol.CALIBRATION_DIRECTORIES.values()}
     plan = [(s, devices[d]) for s, d in _plan(sources)]
     total = sum(len(cells_of(s.data)) for s, _ in plan)
-    reports = []
-    offset = 0
-    for s, device in plan:
-
-        def step(done: int, _total: int, offset: int = offset) -> None:
-            if progress:
-                progress(offset + done, total)
-
-        report = fit_source(s, device, step, workers)
-        offset += len(report.cells)
-        reports.append(report)
+    reports = _fit_all(plan, progress, total, workers)
     reports.sort(key=lambda r: r.fold != "cross-host")
     for host in {r.machine.cpu for r in reports}:
         table = band_table(row for r in reports if r.machine.cpu != host for row in r.rows)

@@ -40,9 +40,9 @@ pub struct FrontRows {
 }
 
 /// The front end's computation of the registry's front systems, handed to
-/// [`super::validate_with`]. The core calls it from the thread that called the validation,
-/// one system at a time, after the systems it computes itself.
-pub trait Front {
+/// [`super::validate_with`]. The core calls it from a thread of its own, one system at a
+/// time, while it computes its own systems' cells on the others.
+pub trait Front: Sync {
     /// How many cells `system` computes: its share of the progress total.
     fn cells(&self, system: &str) -> Result<usize>;
     /// `system`'s rows, calling `progress(done)` as its cells finish; once that returns

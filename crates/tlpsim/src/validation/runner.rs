@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::cell::Cell;
-use super::front::{rows_of, Front, FrontSystem};
+use super::front::{rows_of, Front, FrontRows, FrontSystem};
 use super::measures::{not_run_reason, Computed};
 use super::reference::{row_for, system_and_table};
 use super::registry::Registry;
@@ -63,9 +63,9 @@ pub(crate) fn validate(
     for (name, _) in &fronts {
         front_cells.push(front.map_or(Ok(0), |f| f.cells(name))?);
     }
-    let total = simulated.len() + front_cells.iter().sum::<usize>();
-    let core_progress = |done: usize, _: usize| progress(done, total);
-    let mut values = compute_all(registry, &simulated, &core_progress).into_iter();
+    let (values, computed) =
+        compute_with_fronts(registry, &simulated, &fronts, &front_cells, front, progress);
+    let mut values = values.into_iter();
     let mut rows = Vec::with_capacity(selected.len());
     let mut not_run = NotRun::default();
     for cell in selected {
@@ -95,23 +95,61 @@ pub(crate) fn validate(
             ));
         }
     }
-    let mut done = simulated.len();
-    for ((name, system), cells) in fronts.into_iter().zip(front_cells) {
-        let Some(front) = front else {
+    let mut computed = computed?.into_iter();
+    for (name, system) in fronts {
+        let Some(computed) = computed.next() else {
             unmodelled.push(format!(
                 "{name}: not run (computed by the front end, {})",
                 system.computed_by
             ));
             continue;
         };
-        let computed = rows_of(front, name, &|d| progress(done + d, total))?;
         rows.extend(computed.rows);
         unmodelled.extend(computed.unmodelled);
-        done += cells;
     }
     Ok(ValidationReport {
         rows,
         unmodelled_tables: unmodelled,
+    })
+}
+
+/// The core's `simulated` cells ([`compute_all`]) and the rows of the `fronts` systems
+/// (`front_cells` cells each) from `front`, computed at once: the front systems on a thread
+/// of their own while the core's cells run on the others (the front end's fits run one
+/// simulation at a time, and the cores they leave idle take the core's cells). `progress`
+/// gets the sum of both, reported under one lock. Without `front` no front system is
+/// computed.
+fn compute_with_fronts(
+    registry: &Registry,
+    simulated: &[&Cell],
+    fronts: &[(&String, &FrontSystem)],
+    front_cells: &[usize],
+    front: Option<&dyn Front>,
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
+) -> (Vec<Result<Computed>>, Result<Vec<FrontRows>>) {
+    let total = simulated.len() + front_cells.iter().sum::<usize>();
+    let done = Mutex::new((0usize, 0usize));
+    let report = |core: Option<usize>, front: Option<usize>| {
+        let Ok(mut d) = done.lock() else { return true };
+        *d = (core.unwrap_or(d.0), front.unwrap_or(d.1));
+        progress(d.0 + d.1, total)
+    };
+    std::thread::scope(|scope| {
+        let fronts_run = scope.spawn(|| {
+            let mut computed = Vec::with_capacity(fronts.len());
+            let mut before = 0;
+            for ((name, _), cells) in fronts.iter().zip(front_cells) {
+                let Some(front) = front else { break };
+                computed.push(rows_of(front, name, &|d| report(None, Some(before + d)))?);
+                before += cells;
+            }
+            Ok(computed)
+        });
+        let values = compute_all(registry, simulated, &|d, _| report(Some(d), None));
+        let computed = fronts_run
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (values, computed)
     })
 }
 

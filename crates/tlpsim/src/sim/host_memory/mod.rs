@@ -268,24 +268,23 @@ impl HostMemory {
     /// recently used; of a buffer larger than the LLC the last part stays (pcie-bench's
     /// HWarm). Untimed: it sets up the state a run starts from.
     pub(in crate::sim) fn warm(&mut self, addr: u64, len: u64) {
-        self.fill(addr, len, Llc::warm);
+        self.fill(addr, len, false);
     }
 
     /// A device wrote `[addr, addr + len)` before the run: its lines are in the LLC's DDIO
     /// ways (of a buffer larger than they hold, the last part), clean. Untimed.
     pub(in crate::sim) fn device_warm(&mut self, addr: u64, len: u64) {
-        self.fill(addr, len, Llc::device_warm);
+        self.fill(addr, len, true);
     }
 
-    /// Puts each line of `[addr, addr + len)` in the LLC, in order, as `put` does.
-    fn fill(&mut self, addr: u64, len: u64, put: fn(&mut Llc, u64)) {
+    /// Puts each line of `[addr, addr + len)` in the LLC, in order, as the host CPU
+    /// touching it (`ddio` false) or a device writing it (`ddio` true): [`Llc::fill`].
+    fn fill(&mut self, addr: u64, len: u64, ddio: bool) {
         let Some(llc) = &mut self.llc else { return };
         if len == 0 {
             return;
         }
-        for line in (addr / LINE_BYTES)..=((addr + len - 1) / LINE_BYTES) {
-            put(llc, line);
-        }
+        llc.fill(addr / LINE_BYTES, (addr + len - 1) / LINE_BYTES, ddio);
     }
 
     /// The other socket's CPU touched `[addr, addr + len)`: its cache holds the last part
