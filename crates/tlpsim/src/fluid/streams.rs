@@ -34,6 +34,7 @@ impl Model<'_> {
         };
         Some(Limit {
             rate: rate * streams,
+            window: None,
             kind: "rate",
             resource: format!("{} rate", w.name),
             detail: format!("its rate of {:.3} GB/s{per} holds it back", rate / 1e9),
@@ -86,6 +87,7 @@ impl Model<'_> {
             let names = &self.sys.nodes;
             out.push(Limit {
                 rate: window / rtt,
+                window: None,
                 kind: "credits",
                 resource: format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
                 detail: format!(
@@ -182,6 +184,7 @@ impl Model<'_> {
             let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
             limits.push(Limit {
                 rate: window / rtt,
+                window: Some((window, rtt)),
                 kind: "requests",
                 resource: format!("{} read requests", w.name),
                 detail: format!(
@@ -214,6 +217,7 @@ impl Model<'_> {
         let mut limits: Vec<Limit> = self.rate_limit(w, fio.numjobs as f64).into_iter().collect();
         limits.push(Limit {
             rate: ios * bs as f64 / latency,
+            window: Some((ios * bs as f64, latency)),
             kind: "iodepth",
             resource: format!("{ios} I/O{} in flight", if ios == 1.0 { "" } else { "s" }),
             detail: format!(
