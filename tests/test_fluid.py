@@ -18,7 +18,10 @@ from tlpsim.simulate import load_scenario, run
 
 SCENARIOS = sorted((Path(__file__).parent.parent / "scenarios").glob("*.toml"))
 
-#: (scenario, flow): why max-min sharing does not give the simulator's split.
+#: (scenario, flow): why max-min sharing does not give the simulator's split. The fluid
+#: engine shares a FIFO egress queue by windows only among windowed streams (read requests,
+#: fio I/Os); each queue below also holds posted writes, whose share follows the credits they
+#: hold while queued, which it does not model.
 EXCEPTIONS = {
     **{
         ("gen5-2socket-8gpu.toml", f): "a socket link is one FIFO: flows share it in proportion to the bytes each "

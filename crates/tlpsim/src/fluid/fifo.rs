@@ -78,7 +78,7 @@ pub(super) fn limit_at(s: &Stream, d: f64) -> f64 {
     s.limits
         .iter()
         .map(|l| match l.window {
-            Some((w, t)) => w / (t + d),
+            Some((w, t)) => l.rate.min(w / (t + d)),
             None => l.rate,
         })
         .fold(f64::INFINITY, f64::min)

@@ -24,7 +24,9 @@
 //!   per byte (its data's): the simulator's egress arbiters serve one TLP per input in turn,
 //!   so flows through one full link get equal TLP rates, not equal byte rates, when their
 //!   TLPs differ in size (an NVMe drive's 4 KiB I/Os carry three small TLPs of queue traffic
-//!   per 16 data TLPs).
+//!   per 16 data TLPs). Where windowed streams share one FIFO egress queue (a root
+//!   complex's completions for every reader below one root port) they share the link by
+//!   their windows instead, behind a common queueing delay ([`fifo`]).
 //! - **Own limits** of a stream (the least of them): a workload's `rate` (per stream, per
 //!   fio job); a read stream's window, requests in flight (tags, transfers in flight, a copy
 //!   engine's reads) × bytes per request over the unloaded round trip of one request
@@ -229,8 +231,9 @@ impl Mix {
 #[derive(Clone)]
 struct Limit {
     rate: f64,
-    /// A window's bytes in flight and unloaded round trip (s), whose rate a queueing delay
-    /// lowers; `None` for a fixed rate.
+    /// A window's bytes in flight and unloaded round trip (s): behind a FIFO's queueing
+    /// delay `d` the limit is the least of `rate` and the window over round trip plus `d`;
+    /// `None` for a fixed rate.
     window: Option<(f64, f64)>,
     kind: &'static str,
     resource: String,
