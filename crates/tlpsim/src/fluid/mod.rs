@@ -24,7 +24,9 @@
 //!   per byte (its data's): the simulator's egress arbiters serve one TLP per input in turn,
 //!   so flows through one full link get equal TLP rates, not equal byte rates, when their
 //!   TLPs differ in size (an NVMe drive's 4 KiB I/Os carry three small TLPs of queue traffic
-//!   per 16 data TLPs).
+//!   per 16 data TLPs). Where windowed streams share one FIFO egress queue (a root
+//!   complex's completions for every reader below one root port) they share the link by
+//!   their windows instead, behind a common queueing delay ([`fifo`]).
 //! - **Own limits** of a stream (the least of them): a workload's `rate` (per stream, per
 //!   fio job); a read stream's window, requests in flight (tags, transfers in flight, a copy
 //!   engine's reads) × bytes per request over the unloaded round trip of one request
@@ -43,12 +45,13 @@
 //! (LLC, IOMMU), shared outbound queues, DMA engine costs, descriptors and status writes,
 //! mixed read-write streams, scratchpad and NIC register targets.
 
+mod fifo;
 mod path;
 mod report;
 mod solve;
 mod streams;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Instant;
 
@@ -207,6 +210,9 @@ struct Mix {
     uses: BTreeMap<usize, f64>,
     tlps: BTreeMap<usize, f64>,
     payload: BTreeMap<usize, f64>,
+    /// Per link direction, the egress inputs its TLPs join there ([`fifo::OWN`] for the
+    /// transmitting node's own TLPs, else the link they came in on).
+    inputs: BTreeMap<usize, BTreeSet<usize>>,
 }
 
 impl Mix {
@@ -225,6 +231,10 @@ impl Mix {
 #[derive(Clone)]
 struct Limit {
     rate: f64,
+    /// A window's bytes in flight and unloaded round trip (s): behind a FIFO's queueing
+    /// delay `d` the limit is the least of `rate` and the window over round trip plus `d`;
+    /// `None` for a fixed rate.
+    window: Option<(f64, f64)>,
     kind: &'static str,
     resource: String,
     detail: String,
@@ -397,6 +407,11 @@ impl<'a> Model<'a> {
         for (i, hop) in p.hops.iter().enumerate() {
             match *hop {
                 Hop::Chan(c) => {
+                    let input = match i.checked_sub(1).map(|j| p.hops[j]) {
+                        Some(Hop::Chan(prev)) => prev / 2,
+                        Some(Hop::Socket { .. }) | None => fifo::OWN,
+                    };
+                    mix.inputs.entry(c).or_default().insert(input);
                     *mix.uses.entry(c).or_default() += self.wire(c, kind, payload) * count;
                     *mix.tlps.entry(c).or_default() += count;
                     *mix.payload.entry(c).or_default() += payload as f64 * count;
@@ -629,8 +644,13 @@ impl<'a> Model<'a> {
             .collect();
         let mut cap = base.clone();
         let mut dllp = vec![0.0; chans];
+        let mut demands = demands;
         let (mut rates, mut bounds) = solve(&cap, &demands);
-        for _ in 0..4 {
+        // Four rounds settle the DLLPs; FIFO queues take more, until their delays settle.
+        let fifos = self.fifos();
+        let mut q = vec![0.0; fifos.len()];
+        let rounds = if fifos.is_empty() { 4 } else { 200 };
+        for round in 0..rounds {
             let mut tlps = vec![0.0; chans];
             for (s, &r) in self.streams.iter().zip(&rates) {
                 for (&c, &n) in &s.mix.tlps {
@@ -641,8 +661,21 @@ impl<'a> Model<'a> {
                 dllp[c] = self.dllp_load(c, tlps[c ^ 1]);
                 cap[c] = (base[c] - dllp[c]).max(0.0);
             }
+            if !fifos.is_empty() {
+                let before = q.clone();
+                fifo::settle(&fifos, &mut q, &self.streams, (&rates, &bounds), &cap);
+                let d = fifo::delays(&fifos, &q, self.streams.len());
+                for ((dm, s), d) in demands.iter_mut().zip(&self.streams).zip(d) {
+                    dm.limit = fifo::limit_at(s, d);
+                }
+                let moved = (q.iter().zip(&before)).any(|(a, b)| (a - b).abs() > 1e-12 * a.abs());
+                if round >= 4 && !moved {
+                    break;
+                }
+            }
             (rates, bounds) = solve(&cap, &demands);
         }
+        fifo::bounds(&fifos, &q, &self.streams, &mut bounds);
         self.report(rates, bounds, &cap, &dllp)
     }
 }

@@ -34,6 +34,7 @@ impl Model<'_> {
         };
         Some(Limit {
             rate: rate * streams,
+            window: None,
             kind: "rate",
             resource: format!("{} rate", w.name),
             detail: format!("its rate of {:.3} GB/s{per} holds it back", rate / 1e9),
@@ -86,6 +87,7 @@ impl Model<'_> {
             let names = &self.sys.nodes;
             out.push(Limit {
                 rate: window / rtt,
+                window: None,
                 kind: "credits",
                 resource: format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
                 detail: format!(
@@ -155,44 +157,66 @@ impl Model<'_> {
             let requests = self.add_read(&mut mix, &req, &cpl, t, 1.0);
             self.charge_target(&mut mix, dst, t as f64, false);
             let per_request = (t as f64 / requests).min(self.sys.pcie.mrrs as f64);
-            let (first, rtt) = self.read_round_trip(&req, &cpl, per_request.ceil() as u32);
+            let (first, _) = self.read_round_trip(&req, &cpl, per_request.ceil() as u32);
             self.unloaded[i] = Some(first * 1e9);
-            let device = self.sys.nodes[src].kind.dma_device();
-            let transfers = w.outstanding.max(1) as f64;
-            let engines = device
-                .and_then(|d| d.read.engines)
-                .map_or(transfers, |e| (e as f64).min(transfers));
-            let mut in_flight = (transfers * requests).min(self.tags(src) as f64);
-            let mut why = format!(
-                "{} read transfers of {t} B (or {}'s {} tags)",
-                w.outstanding,
-                self.sys.nodes[src].name,
-                self.tags(src)
-            );
-            if let Some(rpe) = device.and_then(|d| d.read.reads_per_engine) {
-                if engines * rpe as f64 <= in_flight {
-                    in_flight = engines * rpe as f64;
-                    why = format!(
-                        "{engines} copy engine(s) of {} with {rpe} reads each",
-                        self.sys.nodes[src].name
-                    );
-                }
-            }
-            let window = in_flight * per_request;
             let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
-            limits.push(Limit {
-                rate: window / rtt,
-                kind: "requests",
-                resource: format!("{} read requests", w.name),
-                detail: format!(
-                    "{why} keep {in_flight:.0} requests of {per_request:.0} B in flight over a \
-                     {:.0} ns round trip: throughput is bytes in flight over latency",
-                    rtt * 1e9
-                ),
-            });
+            limits.push(self.read_window(w, (&req, &cpl), requests));
             self.push(i, mix, t as f64, limits, requests, 0.0);
         }
         Ok(())
+    }
+
+    /// The window of `w`'s reads (requests along `ways.0`, completions along `ways.1`,
+    /// `requests` per transfer): the requests its tags, copy engines or transfers keep in
+    /// flight, each over one request's round trip; where its transfers bind, at most its
+    /// transfers over the round trip of a whole transfer (a transfer's slot frees only when
+    /// its last completion is in, so on an idle fabric its requests do not go round
+    /// independently).
+    fn read_window(&self, w: &WorkloadSpec, ways: (&Path, &Path), requests: f64) -> Limit {
+        let (req, cpl, src, t) = (ways.0, ways.1, w.source, w.transfer_size);
+        let per_request = (t as f64 / requests).min(self.sys.pcie.mrrs as f64);
+        let (_, rtt) = self.read_round_trip(req, cpl, per_request.ceil() as u32);
+        let device = self.sys.nodes[src].kind.dma_device();
+        let transfers = w.outstanding.max(1) as f64;
+        let engines = device
+            .and_then(|d| d.read.engines)
+            .map_or(transfers, |e| (e as f64).min(transfers));
+        let mut in_flight = (transfers * requests).min(self.tags(src) as f64);
+        let mut why = format!(
+            "{} read transfers of {t} B (or {}'s {} tags)",
+            w.outstanding,
+            self.sys.nodes[src].name,
+            self.tags(src)
+        );
+        match device.and_then(|d| d.read.reads_per_engine) {
+            Some(rpe) if engines * rpe as f64 <= in_flight => {
+                in_flight = engines * rpe as f64;
+                why = format!(
+                    "{engines} copy engine(s) of {} with {rpe} reads each",
+                    self.sys.nodes[src].name
+                );
+            }
+            _ => {}
+        }
+        let window = in_flight * per_request;
+        let mut rate = window / rtt;
+        if requests > 1.0 && in_flight >= transfers * requests {
+            let whole = self
+                .read_round_trip(req, cpl, t.min(u32::MAX as u64) as u32)
+                .1;
+            rate = rate.min(window / whole);
+        }
+        Limit {
+            rate,
+            window: Some((window, rtt)),
+            kind: "requests",
+            resource: format!("{} read requests", w.name),
+            detail: format!(
+                "{why} keep {in_flight:.0} requests of {per_request:.0} B in flight over a \
+                 {:.0} ns round trip: throughput is bytes in flight over latency",
+                rtt * 1e9
+            ),
+        }
     }
 
     /// The stream of an fio workload on an NVMe drive.
@@ -214,6 +238,7 @@ impl Model<'_> {
         let mut limits: Vec<Limit> = self.rate_limit(w, fio.numjobs as f64).into_iter().collect();
         limits.push(Limit {
             rate: ios * bs as f64 / latency,
+            window: Some((ios * bs as f64, latency)),
             kind: "iodepth",
             resource: format!("{ios} I/O{} in flight", if ios == 1.0 { "" } else { "s" }),
             detail: format!(

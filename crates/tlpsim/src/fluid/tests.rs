@@ -144,3 +144,69 @@ fn the_json_names_the_engine_and_the_unloaded_latency() {
     assert!(v["flows"][0]["unloaded_latency_ns"].as_f64().unwrap() > 0.0);
     assert!(v["flows"][0]["latency_ns"]["p50"].is_null());
 }
+
+/// Two readers of host memory under one Gen2 x1 link: the root complex's completions for
+/// both leave through its one egress queue, a FIFO.
+fn two_readers(tags: (u32, u32)) -> System {
+    system(&format!(
+        r#"
+[pcie]
+mps = 512
+mrrs = 512
+[[root_complex]]
+name = "rc"
+[[switch]]
+name = "sw"
+[[link]]
+between = ["rc", "sw"]
+gen = 2
+width = 1
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = {}
+[[endpoint]]
+name = "ep1"
+kind = "dma"
+tags = {}
+[[link]]
+between = ["sw", "ep0"]
+gen = 3
+width = 8
+[[link]]
+between = ["sw", "ep1"]
+gen = 3
+width = 8
+[[workload]]
+name = "r0"
+kind = "dma"
+endpoint = "ep0"
+direction = "read"
+transfer_size = "64KiB"
+outstanding = 8
+[[workload]]
+name = "r1"
+kind = "dma"
+endpoint = "ep1"
+direction = "read"
+transfer_size = "64KiB"
+outstanding = 8
+"#,
+        tags.0, tags.1
+    ))
+}
+
+#[test]
+fn readers_behind_one_fifo_share_its_link_by_their_windows() {
+    let r = run(&two_readers((4, 16))).expect("runs").result;
+    let (a, b) = (r.flows[0].throughput_gbps, r.flows[1].throughput_gbps);
+    // Each waits the same queueing delay, far longer than its round trip: rates in the
+    // ratio of the requests in flight, 4 to 16, and the link full.
+    assert!((b / a - 4.0).abs() < 0.1, "{a} {b}");
+    assert_eq!(r.flows[0].bottleneck.kind, "link");
+    assert_eq!(r.flows[0].bottleneck.resource, "rc-sw down");
+    let even = run(&two_readers((8, 8))).expect("runs").result;
+    let total = even.flows[0].throughput_gbps + even.flows[1].throughput_gbps;
+    assert!((a + b - total).abs() < 1e-6 * total, "{} {total}", a + b);
+    assert!((even.flows[0].throughput_gbps - even.flows[1].throughput_gbps).abs() < 1e-9);
+}
