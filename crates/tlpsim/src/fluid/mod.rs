@@ -662,13 +662,16 @@ impl<'a> Model<'a> {
                 cap[c] = (base[c] - dllp[c]).max(0.0);
             }
             if !fifos.is_empty() {
-                let before = q.clone();
                 fifo::settle(&fifos, &mut q, &self.streams, (&rates, &bounds), &cap);
                 let d = fifo::delays(&fifos, &q, self.streams.len());
+                // Settled when no stream's limit moves (two FIFOs in series that the same
+                // streams cross may trade their delays without changing a rate).
+                let mut moved = false;
                 for ((dm, s), d) in demands.iter_mut().zip(&self.streams).zip(d) {
-                    dm.limit = fifo::limit_at(s, d);
+                    let limit = fifo::limit_at(s, d);
+                    moved |= (limit - dm.limit).abs() > 1e-12 * limit.abs();
+                    dm.limit = limit;
                 }
-                let moved = (q.iter().zip(&before)).any(|(a, b)| (a - b).abs() > 1e-12 * a.abs());
                 if round >= 4 && !moved {
                     break;
                 }
