@@ -57,6 +57,7 @@ impl Store {
             .flatten();
         if let Some(store) = spare {
             debug_assert!(store.tags.iter().all(|&t| t == EMPTY));
+            debug_assert!(store.stamps.iter().chain(&store.ready).all(|&v| v == 0));
             return store;
         }
         Store {
