@@ -828,19 +828,6 @@ impl WorkloadKind {
         }
     }
 
-    /// Whether its source's own loop drives it (an NVMe drive's fio jobs, a NIC's frames)
-    /// rather than its flow's streams.
-    #[inline]
-    pub fn source_driven(&self) -> bool {
-        match self {
-            WorkloadKind::Fio(_) | WorkloadKind::Bridge(_) => true,
-            WorkloadKind::Dma
-            | WorkloadKind::Storage(_)
-            | WorkloadKind::Memcpy(_)
-            | WorkloadKind::CxlMem => false,
-        }
-    }
-
     /// What drives its requests: its flow's streams, its drive's fio jobs or its NIC's
     /// frames (the simulator starts and paces it accordingly).
     #[inline]

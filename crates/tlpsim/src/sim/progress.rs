@@ -70,7 +70,7 @@ impl Simulator<'_> {
             .zip(self.work.flows.iter())
             .map(|(w, f)| {
                 // Their drive's and their NIC's own loops drive them.
-                !w.kind.source_driven() && (f.reads || f.writes || f.engines.is_some())
+                w.kind.driver() == Driver::Streams && (f.reads || f.writes || f.engines.is_some())
             })
             .collect();
         let shortest = self
