@@ -117,8 +117,9 @@ pub(crate) fn validate(
 /// (`front_cells` cells each) from `front`, computed at once: the front systems on a thread
 /// of their own while the core's cells run on the others (the front end's fits run one
 /// simulation at a time, and the cores they leave idle take the core's cells). `progress`
-/// gets the sum of both, reported under one lock. Without `front` no front system is
-/// computed.
+/// gets the sum of both under one lock, from 0 and then only when it grows, so that its
+/// calls do not depend on how the two threads interleave (a report that adds nothing gets
+/// the last answer). Without `front` no front system is computed.
 fn compute_with_fronts(
     registry: &Registry,
     simulated: &[&Cell],
@@ -128,11 +129,15 @@ fn compute_with_fronts(
     progress: &(dyn Fn(usize, usize) -> bool + Sync),
 ) -> (Vec<Result<Computed>>, Result<Vec<FrontRows>>) {
     let total = simulated.len() + front_cells.iter().sum::<usize>();
-    let done = Mutex::new((0usize, 0usize));
+    // Cells done by the core and by the front, and the last sum reported with its answer.
+    let done = Mutex::new((0usize, 0usize, 0usize, progress(0, total)));
     let report = |core: Option<usize>, front: Option<usize>| {
         let Ok(mut d) = done.lock() else { return true };
-        *d = (core.unwrap_or(d.0), front.unwrap_or(d.1));
-        progress(d.0 + d.1, total)
+        (d.0, d.1) = (core.unwrap_or(d.0), front.unwrap_or(d.1));
+        if d.0 + d.1 > d.2 {
+            (d.2, d.3) = (d.0 + d.1, progress(d.0 + d.1, total));
+        }
+        d.3
     };
     std::thread::scope(|scope| {
         let fronts_run = scope.spawn(|| {
