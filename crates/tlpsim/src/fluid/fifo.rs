@@ -48,7 +48,7 @@ impl Model<'_> {
                 .all(|&s| inputs(s).is_some_and(|i| i.len() == 1 && Some(i) == inputs(on[0])));
             let windows = on.iter().all(|&s| {
                 let s = &self.streams[s];
-                s.limits.iter().any(|l| l.window.is_some())
+                (s.limits.iter()).any(|l| l.window.is_some() && l.at.is_none_or(|a| a == c))
             });
             if (oldest || one_input) && windows {
                 out.push(Fifo {
@@ -61,24 +61,20 @@ impl Model<'_> {
     }
 }
 
-/// Each of `n` streams' queueing delay: the delays `q` of the FIFOs it crosses, summed.
-pub(super) fn delays(fifos: &[Fifo], q: &[f64], n: usize) -> Vec<f64> {
-    let mut d = vec![0.0; n];
-    for (f, &q) in fifos.iter().zip(q) {
-        for &s in &f.streams {
-            d[s] += q;
-        }
-    }
-    d
-}
-
-/// The most stream `s` may run at with a queueing delay of `d` seconds: its windows over
-/// their round trips plus `d`, its fixed limits.
-pub(super) fn limit_at(s: &Stream, d: f64) -> f64 {
-    s.limits
+/// The most stream `s` (`st`) may run at with the FIFOs' delays `q`: each window over its
+/// round trip plus the delays it waits behind (those of the FIFOs the stream crosses, or
+/// the one at its link), its fixed limits.
+pub(super) fn limit_at(fifos: &[Fifo], q: &[f64], s: usize, st: &Stream) -> f64 {
+    st.limits
         .iter()
         .map(|l| match l.window {
-            Some((w, t)) => l.rate.min(w / (t + d)),
+            Some((w, t)) => {
+                let d: f64 = (fifos.iter().zip(q))
+                    .filter(|(f, _)| f.streams.contains(&s) && l.at.is_none_or(|a| a == f.chan))
+                    .map(|(_, &q)| q)
+                    .sum();
+                l.rate.min(w / (t + d))
+            }
             None => l.rate,
         })
         .fold(f64::INFINITY, f64::min)
@@ -97,8 +93,9 @@ pub(super) fn settle(
     for k in 0..fifos.len() {
         let f = &fifos[k];
         let c = f.chan;
-        let d = delays(fifos, q, streams.len());
-        let load = |x: f64| -> f64 {
+        let mut at = q.to_vec();
+        let mut load = |x: f64| -> f64 {
+            at[k] = x;
             f.streams
                 .iter()
                 .map(|&s| {
@@ -107,7 +104,7 @@ pub(super) fn settle(
                         Bound::Resource(r) if r != c => rates[s],
                         _ => f64::INFINITY,
                     };
-                    a * limit_at(&streams[s], d[s] - q[k] + x).min(ceiling)
+                    a * limit_at(fifos, &at, s, &streams[s]).min(ceiling)
                 })
                 .sum()
         };
@@ -138,13 +135,10 @@ pub(super) fn settle(
 /// Names the link of its fullest FIFO as what bound a stream its window held back behind a
 /// queue (the simulator's verdict: the link is full).
 pub(super) fn bounds(fifos: &[Fifo], q: &[f64], streams: &[Stream], bounds: &mut [Bound]) {
-    let d = delays(fifos, q, streams.len());
+    let idle = vec![0.0; q.len()];
     for (s, b) in bounds.iter_mut().enumerate() {
-        let fixed = (streams[s].limits.iter())
-            .filter(|l| l.window.is_none())
-            .map(|l| l.rate)
-            .fold(f64::INFINITY, f64::min);
-        let windowed = limit_at(&streams[s], d[s]) < fixed;
+        let unloaded = limit_at(fifos, &idle, s, &streams[s]);
+        let windowed = limit_at(fifos, q, s, &streams[s]) < unloaded * (1.0 - 1e-9);
         let fullest = fifos
             .iter()
             .zip(q)

@@ -235,6 +235,9 @@ struct Limit {
     /// delay `d` the limit is the least of `rate` and the window over round trip plus `d`;
     /// `None` for a fixed rate.
     window: Option<(f64, f64)>,
+    /// The link direction whose FIFO delay alone the window waits behind (a writer's
+    /// TLPs held in one queue); `None`: every FIFO the stream crosses (a read's round trip).
+    at: Option<usize>,
     kind: &'static str,
     resource: String,
     detail: String,
@@ -663,12 +666,11 @@ impl<'a> Model<'a> {
             }
             if !fifos.is_empty() {
                 fifo::settle(&fifos, &mut q, &self.streams, (&rates, &bounds), &cap);
-                let d = fifo::delays(&fifos, &q, self.streams.len());
                 // Settled when no stream's limit moves (two FIFOs in series that the same
                 // streams cross may trade their delays without changing a rate).
                 let mut moved = false;
-                for ((dm, s), d) in demands.iter_mut().zip(&self.streams).zip(d) {
-                    let limit = fifo::limit_at(s, d);
+                for (i, (dm, s)) in demands.iter_mut().zip(&self.streams).enumerate() {
+                    let limit = fifo::limit_at(&fifos, &q, i, s);
                     moved |= (limit - dm.limit).abs() > 1e-12 * limit.abs();
                     dm.limit = limit;
                 }
