@@ -13,6 +13,16 @@
 //! share it in proportion to their windows, not equally (two readers under one Gen2 x1
 //! link with 4 and 16 requests in flight get about 1:4). The solve finds every FIFO's `q`
 //! by a fixed point with the max-min solve of everything else ([`settle`]).
+//!
+//! A posted writer's window is what holds its TLPs in the queue while they wait: at its own
+//! egress, the writes its flow keeps queued (the next queued as one leaves: no round trip
+//! of its own); behind a switch's egress, the posted credits it took at the hop before,
+//! freed as the TLP leaves (over the credit round trip). Each such window waits behind that
+//! one FIFO only (`Limit::at`). Where a link's egress serves several inputs round robin and
+//! one of them holds two or more windowed streams, each input is a FIFO with its own delay,
+//! and every input that would send more gets the same TLP rate: the one that fills the link.
+
+use std::collections::BTreeMap;
 
 use super::{Bound, Model, Stream};
 
@@ -48,76 +58,93 @@ impl Model<'_> {
                 .all(|&s| inputs(s).is_some_and(|i| i.len() == 1 && Some(i) == inputs(on[0])));
             let windows = on.iter().all(|&s| {
                 let s = &self.streams[s];
-                s.limits.iter().any(|l| l.window.is_some())
+                (s.limits.iter()).any(|l| l.window.is_some() && l.at.is_none_or(|a| a == c))
             });
-            if (oldest || one_input) && windows {
+            if !windows {
+                continue;
+            }
+            if oldest || one_input {
                 out.push(Fifo {
                     chan: c,
                     streams: on,
                 });
+                continue;
+            }
+            // Round robin between inputs, each one FIFO (every stream joins through one).
+            let mut by: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+            for &s in &on {
+                match inputs(s).filter(|i| i.len() == 1).and_then(|i| i.first()) {
+                    Some(&i) => by.entry(i).or_default().push(s),
+                    None => by.clear(),
+                }
+                if by.is_empty() {
+                    break;
+                }
+            }
+            if by.values().any(|v| v.len() > 1) {
+                out.extend(by.into_values().map(|streams| Fifo { chan: c, streams }));
             }
         }
         out
     }
 }
 
-/// Each of `n` streams' queueing delay: the delays `q` of the FIFOs it crosses, summed.
-pub(super) fn delays(fifos: &[Fifo], q: &[f64], n: usize) -> Vec<f64> {
-    let mut d = vec![0.0; n];
-    for (f, &q) in fifos.iter().zip(q) {
-        for &s in &f.streams {
-            d[s] += q;
-        }
-    }
-    d
-}
-
-/// The most stream `s` may run at with a queueing delay of `d` seconds: its windows over
-/// their round trips plus `d`, its fixed limits.
-pub(super) fn limit_at(s: &Stream, d: f64) -> f64 {
-    s.limits
+/// The most stream `s` (`st`) may run at with the FIFOs' delays `q`: each window over its
+/// round trip plus the delays it waits behind (those of the FIFOs the stream crosses, or
+/// the one at its link), its fixed limits.
+pub(super) fn limit_at(fifos: &[Fifo], q: &[f64], s: usize, st: &Stream) -> f64 {
+    st.limits
         .iter()
         .map(|l| match l.window {
-            Some((w, t)) => l.rate.min(w / (t + d)),
+            Some((w, t)) => {
+                let d: f64 = (fifos.iter().zip(q))
+                    .filter(|(f, _)| f.streams.contains(&s) && l.at.is_none_or(|a| a == f.chan))
+                    .map(|(_, &q)| q)
+                    .sum();
+                l.rate.min(w / (t + d))
+            }
             None => l.rate,
         })
         .fold(f64::INFINITY, f64::min)
 }
 
-/// Sets each FIFO's queueing delay in turn to the one at which its streams fill the link's
-/// capacity `cap` (none when they do not fill it), each stream at its window over its
-/// round trip plus its delays, or at its last `rates` where something else bound it.
-pub(super) fn settle(
-    fifos: &[Fifo],
-    q: &mut [f64],
-    streams: &[Stream],
-    (rates, bounds): (&[f64], &[Bound]),
-    cap: &[f64],
-) {
-    for k in 0..fifos.len() {
-        let f = &fifos[k];
-        let c = f.chan;
-        let d = delays(fifos, q, streams.len());
-        let load = |x: f64| -> f64 {
-            f.streams
-                .iter()
-                .map(|&s| {
-                    let a = streams[s].mix.uses.get(&c).copied().unwrap_or(0.0);
-                    let ceiling = match bounds[s] {
-                        Bound::Resource(r) if r != c => rates[s],
-                        _ => f64::INFINITY,
-                    };
-                    a * limit_at(&streams[s], d[s] - q[k] + x).min(ceiling)
-                })
-                .sum()
-        };
-        if load(0.0) <= cap[c] {
-            q[k] = 0.0;
-            continue;
+/// What the FIFOs' streams offer their links, with the streams something else bound held
+/// at their last rates.
+struct Offer<'a> {
+    fifos: &'a [Fifo],
+    streams: &'a [Stream],
+    rates: &'a [f64],
+    bounds: &'a [Bound],
+    /// The delays, FIFO `k`'s set to what is being tried.
+    at: Vec<f64>,
+}
+
+impl Offer<'_> {
+    /// TLPs and wire bytes per second FIFO `k`'s streams put on its link with its delay
+    /// at `x`.
+    fn at(&mut self, k: usize, x: f64) -> (f64, f64) {
+        self.at[k] = x;
+        let c = self.fifos[k].chan;
+        let mut out = (0.0, 0.0);
+        for &s in &self.fifos[k].streams {
+            let st = &self.streams[s];
+            let ceiling = match self.bounds[s] {
+                Bound::Resource(r) if r != c => self.rates[s],
+                _ => f64::INFINITY,
+            };
+            let rate = limit_at(self.fifos, &self.at, s, st).min(ceiling);
+            out.0 += st.mix.tlps.get(&c).copied().unwrap_or(0.0) * rate;
+            out.1 += st.mix.uses.get(&c).copied().unwrap_or(0.0) * rate;
         }
-        let mut hi = q[k].max(1e-9);
+        out
+    }
+
+    /// The least delay (from `start` up) at which FIFO `k` offers no more than `most` of
+    /// what `pick` takes of its offer.
+    fn delay(&mut self, k: usize, start: f64, most: f64, pick: fn((f64, f64)) -> f64) -> f64 {
+        let mut hi = start.max(1e-9);
         for _ in 0..64 {
-            if load(hi) <= cap[c] {
+            if pick(self.at(k, hi)) <= most {
                 break;
             }
             hi *= 2.0;
@@ -125,26 +152,87 @@ pub(super) fn settle(
         let mut lo = 0.0;
         for _ in 0..80 {
             let mid = 0.5 * (lo + hi);
-            if load(mid) > cap[c] {
+            if pick(self.at(k, mid)) > most {
                 lo = mid;
             } else {
                 hi = mid;
             }
         }
-        q[k] = hi;
+        self.at[k] = hi;
+        hi
+    }
+}
+
+/// Sets each FIFO's queueing delay to the one at which its streams fill the link's
+/// capacity `cap` (none when they do not fill it), each stream at its windows over their
+/// round trips plus its delays, or at its last `rates` where something else bound it. The
+/// FIFOs of one link's inputs share it round robin, one TLP each in turn: every input that
+/// would send more gets the same TLP rate, the one at which the link is full.
+pub(super) fn settle(
+    fifos: &[Fifo],
+    q: &mut [f64],
+    streams: &[Stream],
+    (rates, bounds): (&[f64], &[Bound]),
+    cap: &[f64],
+) {
+    let mut k = 0;
+    while k < fifos.len() {
+        let c = fifos[k].chan;
+        let n = fifos[k..].iter().take_while(|f| f.chan == c).count();
+        let mut o = Offer {
+            fifos,
+            streams,
+            rates,
+            bounds,
+            at: q.to_vec(),
+        };
+        let idle: Vec<(f64, f64)> = (k..k + n).map(|j| o.at(j, 0.0)).collect();
+        if idle.iter().map(|x| x.1).sum::<f64>() <= cap[c] {
+            q[k..k + n].fill(0.0);
+        } else if n == 1 {
+            q[k] = o.delay(k, q[k], cap[c], |x| x.1);
+        } else {
+            // Each input's delay at `r` TLPs per second (none where it offers less) and
+            // the wire bytes they fill.
+            let fill = |r: f64, o: &mut Offer<'_>| -> (f64, Vec<f64>) {
+                let mut bytes = 0.0;
+                let mut d = Vec::with_capacity(n);
+                for (j, &(tlps, b)) in idle.iter().enumerate() {
+                    if tlps <= r {
+                        o.at[k + j] = 0.0;
+                        d.push(0.0);
+                        bytes += b;
+                    } else {
+                        let x = o.delay(k + j, q[k + j], r, |x| x.0);
+                        d.push(x);
+                        bytes += o.at(k + j, x).1;
+                    }
+                }
+                (bytes, d)
+            };
+            let (mut lo, mut hi) = (0.0, idle.iter().map(|x| x.0).fold(0.0, f64::max));
+            for _ in 0..50 {
+                let mid = 0.5 * (lo + hi);
+                if fill(mid, &mut o).0 > cap[c] {
+                    hi = mid;
+                } else {
+                    lo = mid;
+                }
+            }
+            let (_, d) = fill(lo, &mut o);
+            q[k..k + n].copy_from_slice(&d);
+        }
+        k += n;
     }
 }
 
 /// Names the link of its fullest FIFO as what bound a stream its window held back behind a
 /// queue (the simulator's verdict: the link is full).
 pub(super) fn bounds(fifos: &[Fifo], q: &[f64], streams: &[Stream], bounds: &mut [Bound]) {
-    let d = delays(fifos, q, streams.len());
+    let idle = vec![0.0; q.len()];
     for (s, b) in bounds.iter_mut().enumerate() {
-        let fixed = (streams[s].limits.iter())
-            .filter(|l| l.window.is_none())
-            .map(|l| l.rate)
-            .fold(f64::INFINITY, f64::min);
-        let windowed = limit_at(&streams[s], d[s]) < fixed;
+        let unloaded = limit_at(fifos, &idle, s, &streams[s]);
+        let windowed = limit_at(fifos, q, s, &streams[s]) < unloaded * (1.0 - 1e-9);
         let fullest = fifos
             .iter()
             .zip(q)

@@ -25,15 +25,16 @@
 //!   so flows through one full link get equal TLP rates, not equal byte rates, when their
 //!   TLPs differ in size (an NVMe drive's 4 KiB I/Os carry three small TLPs of queue traffic
 //!   per 16 data TLPs). Where windowed streams share one FIFO egress queue (a root
-//!   complex's completions for every reader below one root port) they share the link by
-//!   their windows instead, behind a common queueing delay ([`fifo`]).
+//!   complex's completions for every reader below one root port, an endpoint's writes and
+//!   read requests) they share the link by their windows instead, behind a common queueing
+//!   delay; inputs that each hold such a FIFO get one TLP rate each ([`fifo`]).
 //! - **Own limits** of a stream (the least of them): a workload's `rate` (per stream, per
 //!   fio job); a read stream's window, requests in flight (tags, transfers in flight, a copy
 //!   engine's reads) × bytes per request over the unloaded round trip of one request
 //!   (Little's law); an fio workload's I/Os in flight × `bs` over the unloaded latency of
 //!   one I/O; a posted-write stream's posted credits at each hop over that hop's credit round
 //!   trip (the TLP's time on the wire, the receiver holding it, the UpdateFC timer, the
-//!   DLLP back). Queueing is modelled only where a resource is full: below saturation the
+//!   DLLP back), and the two writes it keeps queued at its own egress. Queueing is modelled only where a resource is full: below saturation the
 //!   round trip is the unloaded one, and a window larger than the fair share only fills a
 //!   queue at the full resource, which the solve's fixed point (rate = window / (unloaded
 //!   round trip + queueing)) gives exactly.
@@ -235,6 +236,9 @@ struct Limit {
     /// delay `d` the limit is the least of `rate` and the window over round trip plus `d`;
     /// `None` for a fixed rate.
     window: Option<(f64, f64)>,
+    /// The link direction whose FIFO delay alone the window waits behind (a writer's
+    /// TLPs held in one queue); `None`: every FIFO the stream crosses (a read's round trip).
+    at: Option<usize>,
     kind: &'static str,
     resource: String,
     detail: String,
@@ -663,12 +667,11 @@ impl<'a> Model<'a> {
             }
             if !fifos.is_empty() {
                 fifo::settle(&fifos, &mut q, &self.streams, (&rates, &bounds), &cap);
-                let d = fifo::delays(&fifos, &q, self.streams.len());
                 // Settled when no stream's limit moves (two FIFOs in series that the same
                 // streams cross may trade their delays without changing a rate).
                 let mut moved = false;
-                for ((dm, s), d) in demands.iter_mut().zip(&self.streams).zip(d) {
-                    let limit = fifo::limit_at(s, d);
+                for (i, (dm, s)) in demands.iter_mut().zip(&self.streams).enumerate() {
+                    let limit = fifo::limit_at(&fifos, &q, i, s);
                     moved |= (limit - dm.limit).abs() > 1e-12 * limit.abs();
                     dm.limit = limit;
                 }

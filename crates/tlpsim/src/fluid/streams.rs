@@ -8,6 +8,7 @@ use crate::fabric::{AckPolicy, DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec
 use crate::pcie::dll::{update_fc_latency_symbols, DLLP_BYTES};
 use crate::pcie::tlp::TlpKind;
 use crate::pcie::wire::symbol_ticks;
+use crate::sim::WRITE_QUEUE_DEPTH;
 
 /// The ways the TLPs of an fio workload's I/Os take.
 struct FioWays {
@@ -35,9 +36,31 @@ impl Model<'_> {
         Some(Limit {
             rate: rate * streams,
             window: None,
+            at: None,
             kind: "rate",
             resource: format!("{} rate", w.name),
             detail: format!("its rate of {:.3} GB/s{per} holds it back", rate / 1e9),
+        })
+    }
+
+    /// The writes a source keeps queued at its own egress (the first link of `p`), `max`
+    /// bytes each: a window behind that link's FIFO with no round trip of its own (the
+    /// next is queued as one leaves), so it binds only there.
+    fn queue_window(&self, p: &Path, max: u32) -> Option<Limit> {
+        let Some(&Hop::Chan(c)) = p.hops.first() else {
+            return None;
+        };
+        let window = WRITE_QUEUE_DEPTH as f64 * max as f64;
+        let name = &self.sys.nodes[p.nodes[0]].name;
+        Some(Limit {
+            rate: f64::INFINITY,
+            window: Some((window, 0.0)),
+            at: Some(c),
+            kind: "link",
+            resource: format!("{name}'s queued writes"),
+            detail: format!(
+                "{name} keeps {WRITE_QUEUE_DEPTH} writes of {max} B queued at its egress"
+            ),
         })
     }
 
@@ -84,10 +107,17 @@ impl Model<'_> {
             let back = self.ser(c ^ 1, DLLP_BYTES as f64);
             let rtt = ser + 2.0 * secs(l.propagation) + hold + timer + back;
             let window = tlps * max as f64;
+            // Held in the receiver's ingress buffer until it leaves on the next link: a
+            // window behind that link's FIFO, if it is one.
+            let at = match p.hops.get(i + 1) {
+                Some(Hop::Chan(next)) => Some(*next),
+                Some(Hop::Socket { .. }) | None => None,
+            };
             let names = &self.sys.nodes;
             out.push(Limit {
                 rate: window / rtt,
-                window: None,
+                window: at.map(|_| (window, rtt)),
+                at,
                 kind: "credits",
                 resource: format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
                 detail: format!(
@@ -145,6 +175,7 @@ impl Model<'_> {
                 interrupts = per;
             }
             let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
+            limits.extend(self.queue_window(&p, max));
             limits.extend(self.credit_limits(&p, max));
             if self.unloaded[i].is_none() {
                 self.unloaded[i] = Some(self.one_way(&p, TlpKind::MWr, max) * 1e9);
@@ -160,7 +191,7 @@ impl Model<'_> {
             let (first, _) = self.read_round_trip(&req, &cpl, per_request.ceil() as u32);
             self.unloaded[i] = Some(first * 1e9);
             let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
-            limits.push(self.read_window(w, (&req, &cpl), requests));
+            limits.extend(self.read_window(w, (&req, &cpl), requests));
             self.push(i, mix, t as f64, limits, requests, 0.0);
         }
         Ok(())
@@ -171,8 +202,9 @@ impl Model<'_> {
     /// flight, each over one request's round trip; where its transfers bind, at most its
     /// transfers over the round trip of a whole transfer (a transfer's slot frees only when
     /// its last completion is in, so on an idle fabric its requests do not go round
-    /// independently).
-    fn read_window(&self, w: &WorkloadSpec, ways: (&Path, &Path), requests: f64) -> Limit {
+    /// independently), that round trip behind the FIFO its requests leave the source by (a
+    /// transfer's requests join it at once, and wait there together).
+    fn read_window(&self, w: &WorkloadSpec, ways: (&Path, &Path), requests: f64) -> Vec<Limit> {
         let (req, cpl, src, t) = (ways.0, ways.1, w.source, w.transfer_size);
         let per_request = (t as f64 / requests).min(self.sys.pcie.mrrs as f64);
         let (_, rtt) = self.read_round_trip(req, cpl, per_request.ceil() as u32);
@@ -199,16 +231,33 @@ impl Model<'_> {
             _ => {}
         }
         let window = in_flight * per_request;
-        let mut rate = window / rtt;
-        if requests > 1.0 && in_flight >= transfers * requests {
+        let mut out = Vec::with_capacity(2);
+        if let (true, Some(&Hop::Chan(first))) = (
+            requests > 1.0 && in_flight >= transfers * requests,
+            req.hops.first(),
+        ) {
             let whole = self
                 .read_round_trip(req, cpl, t.min(u32::MAX as u64) as u32)
                 .1;
-            rate = rate.min(window / whole);
+            out.push(Limit {
+                rate: window / whole,
+                window: Some((window, whole)),
+                at: Some(first),
+                kind: "requests",
+                resource: format!("{} read requests", w.name),
+                detail: format!(
+                    "{} read transfers of {t} B in flight, each {:.0} ns from its first \
+                     request to its last completion: throughput is bytes in flight over \
+                     latency",
+                    w.outstanding,
+                    whole * 1e9
+                ),
+            });
         }
-        Limit {
-            rate,
+        out.push(Limit {
+            rate: window / rtt,
             window: Some((window, rtt)),
+            at: None,
             kind: "requests",
             resource: format!("{} read requests", w.name),
             detail: format!(
@@ -216,7 +265,8 @@ impl Model<'_> {
                  {:.0} ns round trip: throughput is bytes in flight over latency",
                 rtt * 1e9
             ),
-        }
+        });
+        out
     }
 
     /// The stream of an fio workload on an NVMe drive.
@@ -239,6 +289,7 @@ impl Model<'_> {
         limits.push(Limit {
             rate: ios * bs as f64 / latency,
             window: Some((ios * bs as f64, latency)),
+            at: None,
             kind: "iodepth",
             resource: format!("{ios} I/O{} in flight", if ios == 1.0 { "" } else { "s" }),
             detail: format!(

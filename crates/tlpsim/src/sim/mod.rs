@@ -66,7 +66,7 @@ use trace::{Packet, Trace};
 
 const NONE: u32 = u32::MAX;
 /// TLPs a write source keeps queued ahead of its link.
-const WRITE_QUEUE_DEPTH: u32 = 2;
+pub(crate) const WRITE_QUEUE_DEPTH: u32 = 2;
 /// Interval of every receiver's UpdateFC refresh (spec §2.6.1.2: at least every 30 us).
 const FC_REFRESH: SimTime = SimTime::from_ns(30_000);
 
