@@ -231,7 +231,7 @@ impl Simulator<'_> {
                 self.q.schedule(self.now() + FC_REFRESH, Ev::FcRefresh(c));
             }
             Ev::ReplayTimer(c) => self.lean_replay_timer(c),
-            Ev::Start(f) => self.lean_fill(f),
+            Ev::Start(f) => self.lean_fill(f, true),
             _ => return self.lean_look(ev),
         }
         Ok(())

@@ -7,8 +7,9 @@
 use super::*;
 
 impl Simulator<'_> {
-    /// Flow `f` queues writes while fewer than `WRITE_QUEUE_DEPTH` wait (`fill_writes`).
-    pub(super) fn lean_fill(&mut self, f: u32) {
+    /// Flow `f` queues writes while fewer than `WRITE_QUEUE_DEPTH` wait (`fill_writes`),
+    /// waking the transmitter if `kick` (from a send, whose end wakes it the same way).
+    pub(super) fn lean_fill(&mut self, f: u32, kick: bool) {
         let now = self.now();
         while self.work.flows[f as usize].write_queued < WRITE_QUEUE_DEPTH {
             let flow = &mut self.work.flows[f as usize];
@@ -31,7 +32,9 @@ impl Simulator<'_> {
             let at = (l.head as usize + ch.arbiter.queued) % RING;
             l.ring[at] = code(size, (addr & 3) as u32);
             ch.arbiter.lean_join(now);
-            self.lean_try_send(c);
+            if kick {
+                self.lean_try_send(c);
+            }
         }
     }
 
@@ -117,7 +120,9 @@ impl Simulator<'_> {
         self.lean_transmit(c, e);
         // It left its writer: room for the next.
         self.work.flows[f as usize].write_queued -= 1;
-        self.lean_fill(f);
+        // The wire is busy now: `lean_send_now`'s end wakes the transmitter when it frees,
+        // as the writer's own `try_send` would have, with nothing scheduled in between.
+        self.lean_fill(f, false);
     }
 
     /// Puts one write (new or replayed) on the wire of `c` (`transmit` with no errors and
@@ -230,12 +235,13 @@ impl Simulator<'_> {
         let word = a.tlp;
         let (dc, size) = (data_credits(word), payload(word));
         let ch = &mut self.chans[c as usize];
-        if !ch.rx_credits.take(FcClass::Posted, 1, dc) {
+        let born = a.head - ch.phy.prop;
+        // Into the buffer and, the memory having it at once, out again (`rx_release`).
+        let (ok, finite) = ch.rx_credits.pass(FcClass::Posted, 1, dc);
+        if !ok {
             self.audit.credit_violations += 1;
         }
-        let born = a.head - ch.phy.prop;
-        // The memory has it at once: its credits free (`rx_release`).
-        if ch.rx_credits.free(FcClass::Posted, 1, dc) && ch.rx_dll.start_timer() {
+        if finite && ch.rx_dll.start_timer() {
             let at = self.q.now() + ch.rx_dll.ack_interval;
             self.q.schedule(at, Ev::DllTimer(c));
         }
