@@ -238,7 +238,7 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Takes the earliest event if it is due at or before `until`, advancing now to its time.
-    #[inline]
+    #[inline(always)] // into each event loop (the general engine's and the lean kernel's)
     pub fn pop_until(&mut self, until: SimTime) -> Option<(SimTime, E)> {
         let here = self.base as usize & (SLOTS - 1);
         let slot = match self.next_occupied_from(here) {

@@ -244,6 +244,27 @@ impl FcReceiver {
         ok
     }
 
+    /// [`Self::take`] then [`Self::free`] of the same credits at once (a TLP its receiver
+    /// consumes as it arrives): whether the take kept within the advertised buffer, and
+    /// whether the free owes an UpdateFC.
+    #[inline(always)]
+    pub fn pass(&mut self, class: FcClass, h: u32, d: u32) -> (bool, bool) {
+        let (used, allocated) = (&self.used.0, &mut self.allocated.0);
+        let ht = class.header_index();
+        let (mut ok, mut finite) = (true, false);
+        for (ty, n) in [(ht, h as u64), (ht + 1, d as u64)] {
+            if let Some(adv) = self.advertised.0[ty] {
+                ok &= used[ty] + n <= adv as u64;
+                allocated[ty] += n;
+                finite = true;
+            }
+        }
+        if finite {
+            self.dirty |= class.bit();
+        }
+        (ok, finite)
+    }
+
     /// Frees `h` header and `d` data credits of `class` from the receive buffer; returns
     /// true (and marks the class as owing an UpdateFC) if either type is finite.
     #[inline]
@@ -314,6 +335,29 @@ mod tests {
         adv[CreditType::Ph] = Some(ph);
         adv[CreditType::Pd] = Some(pd);
         adv
+    }
+
+    #[test]
+    fn a_pass_is_a_take_then_a_free() {
+        for (ph, pd, held, d) in [(4, 64, 0, 8), (1, 8, 0, 9), (2, 16, 1, 8), (4, 64, 3, 0)] {
+            let (mut a, mut b) = (
+                FcReceiver::new(posted(ph, pd)),
+                FcReceiver::new(posted(ph, pd)),
+            );
+            for r in [&mut a, &mut b] {
+                r.take(FcClass::Posted, held, held * 8);
+            }
+            let ok = a.take(FcClass::Posted, 1, d);
+            let finite = a.free(FcClass::Posted, 1, d);
+            assert_eq!(b.pass(FcClass::Posted, 1, d), (ok, finite));
+            for ty in [CreditType::Ph, CreditType::Pd] {
+                assert_eq!((a.used(ty), a.allocated(ty)), (b.used(ty), b.allocated(ty)));
+            }
+            assert_eq!(a.take_dirty(), b.take_dirty());
+        }
+        // Infinite credits: nothing to check, nothing owed.
+        let mut r = FcReceiver::new(PerCreditType([None; 6]));
+        assert_eq!(r.pass(FcClass::Posted, 1, 8), (true, false));
     }
 
     #[test]

@@ -217,6 +217,8 @@ impl<'a> Simulator<'a> {
             },
             trace: None,
             errors: false,
+            kernel: Kernel::Auto,
+            lean: lean::Lean::default(),
         };
         sim.errors = sim.chans.iter().any(|c| c.phy.byte_error > 0.0);
         sim

@@ -22,6 +22,7 @@ mod cx;
 mod finish;
 mod flow;
 mod host_memory;
+mod lean;
 mod node;
 mod outbound;
 mod pace;
@@ -39,6 +40,7 @@ mod transmit;
 #[cfg(test)]
 mod watchdog_tests;
 
+pub use lean::Kernel;
 pub use rfc2544::rfc2544;
 
 use std::fmt;
@@ -281,6 +283,9 @@ pub struct Simulator<'a> {
     trace: Option<Trace>,
     /// Some link has a bit error rate (only then can a switch hold nullified copies).
     errors: bool,
+    /// Which engine may run it, and the lean kernel's state when that one does (`lean`).
+    kernel: Kernel,
+    lean: lean::Lean,
 }
 
 /// Which node and port each channel joins.
@@ -344,6 +349,18 @@ struct HostSide {
 /// Runs `system` to its duration and reports.
 pub fn run(system: &System) -> Result<RunResult, RunError> {
     Simulator::new(system).run()
+}
+
+/// Whether a run of `system` qualifies for the lean kernel (see [`Kernel`]).
+pub fn lean_qualifies(system: &System) -> bool {
+    Simulator::new(system).lean_eligible()
+}
+
+/// Runs `system` like [`run`] on the engine `kernel` allows (the same results either way).
+pub fn run_on(system: &System, kernel: Kernel) -> Result<RunResult, RunError> {
+    let mut sim = Simulator::new(system);
+    sim.kernel = kernel;
+    sim.run()
 }
 
 /// Events between two calls of a progress callback (tens of milliseconds of wall time).
@@ -431,6 +448,9 @@ impl Simulator<'_> {
         }
         self.q.schedule(self.watch.watchdog, Ev::Watchdog);
         self.start_progress();
+        if self.kernel != Kernel::General && self.lean_eligible() {
+            return self.run_lean(progress);
+        }
         let end = self.sys.duration;
         let fraction = |t: SimTime| t.ticks() as f64 / end.ticks().max(1) as f64;
         while let Some((now, ev)) = self.q.pop_until(end) {
@@ -454,6 +474,38 @@ impl Simulator<'_> {
         progress(1.0);
         let trace = self.trace.take();
         Ok((self.finish(wall.elapsed().as_secs_f64()), trace))
+    }
+
+    /// Runs the event loop on the lean kernel (set up by `run_inner`); if it gives up, the
+    /// run starts again on the general engine, its progress calls going on from the
+    /// furthest fraction reported.
+    #[cold]
+    fn run_lean(
+        mut self,
+        progress: &mut dyn FnMut(f64) -> bool,
+    ) -> Result<(RunResult, Option<Trace>), RunError> {
+        let wall = Instant::now();
+        self.lean_start();
+        let mut furthest = 0.0f64;
+        let mut noted = |f: f64| {
+            furthest = furthest.max(f);
+            progress(f)
+        };
+        match self.lean_loop(&mut noted) {
+            Some(Ok(())) => {
+                progress(1.0);
+                Ok((self.finish(wall.elapsed().as_secs_f64()), None))
+            }
+            Some(Err(e)) => Err(e),
+            None if self.kernel == Kernel::LeanOrError => Err(RunError::Interrupted(
+                "the lean kernel gave up: a flow was quiet for a watchdog period".into(),
+            )),
+            None => {
+                let mut general = Simulator::new(self.sys);
+                general.kernel = Kernel::General;
+                general.run_inner(&mut |f| f <= furthest || progress(f))
+            }
+        }
     }
 
     fn now(&self) -> SimTime {

@@ -97,6 +97,16 @@ impl Simulator<'_> {
         }
     }
 
+    /// Whether a look now would find a watched flow that completed nothing since the last.
+    pub(in crate::sim) fn any_quiet(&self) -> bool {
+        let p = &self.watch.progress;
+        self.work
+            .flows
+            .iter()
+            .enumerate()
+            .any(|(f, flow)| p.watched[f] && flow.done == p.done_at_look[f])
+    }
+
     /// The starvation watchdog's look (see the module).
     #[cold]
     pub(in crate::sim) fn look_for_starvation(&mut self) {

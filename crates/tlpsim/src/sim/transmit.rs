@@ -475,7 +475,7 @@ impl Simulator<'_> {
     /// are held until it ends; the replay goes on after it.
     #[cold]
     #[inline(never)]
-    fn retrain(&mut self, c: u32) {
+    pub(in crate::sim) fn retrain(&mut self, c: u32) {
         let until = self.now() + self.sys.links[(c / 2) as usize].recovery;
         self.chans[c as usize].counters.retrains += 1;
         for d in [c & !1, c | 1] {

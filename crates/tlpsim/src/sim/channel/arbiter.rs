@@ -164,6 +164,27 @@ impl Arbiter {
         self.queue_max = self.queue_max.max(self.queued);
     }
 
+    /// Whether it arbitrates for one ingress port alone (no turns among inputs).
+    pub fn single_input(&self) -> bool {
+        self.ports == 1
+    }
+
+    /// Counts a TLP the lean kernel queued at `now` (it keeps the TLP itself: `sim::lean`).
+    #[inline(always)]
+    pub fn lean_join(&mut self, now: SimTime) {
+        self.queue_joined += now.ticks() as u128;
+        self.next_stamp += 1;
+        self.queued += 1;
+        self.queue_max = self.queue_max.max(self.queued);
+    }
+
+    /// Counts a TLP the lean kernel took out at `now`.
+    #[inline(always)]
+    pub fn lean_leave(&mut self, now: SimTime) {
+        self.queue_left += now.ticks() as u128;
+        self.queued -= 1;
+    }
+
     /// The input of ingress port `port`, made if it is not yet there.
     #[inline(always)]
     fn input(&mut self, port: usize) -> &mut Input {

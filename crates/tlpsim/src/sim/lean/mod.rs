@@ -1,0 +1,307 @@
+//! The lean kernel: the hot path of the first class of runs, DMA endpoints streaming posted
+//! writes straight into root complexes over one link each, with no bit errors, flits,
+//! switches, trace or anything of a root complex's own (bridge, sink, memory limits, host
+//! memory, CPU). It runs on the simulator's own state and event queue, so the events it
+//! schedules, their order at one instant and every counter the results read are those of
+//! the general engine, but a write is a code word (payload and DW lead) in a fixed ring per
+//! channel, not a slab record: no arbiter queues, no node dispatch, no owner cookie, no
+//! completer. Its eligibility (`eligible`) says yes only when every feature of the run is
+//! one it models exactly; a run it cannot finish the same way (a flow quiet for a whole
+//! watchdog period, whose starvation the general engine describes by its waiting TLP)
+//! starts again on the general engine.
+
+mod path;
+
+use super::*;
+use crate::fabric::WorkloadKind;
+
+/// Ring slots per channel: a write source keeps at most `WRITE_QUEUE_DEPTH` queued.
+const RING: usize = 4;
+const _: () = assert!(WRITE_QUEUE_DEPTH as usize <= RING);
+
+/// Which engine runs a scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Kernel {
+    /// The lean kernel where the run qualifies, else the general engine.
+    #[default]
+    Auto,
+    /// The general engine, always.
+    General,
+    /// The lean kernel where the run qualifies, and an error where it gives up (for the
+    /// differential test: a run that qualifies then surely ran on it).
+    #[doc(hidden)]
+    LeanOrError,
+}
+
+/// One channel's lean state: the writes waiting for its wire, oldest first.
+#[derive(Debug, Clone, Copy, Default)]
+pub(in crate::sim) struct LeanChannel {
+    /// The flow whose writes it carries (`NONE`: none).
+    flow: u32,
+    /// Wire bytes of a write with no data (header, digest, framing).
+    overhead: u32,
+    /// Index of the oldest waiting write in `ring`.
+    head: u32,
+    /// Waiting writes, each `payload | dw_lead << 16`; the arbiter's `queued` counts them.
+    ring: [u32; RING],
+}
+
+/// The lean kernel's state: one [`LeanChannel`] per channel (empty when the general engine
+/// runs).
+#[derive(Debug, Default)]
+pub(in crate::sim) struct Lean {
+    chans: Vec<LeanChannel>,
+    /// A look found a flow quiet: the run starts again on the general engine.
+    gave_up: bool,
+}
+
+/// A write's code word: its payload and DW lead.
+#[inline(always)]
+fn code(payload: u32, lead: u32) -> u32 {
+    payload | lead << 16
+}
+
+/// The payload of a code word.
+#[inline(always)]
+fn payload(code: u32) -> u32 {
+    code & 0xffff
+}
+
+/// The data credits of a code word (whole DWs from the one holding its first byte).
+#[inline(always)]
+fn data_credits(code: u32) -> u32 {
+    ((code & 0xffff) + (code >> 16)).div_ceil(16)
+}
+
+impl Simulator<'_> {
+    /// Whether the lean kernel models every feature of this run exactly.
+    pub(in crate::sim) fn lean_eligible(&self) -> bool {
+        let sys = self.sys;
+        let plain_root = |k: &NodeKind| match k {
+            NodeKind::RootComplex {
+                memory_bandwidth,
+                posted_write_rate,
+                host_bridge,
+                shared_outbound,
+                read_bandwidth,
+                data_path_bandwidth,
+                host_memory,
+                ..
+            } => {
+                memory_bandwidth.is_none()
+                    && posted_write_rate.is_none()
+                    && host_bridge.is_none()
+                    && shared_outbound.is_none()
+                    && read_bandwidth.is_none()
+                    && data_path_bandwidth.is_none()
+                    && host_memory.is_none()
+            }
+            _ => false,
+        };
+        let nodes_ok = sys
+            .nodes
+            .iter()
+            .all(|n| plain_root(&n.kind) || matches!(n.kind, NodeKind::Dma { .. }));
+        let chans_ok = self
+            .chans
+            .iter()
+            .all(|c| !c.phy.flit && c.phy.byte_error == 0.0);
+        nodes_ok
+            && chans_ok
+            && !self.errors
+            && self.trace.is_none()
+            && sys.cpu.is_none()
+            && sys.socket_links.is_empty()
+            && self.host.outbound.iter().all(Option::is_none)
+            && self.lean_flows_ok()
+    }
+
+    /// Every workload a plain DMA write stream from a DMA endpoint straight into a root
+    /// complex, one per channel, on a transmitter with one input.
+    fn lean_flows_ok(&self) -> bool {
+        let mut used = vec![false; self.chans.len()];
+        self.sys
+            .workloads
+            .iter()
+            .zip(self.work.flows.iter())
+            .all(|(w, f)| {
+                let out = f.out as usize;
+                let ok = matches!(w.kind, WorkloadKind::Dma)
+                    && matches!(self.sys.nodes[w.source].kind, NodeKind::Dma { .. })
+                    && matches!(self.sys.nodes[w.target].kind, NodeKind::RootComplex { .. })
+                    && f.writes
+                    && !f.reads
+                    && !f.write_read
+                    && f.engines.is_none()
+                    && f.storage.is_none()
+                    && f.doorbell.is_none()
+                    && f.pace.is_empty()
+                    && out < self.chans.len()
+                    && self.ends.rx_node[out] as usize == w.target
+                    && self.chans[out].arbiter.single_input()
+                    && !used[out];
+                if ok {
+                    used[out] = true;
+                }
+                ok
+            })
+    }
+
+    /// Sets up the lean state: each flow's channel and its writes' fixed wire bytes.
+    pub(in crate::sim) fn lean_start(&mut self) {
+        let pcie = &self.sys.pcie;
+        let over = tlp::tlp_bytes(TlpKind::MWr, pcie.addressing, 0, pcie.ecrc);
+        self.lean.chans = self
+            .chans
+            .iter()
+            .map(|c| LeanChannel {
+                flow: NONE,
+                overhead: over + c.phy.framing,
+                ..LeanChannel::default()
+            })
+            .collect();
+        for (f, flow) in self.work.flows.iter().enumerate() {
+            self.lean.chans[flow.out as usize].flow = f as u32;
+        }
+    }
+
+    /// Runs the event loop on the lean kernel; None if it gave up (see the module).
+    pub(in crate::sim) fn lean_loop(
+        &mut self,
+        progress: &mut dyn FnMut(f64) -> bool,
+    ) -> Option<Result<(), RunError>> {
+        let end = self.sys.duration;
+        let fraction = |t: SimTime| t.ticks() as f64 / end.ticks().max(1) as f64;
+        while let Some((now, ev)) = self.q.pop_until(end) {
+            if let Err(e) = self.handle_lean(ev) {
+                return Some(Err(e));
+            }
+            if self.lean.gave_up {
+                return None;
+            }
+            if self.q.events() % PROGRESS_EVERY == 0 && !progress(fraction(now)) {
+                return Some(Err(RunError::Interrupted(format!(
+                    "interrupted after {:.3} us of {:.3} us simulated",
+                    now.as_ns_f64() / 1000.0,
+                    end.as_ns_f64() / 1000.0
+                ))));
+            }
+        }
+        // The writes still queued or on a wire are in flight (no slab holds them).
+        self.audit.tlps_in_flight += self.audit.tlps_created - self.audit.tlps_delivered;
+        self.audit.payload_in_flight += self.audit.payload_created - self.audit.payload_delivered;
+        Some(Ok(()))
+    }
+
+    /// One event on the lean kernel: the link events and a flow's start by its own path,
+    /// the run's looks as the general engine takes them (they send nothing).
+    #[inline(always)]
+    fn handle_lean(&mut self, ev: Ev) -> Result<(), RunError> {
+        match ev {
+            Ev::TxFree(c) => {
+                self.chans[c as usize].tx_event = false;
+                self.lean_try_send(c);
+            }
+            Ev::TlpArrive(c) => {
+                if let Some(a) = self.chans[c as usize].phy.arriving.pop_front() {
+                    let frees_wire = a.frees_wire;
+                    self.lean_on_tlp(c, a);
+                    if frees_wire {
+                        self.chans[c as usize].tx_event = false;
+                        self.lean_try_send(c);
+                    }
+                }
+            }
+            Ev::DllpArrive(c) => {
+                while let Some((dllp, bad, last)) =
+                    self.chans[c as usize].phy.dllps_arriving.pop_front()
+                {
+                    self.lean_on_dllp(c, dllp, bad);
+                    if last {
+                        break;
+                    }
+                }
+                self.lean_try_send(c);
+            }
+            Ev::DllTimer(c) => self.lean_dll_timer(c),
+            Ev::FcRefresh(c) => {
+                let finite = self.chans[c as usize].rx_credits.finite_classes();
+                self.queue_update_fcs(c, finite);
+                self.lean_try_send(c ^ 1);
+                self.q.schedule(self.now() + FC_REFRESH, Ev::FcRefresh(c));
+            }
+            Ev::ReplayTimer(c) => self.lean_replay_timer(c),
+            Ev::Start(f) => self.lean_fill(f, true),
+            _ => return self.lean_look(ev),
+        }
+        Ok(())
+    }
+
+    /// The run's own events on the lean kernel: its looks, as the general engine's `handle`
+    /// takes them (called apart, so that `handle` stays inlined in the general loop). The
+    /// events only other classes make (a switch's forward, a delayed enqueue, a node's own,
+    /// a pacer's) never come; if one did, the run would start again on the general engine.
+    #[cold]
+    #[inline(never)]
+    fn lean_look(&mut self, ev: Ev) -> Result<(), RunError> {
+        match ev {
+            Ev::Warmup => self.start_measuring(),
+            Ev::Watchdog => self.credit_watchdog()?,
+            Ev::Progress => self.lean_progress(),
+            Ev::CplTimeout => self.check_completion_timeouts(),
+            _ => self.lean.gave_up = true,
+        }
+        Ok(())
+    }
+
+    /// The starvation watchdog's look: a quiet flow's starvation is described by its
+    /// waiting TLP, which only the general engine keeps, so the lean kernel gives up.
+    #[cold]
+    fn lean_progress(&mut self) {
+        if self.any_quiet() {
+            self.lean.gave_up = true;
+        } else {
+            self.look_for_starvation();
+        }
+    }
+
+    /// The Ack/UpdateFC timer of `c`'s receiver fires (`Ev::DllTimer`).
+    fn lean_dll_timer(&mut self, c: u32) {
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
+        let ack = ch.rx_dll.take_ack();
+        let dirty = ch.rx_credits.take_dirty();
+        if ack.is_none() && dirty == 0 {
+            ch.rx_dll.stop_timer();
+        } else {
+            let next = now + ch.rx_dll.ack_interval;
+            self.q.schedule(next, Ev::DllTimer(c));
+            if ch.rx_dll.ack_interval == SimTime::ZERO {
+                self.drop_stale_dllps(c, ack.is_some(), dirty);
+            }
+            if let Some(seq) = ack {
+                self.queue_dllp(c, Dllp::Ack(seq));
+            }
+            self.queue_update_fcs(c, dirty);
+            self.lean_try_send(c ^ 1);
+        }
+    }
+
+    /// The replay timer of `c` fires (as `on_replay_timer`, sending on the lean path).
+    fn lean_replay_timer(&mut self, c: u32) {
+        use crate::pcie::dll::transmit::ReplayTimer;
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
+        match ch.tx_dll.on_timer(now) {
+            ReplayTimer::Idle => {}
+            ReplayTimer::Pending(d) => self.q.schedule(d, Ev::ReplayTimer(c)),
+            ReplayTimer::Expired => {
+                ch.counters.timeouts += 1;
+                if ch.tx_dll.take_retrain() {
+                    self.retrain(c);
+                }
+                self.lean_try_send(c);
+            }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Differential test of the lean kernel (`sim::lean`): random fabrics of its class (DMA
+//! endpoints writing into a root complex over one link each, any generation, width,
+//! MPS, credits, replay buffer, Ack policy, SKP, propagation, transfer size, outstanding
+//! writes, addresses and warmup) run on it and on the general engine must give the same
+//! JSON, apart from `wall_s`, value for value; so must the lean peer's one-link scenario at
+//! 5 ms. 48 cases by default; `PROPTEST_CASES=N` for more.
+
+use proptest::prelude::*;
+use tlpsim::scenario::load_str;
+use tlpsim::sim::{lean_qualifies, run_on, Kernel};
+
+/// One endpoint: (link generation, width index, propagation in ns (immediate Acks when
+/// odd), replay buffer in KiB or 0 for the default, SKP), (transfer size, outstanding,
+/// TLP payload index, host offset, window in slots or 0 for none, random slots), and its
+/// own posted header credits (finite when above 0: the root complex's UpdateFC refresh).
+type EndpointGen = (
+    (u32, usize, u32, u32, bool),
+    (u32, u32, usize, u32, u32, bool),
+    u32,
+);
+
+const WIDTHS: [u32; 5] = [1, 2, 4, 8, 16];
+const PAYLOADS: [u32; 4] = [0, 64, 128, 256];
+
+/// The scenario text of one drawn fabric.
+fn fabric(
+    mps: u32,
+    (ph, pd_tlps): (u32, u32),
+    (duration_us, warmup_us, seed): (u32, u32, u64),
+    ecrc: bool,
+    endpoints: &[EndpointGen],
+) -> String {
+    let mut t = format!(
+        "[simulation]\nduration = \"{duration_us}us\"\nwarmup = \"{warmup_us}us\"\n\
+         seed = {seed}\n[pcie]\nmps = {mps}\necrc = {ecrc}\n\
+         [[root_complex]]\nname = \"rc\"\nmemory_read_latency = \"400ns\"\n\
+         credits = {{ ph = {ph}, pd = {} }}\n",
+        mps / 16 * pd_tlps
+    );
+    for (k, &(link, work, ep_ph)) in endpoints.iter().enumerate() {
+        let (gen, w, prop, replay, skp) = link;
+        let (size, outstanding, payload, host_offset, slots, random) = work;
+        t.push_str(&format!("[[endpoint]]\nname = \"ep{k}\"\nkind = \"dma\"\n"));
+        if ep_ph > 0 {
+            t.push_str(&format!(
+                "credits = {{ ph = {ep_ph}, pd = {} }}\n",
+                mps / 16 * ep_ph
+            ));
+        }
+        t.push_str(&format!(
+            "[[link]]\nbetween = [\"rc\", \"ep{k}\"]\ngen = {gen}\nwidth = {}\n\
+             propagation = \"{prop}ns\"\nskp = {skp}\n",
+            WIDTHS[w]
+        ));
+        if replay > 0 {
+            t.push_str(&format!("replay_buffer = \"{replay}KiB\"\n"));
+        }
+        if prop % 2 == 1 {
+            t.push_str("ack = \"immediate\"\n");
+        }
+        t.push_str(&format!(
+            "[[workload]]\nname = \"w{k}\"\nkind = \"dma\"\nendpoint = \"ep{k}\"\n\
+             direction = \"write\"\ntransfer_size = \"{size}B\"\noutstanding = {outstanding}\n\
+             host_offset = {host_offset}\n"
+        ));
+        if PAYLOADS[payload] > 0 && PAYLOADS[payload] <= mps {
+            t.push_str(&format!("tlp_payload = \"{}B\"\n", PAYLOADS[payload]));
+        }
+        if slots > 0 {
+            let slot = (size + host_offset).div_ceil(64) * 64;
+            t.push_str(&format!(
+                "window = \"{}B\"\npattern = \"{}\"\n",
+                slot * slots,
+                if random { "random" } else { "sequential" }
+            ));
+        }
+    }
+    t
+}
+
+/// The run's JSON on `kernel`, without its wall time.
+fn json_on(text: &str, kernel: Kernel) -> Result<String, TestCaseError> {
+    let sys =
+        load_str(text, "<lean fabric>").map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    let r = run_on(&sys, kernel).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    let mut v: serde_json::Value = serde_json::from_str(&r.to_json()).expect("JSON");
+    v.as_object_mut().expect("an object").remove("wall_s");
+    Ok(v.to_string())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(48)
+    ))]
+    #[test]
+    fn the_lean_kernel_gives_the_general_engines_json(
+        mps in prop::sample::select(vec![128u32, 256, 512, 1024]),
+        credits in (1u32..=32, 1u32..=16),
+        time in (20u32..=300, 0u32..=15, 0u64..1000),
+        ecrc in any::<bool>(),
+        endpoints in prop::collection::vec(
+            ((1u32..=5, 0usize..WIDTHS.len(), 0u32..=400, prop::sample::select(vec![0u32, 2, 4, 16]),
+              any::<bool>()),
+             (4u32..=16384, 1u32..=8, 0usize..PAYLOADS.len(), 0u32..=4, 0u32..=6, any::<bool>()),
+             prop::sample::select(vec![0u32, 1, 4])),
+            1..=4),
+    ) {
+        let text = fabric(mps, credits, time, ecrc, &endpoints);
+        let sys = load_str(&text, "<lean fabric>")
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        prop_assert!(lean_qualifies(&sys), "not of the lean class\n{}", text);
+        let lean = json_on(&text, Kernel::LeanOrError)?;
+        let general = json_on(&text, Kernel::General)?;
+        prop_assert!(lean == general, "the kernels differ on\n{}", text);
+    }
+}
+
+#[test]
+fn the_lean_peers_link_gives_the_same_json_on_both_kernels() {
+    let text = "[simulation]\nduration = \"5ms\"\nwarmup = \"10us\"\nseed = 1\n\
+                [pcie]\nmps = 128\ngen = 1\nskp = false\n\
+                [[root_complex]]\nname = \"rc\"\nmemory_read_latency = \"400ns\"\n\
+                credits = { ph = 32, pd = 256 }\n\
+                [[endpoint]]\nname = \"a\"\nkind = \"dma\"\n\
+                [[link]]\nbetween = [\"rc\", \"a\"]\nwidth = 8\n\
+                [[workload]]\nname = \"w\"\nkind = \"dma\"\nendpoint = \"a\"\n\
+                direction = \"write\"\ntransfer_size = \"4KiB\"\noutstanding = 8\n";
+    assert!(lean_qualifies(&load_str(text, "<link1>").expect("loads")));
+    let lean = json_on(text, Kernel::LeanOrError).expect("runs");
+    let general = json_on(text, Kernel::General).expect("runs");
+    assert_eq!(lean, general);
+}
