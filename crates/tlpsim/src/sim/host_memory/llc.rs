@@ -247,7 +247,8 @@ impl Llc {
     /// the sets touched rather than the lines: the k-th line is stamped `clock + k + 1`; a
     /// set that holds none of the lines takes its misses in the order of its ways' stamps,
     /// over and over, so only its last lines (as many as it has ways to allocate) are
-    /// written; a set that holds one of them takes its lines one by one.
+    /// written (an empty set's ways in order, unsorted); a set that holds one of them takes
+    /// its lines one by one.
     pub(super) fn fill(&mut self, first: u64, last: u64, ddio: bool) {
         let ways = if ddio { self.ddio_ways } else { self.ways };
         if ways == 0 {
@@ -265,6 +266,14 @@ impl Llc {
         for f in first..first + (last - first + 1).min(sets) {
             let base = self.set_base(f);
             let count = (last - f) / sets + 1;
+            if self.tags[base] == EMPTY {
+                // An empty set (filled ways come first): its ways, all stamped 0, in order.
+                for j in count.saturating_sub(ways as u64)..count {
+                    let (i, line) = (base + (j % ways as u64) as usize, f + j * sets);
+                    (self.tags[i], self.stamps[i], self.ready[i]) = (tag(line), stamp(line), 0);
+                }
+                continue;
+            }
             let held = self.tags[base..base + self.ways]
                 .iter()
                 .any(|&t| t & !DIRTY != EMPTY && (first..=last).contains(&((t & !DIRTY) - 1)));
