@@ -130,3 +130,26 @@ fn the_lean_peers_link_gives_the_same_json_on_both_kernels() {
     let general = json_on(text, Kernel::General).expect("runs");
     assert_eq!(lean, general);
 }
+
+#[test]
+fn a_lean_run_that_gives_up_starts_again_on_the_general_engine_with_the_same_json() {
+    // Long enough to reach a progress call, where `LeanGiveUp` abandons the lean run.
+    let text = "[simulation]\nduration = \"25ms\"\nseed = 3\n\
+                [pcie]\nmps = 256\ngen = 2\n\
+                [[root_complex]]\nname = \"rc\"\n\
+                [[endpoint]]\nname = \"a\"\nkind = \"dma\"\n\
+                [[link]]\nbetween = [\"rc\", \"a\"]\nwidth = 4\n\
+                [[workload]]\nname = \"w\"\nkind = \"dma\"\nendpoint = \"a\"\n\
+                direction = \"write\"\ntransfer_size = \"64KiB\"\n";
+    assert!(lean_qualifies(&load_str(text, "<restart>").expect("loads")));
+    let restarted = json_on(text, Kernel::LeanGiveUp).expect("runs");
+    let general = json_on(text, Kernel::General).expect("runs");
+    let events = serde_json::from_str::<serde_json::Value>(&general).expect("JSON")["events"]
+        .as_u64()
+        .expect("an event count");
+    assert!(
+        events > tlpsim::sim::PROGRESS_EVERY,
+        "{events} events: the run gives up never"
+    );
+    assert_eq!(restarted, general);
+}

@@ -498,12 +498,19 @@ impl Simulator<'_> {
             }
             Some(Err(e)) => Err(e),
             None if self.kernel == Kernel::LeanOrError => Err(RunError::Interrupted(
-                "the lean kernel gave up: a flow was quiet for a watchdog period".into(),
+                "the lean kernel gave up (a flow quiet for a watchdog period, a Nak or an \
+                 event it does not take)"
+                    .into(),
             )),
             None => {
-                let mut general = Simulator::new(self.sys);
+                // The abandoned run's state goes before the general one is built; its
+                // progress calls go on from the furthest fraction reported, still called
+                // (a caller's stop request is answered while the run catches up).
+                let sys = self.sys;
+                drop(self);
+                let mut general = Simulator::new(sys);
                 general.kernel = Kernel::General;
-                general.run_inner(&mut |f| f <= furthest || progress(f))
+                general.run_inner(&mut |f| progress(f.max(furthest)))
             }
         }
     }
