@@ -32,8 +32,9 @@ const REPLAY_NUM_ROLLOVER: u8 = 4;
 pub struct ReplayEntry {
     /// Sequence number.
     pub seq: u64,
-    /// The sender's handle for the TLP (the simulator's slab index; only dereferenced if
-    /// the receiver has not taken this sequence number).
+    /// The sender's handle for the TLP (the simulator's slab index, or on its lean kernel a
+    /// packed write, never a slab index; only dereferenced if the receiver has not taken
+    /// this sequence number).
     pub tlp: u32,
     /// Bytes on the wire, framing included.
     pub bytes: u32,

@@ -36,7 +36,8 @@ pub use arbiter::{Arbiter, Blocked, Queued};
 pub struct Arrival {
     /// Sequence number.
     pub seq: u64,
-    /// Slab index.
+    /// Slab index; on the lean kernel a packed write (payload and DW lead), which no
+    /// general handler may read as an index.
     pub tlp: u32,
     /// Corrupted on the wire.
     pub bad: bool,
