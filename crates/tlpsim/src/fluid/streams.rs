@@ -279,9 +279,9 @@ impl Model<'_> {
     /// request)`): it goes out in `m` rounds of its window, each waiting for the last
     /// round's completions, and the next transfer starts only when its last completion is
     /// in, so the window drains at every transfer's end: `m - 1` request round trips and
-    /// the round trip of the last round's requests together, each round behind the FIFO
-    /// its requests leave the source by; and at least all its completions back to back
-    /// (where they, not the window, pace it), behind that FIFO once.
+    /// the round trip of the last round's requests together, each round behind every FIFO
+    /// on its way; and at least all its completions back to back (where they, not the
+    /// window, pace it), behind the FIFO its requests leave the source by, once.
     fn drained_transfer(
         &self,
         w: &WorkloadSpec,
@@ -300,7 +300,7 @@ impl Model<'_> {
         let limit = |t: f64, parts: f64, how: String| Limit {
             rate: window / t,
             window: Some((window / parts, t / parts)),
-            at: Some(first),
+            at: (parts == 1.0).then_some(first),
             kind: "requests",
             resource: format!("{} read requests", w.name),
             detail: format!(
