@@ -284,3 +284,86 @@ def test_posted_writes_in_a_fifo_share_it_by_what_they_keep_queued(text: str, li
     for d, f in zip(des.flows, fluid["flows"], strict=True):
         assert abs(f["throughput_gbps"] - d["throughput_gbps"]) <= 0.02 * d["throughput_gbps"], (d, f)
         assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == link
+
+
+#: One read transfer at a time whose requests outnumber the tags (16 of 32 requests of
+#: 512 B; random fabric seed 77 of bench/fluid_random.py): the tags drain at each transfer's
+#: end, the next transfer starting only when the last completion is in.
+DRAINED_READER = """
+[simulation]
+duration = "1ms"
+warmup = "20us"
+[pcie]
+mps = 256
+mrrs = 512
+[[root_complex]]
+name = "rc"
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = 16
+[[link]]
+between = ["rc", "ep0"]
+gen = 5
+width = 16
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep0"
+direction = "read"
+transfer_size = "16KiB"
+outstanding = 1
+"""
+
+#: The same drain for an endpoint that also writes (seed 46): its requests wait behind its
+#: writes in its own egress queue, once per round of 16 requests.
+DRAINED_BOTH = """
+[simulation]
+duration = "1ms"
+warmup = "20us"
+[pcie]
+mps = 128
+mrrs = 512
+[[root_complex]]
+name = "rc"
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = 4
+[[link]]
+between = ["rc", "ep0"]
+gen = 1
+width = 1
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep0"
+direction = "write"
+transfer_size = "64KiB"
+outstanding = 1
+[[endpoint]]
+name = "ep1"
+kind = "dma"
+tags = 16
+[[link]]
+between = ["rc", "ep1"]
+gen = 5
+width = 4
+[[workload]]
+name = "w1"
+kind = "dma"
+endpoint = "ep1"
+direction = "both"
+transfer_size = "16KiB"
+outstanding = 1
+"""
+
+
+@pytest.mark.parametrize("text", [DRAINED_READER, DRAINED_BOTH], ids=["read", "both"])
+def test_a_lone_transfer_longer_than_its_tags_drains_them_at_its_end(text: str) -> None:
+    """Tags over one request's round trip gave 16 % too much (read) and 14 % (both)."""
+    des = run(load_scenario(text))
+    fluid = json.loads(_core.run_scenario(load_scenario(text, values={"simulation.engine": "fluid"}), None, None)[0])
+    for d, f in zip(des.flows, fluid["flows"], strict=True):
+        tolerance = 0.05 if d["bottleneck"]["kind"] in WINDOW_KINDS else 0.02
+        assert abs(f["throughput_gbps"] - d["throughput_gbps"]) <= tolerance * d["throughput_gbps"], (d, f)

@@ -254,6 +254,12 @@ impl Model<'_> {
                 ),
             });
         }
+        if let (true, Some(&Hop::Chan(first))) = (
+            transfers == 1.0 && requests > in_flight && in_flight >= 1.0,
+            req.hops.first(),
+        ) {
+            out.extend(self.drained_transfer(w, ways, (requests, in_flight, per_request), first));
+        }
         out.push(Limit {
             rate: window / rtt,
             window: Some((window, rtt)),
@@ -267,6 +273,48 @@ impl Model<'_> {
             ),
         });
         out
+    }
+
+    /// A lone transfer whose requests outnumber its window `n` (`(requests, n, bytes per
+    /// request)`): it goes out in `m` rounds of its window, each waiting for the last
+    /// round's completions, and the next transfer starts only when its last completion is
+    /// in, so the window drains at every transfer's end: `m - 1` request round trips and
+    /// the round trip of the last round's requests together, each round behind every FIFO
+    /// on its way; and at least all its completions back to back (where they, not the
+    /// window, pace it), behind the FIFO its requests leave the source by, once.
+    fn drained_transfer(
+        &self,
+        w: &WorkloadSpec,
+        ways: (&Path, &Path),
+        (requests, n, per_request): (f64, f64, f64),
+        first: usize,
+    ) -> [Limit; 2] {
+        let (req, cpl) = ways;
+        let bytes = |k: f64| (k * per_request).min(u32::MAX as f64) as u32;
+        let rtt = self.read_round_trip(req, cpl, per_request.ceil() as u32).1;
+        let m = (requests / n).ceil();
+        let last = requests - (m - 1.0) * n;
+        let rounds = (m - 1.0) * rtt + self.read_round_trip(req, cpl, bytes(last)).1;
+        let whole = self.read_round_trip(req, cpl, bytes(requests)).1;
+        let window = requests * per_request;
+        let limit = |t: f64, parts: f64, how: String| Limit {
+            rate: window / t,
+            window: Some((window / parts, t / parts)),
+            at: (parts == 1.0).then_some(first),
+            kind: "requests",
+            resource: format!("{} read requests", w.name),
+            detail: format!(
+                "one read transfer of {} B at a time, {n:.0} of its {requests:.0} requests in \
+                 flight, {how} {:.0} ns from its first request to its last completion: \
+                 throughput is bytes in flight over latency",
+                w.transfer_size,
+                t * 1e9
+            ),
+        };
+        [
+            limit(rounds, m, format!("{m:.0} rounds of requests,")),
+            limit(whole, 1.0, "its completions back to back,".into()),
+        ]
     }
 
     /// The stream of an fio workload on an NVMe drive.
