@@ -561,28 +561,7 @@ impl Simulator<'_> {
                 }
                 self.try_send(c);
             }
-            Ev::DllTimer(c) => {
-                let now = self.now();
-                let ch = &mut self.chans[c as usize];
-                let ack = ch.rx_dll.take_ack();
-                let dirty = ch.rx_credits.take_dirty();
-                if ack.is_none() && dirty == 0 {
-                    ch.rx_dll.stop_timer();
-                } else {
-                    // Immediate Acks (a zero interval): the timer fires again at once and
-                    // stops unless more became owed in this instant.
-                    let next = now + ch.rx_dll.ack_interval;
-                    self.q.schedule(next, Ev::DllTimer(c));
-                    if ch.rx_dll.ack_interval == SimTime::ZERO {
-                        self.drop_stale_dllps(c, ack.is_some(), dirty);
-                    }
-                    if let Some(seq) = ack {
-                        self.queue_dllp(c, Dllp::Ack(seq));
-                    }
-                    self.queue_update_fcs(c, dirty);
-                    self.try_send(c ^ 1);
-                }
-            }
+            Ev::DllTimer(c) => self.on_dll_timer::<false>(c),
             Ev::FcRefresh(c) => {
                 // Spec §2.6.1.2: UpdateFCs at least every 30 us, which recovers lost ones.
                 let finite = self.chans[c as usize].rx_credits.finite_classes();
@@ -590,7 +569,7 @@ impl Simulator<'_> {
                 self.try_send(c ^ 1);
                 self.q.schedule(self.now() + FC_REFRESH, Ev::FcRefresh(c));
             }
-            Ev::ReplayTimer(c) => self.on_replay_timer(c),
+            Ev::ReplayTimer(c) => self.on_replay_timer::<false>(c),
             Ev::Enqueue { ch, mut tlp } => loop {
                 // Completions ready at the same time come as one chain.
                 let next = std::mem::replace(&mut self.tlps[tlp as usize].next, NONE);

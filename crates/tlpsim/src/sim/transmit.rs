@@ -451,9 +451,20 @@ impl Simulator<'_> {
         }
     }
 
+    /// Wakes channel `c`'s transmitter on the engine running: the lean kernel's send path
+    /// (`LEAN`) or the general one's.
+    #[inline(always)]
+    pub(in crate::sim) fn wake<const LEAN: bool>(&mut self, c: u32) {
+        if LEAN {
+            self.lean_try_send(c);
+        } else {
+            self.try_send(c);
+        }
+    }
+
     /// The replay timer of `c` fires: reschedules itself to a later deadline, or replays
-    /// every unacknowledged TLP if the deadline passed.
-    pub(in crate::sim) fn on_replay_timer(&mut self, c: u32) {
+    /// every unacknowledged TLP if the deadline passed (sending on the lean path if `LEAN`).
+    pub(in crate::sim) fn on_replay_timer<const LEAN: bool>(&mut self, c: u32) {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
         match ch.tx_dll.on_timer(now) {
@@ -464,8 +475,34 @@ impl Simulator<'_> {
                 if ch.tx_dll.take_retrain() {
                     self.retrain(c);
                 }
-                self.try_send(c);
+                self.wake::<LEAN>(c);
             }
+        }
+    }
+
+    /// The Ack/UpdateFC timer of `c`'s receiver fires: sends the Ack and UpdateFCs owed
+    /// (on the lean path if `LEAN`), or stops while none is.
+    #[inline(always)]
+    pub(in crate::sim) fn on_dll_timer<const LEAN: bool>(&mut self, c: u32) {
+        let now = self.now();
+        let ch = &mut self.chans[c as usize];
+        let ack = ch.rx_dll.take_ack();
+        let dirty = ch.rx_credits.take_dirty();
+        if ack.is_none() && dirty == 0 {
+            ch.rx_dll.stop_timer();
+        } else {
+            // Immediate Acks (a zero interval): the timer fires again at once and stops
+            // unless more became owed in this instant.
+            let next = now + ch.rx_dll.ack_interval;
+            self.q.schedule(next, Ev::DllTimer(c));
+            if ch.rx_dll.ack_interval == SimTime::ZERO {
+                self.drop_stale_dllps(c, ack.is_some(), dirty);
+            }
+            if let Some(seq) = ack {
+                self.queue_dllp(c, Dllp::Ack(seq));
+            }
+            self.queue_update_fcs(c, dirty);
+            self.wake::<LEAN>(c ^ 1);
         }
     }
 

@@ -230,14 +230,14 @@ impl Simulator<'_> {
                 }
                 self.lean_try_send(c);
             }
-            Ev::DllTimer(c) => self.lean_dll_timer(c),
+            Ev::DllTimer(c) => self.on_dll_timer::<true>(c),
             Ev::FcRefresh(c) => {
                 let finite = self.chans[c as usize].rx_credits.finite_classes();
                 self.queue_update_fcs(c, finite);
                 self.lean_try_send(c ^ 1);
                 self.q.schedule(self.now() + FC_REFRESH, Ev::FcRefresh(c));
             }
-            Ev::ReplayTimer(c) => self.lean_replay_timer(c),
+            Ev::ReplayTimer(c) => self.on_replay_timer::<true>(c),
             Ev::Start(f) => self.lean_fill(f, true),
             _ => return self.lean_look(ev),
         }
@@ -269,46 +269,6 @@ impl Simulator<'_> {
             self.lean.gave_up = true;
         } else {
             self.look_for_starvation();
-        }
-    }
-
-    /// The Ack/UpdateFC timer of `c`'s receiver fires (`Ev::DllTimer`).
-    fn lean_dll_timer(&mut self, c: u32) {
-        let now = self.now();
-        let ch = &mut self.chans[c as usize];
-        let ack = ch.rx_dll.take_ack();
-        let dirty = ch.rx_credits.take_dirty();
-        if ack.is_none() && dirty == 0 {
-            ch.rx_dll.stop_timer();
-        } else {
-            let next = now + ch.rx_dll.ack_interval;
-            self.q.schedule(next, Ev::DllTimer(c));
-            if ch.rx_dll.ack_interval == SimTime::ZERO {
-                self.drop_stale_dllps(c, ack.is_some(), dirty);
-            }
-            if let Some(seq) = ack {
-                self.queue_dllp(c, Dllp::Ack(seq));
-            }
-            self.queue_update_fcs(c, dirty);
-            self.lean_try_send(c ^ 1);
-        }
-    }
-
-    /// The replay timer of `c` fires (as `on_replay_timer`, sending on the lean path).
-    fn lean_replay_timer(&mut self, c: u32) {
-        use crate::pcie::dll::transmit::ReplayTimer;
-        let now = self.now();
-        let ch = &mut self.chans[c as usize];
-        match ch.tx_dll.on_timer(now) {
-            ReplayTimer::Idle => {}
-            ReplayTimer::Pending(d) => self.q.schedule(d, Ev::ReplayTimer(c)),
-            ReplayTimer::Expired => {
-                ch.counters.timeouts += 1;
-                if ch.tx_dll.take_retrain() {
-                    self.retrain(c);
-                }
-                self.lean_try_send(c);
-            }
         }
     }
 }

@@ -40,7 +40,7 @@ impl Simulator<'_> {
 
     /// Wakes channel `c`'s transmitter (`try_send`).
     #[inline(always)]
-    pub(super) fn lean_try_send(&mut self, c: u32) {
+    pub(in crate::sim) fn lean_try_send(&mut self, c: u32) {
         let ch = &self.chans[c as usize];
         if ch.tx_event {
             return;
