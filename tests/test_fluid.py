@@ -43,7 +43,8 @@ WINDOW_KINDS = {"credits", "requests", "iodepth", "replay_buffer", "sequence_win
 REFUSED = {"cxl-expander.toml": "is a CXL memory expander"}
 
 
-def _fluid(path: Path) -> dict:
+def _fluid(path: Path | str) -> dict:
+    """The fluid engine's result for a scenario file or text, as its JSON."""
     scenario = load_scenario(path, values={"simulation.engine": "fluid"})
     return json.loads(_core.run_scenario(scenario, None, None)[0])
 
@@ -146,9 +147,7 @@ outstanding = 2
 def test_readers_behind_one_fifo_share_its_link_by_their_windows() -> None:
     """4 tags against 16 requests in flight: about 1 to 4 (max-min would give 1 to 1)."""
     des = run(load_scenario(FIFO_READERS))
-    fluid = json.loads(
-        _core.run_scenario(load_scenario(FIFO_READERS, values={"simulation.engine": "fluid"}), None, None)[0]
-    )
+    fluid = _fluid(FIFO_READERS)
     for d, f in zip(des.flows, fluid["flows"], strict=True):
         assert abs(f["throughput_gbps"] - d["throughput_gbps"]) <= 0.02 * d["throughput_gbps"], (d, f)
         assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == "rc-sw0 down"
@@ -280,7 +279,7 @@ def test_posted_writes_in_a_fifo_share_it_by_what_they_keep_queued(text: str, li
     """Max-min per TLP gave 17 % too little (own egress), 35 % too much (ingress), 58 % too much
     (each endpoint of the round robin)."""
     des = run(load_scenario(text))
-    fluid = json.loads(_core.run_scenario(load_scenario(text, values={"simulation.engine": "fluid"}), None, None)[0])
+    fluid = _fluid(text)
     for d, f in zip(des.flows, fluid["flows"], strict=True):
         assert abs(f["throughput_gbps"] - d["throughput_gbps"]) <= 0.02 * d["throughput_gbps"], (d, f)
         assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == link
@@ -363,7 +362,7 @@ outstanding = 1
 def test_a_lone_transfer_longer_than_its_tags_drains_them_at_its_end(text: str) -> None:
     """Tags over one request's round trip gave 16 % too much (read) and 14 % (both)."""
     des = run(load_scenario(text))
-    fluid = json.loads(_core.run_scenario(load_scenario(text, values={"simulation.engine": "fluid"}), None, None)[0])
+    fluid = _fluid(text)
     for d, f in zip(des.flows, fluid["flows"], strict=True):
         tolerance = 0.05 if d["bottleneck"]["kind"] in WINDOW_KINDS else 0.02
         assert abs(f["throughput_gbps"] - d["throughput_gbps"]) <= tolerance * d["throughput_gbps"], (d, f)
