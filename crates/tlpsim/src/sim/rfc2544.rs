@@ -270,11 +270,18 @@ pub fn rfc2544(sys: &System, resolution: f64) -> Result<Rfc2544Result, RunError>
 mod tests {
     use super::*;
 
-    /// The load `search` finds with trials from `passes` (inferring or not), and the trials
-    /// it ran after the full-load one.
-    fn found(passes: impl Fn(f64) -> bool, estimate: f64, infer: bool) -> (f64, usize) {
-        let mut trials = Trials {
-            trial: |load| Ok((passes(load), ())),
+    /// A test's trial: whether a load passes, with no run.
+    type Probe<'a> = Box<dyn FnMut(f64) -> Result<(bool, ()), RunError> + 'a>;
+
+    /// The load `search` finds with trials from `passes` (inferring or not), and its trials
+    /// (the full-load one first, failed).
+    fn searched<'a>(
+        passes: impl Fn(f64) -> bool + 'a,
+        estimate: f64,
+        infer: bool,
+    ) -> (f64, Trials<(), Probe<'a>>) {
+        let mut trials: Trials<(), Probe<'a>> = Trials {
+            trial: Box::new(move |load| Ok((passes(load), ()))),
             done: vec![(
                 Trial {
                     load: 1.0,
@@ -285,6 +292,13 @@ mod tests {
             infer,
         };
         let lo = search(&mut trials, estimate, 0.01).unwrap();
+        (lo, trials)
+    }
+
+    /// The load `search` finds with trials from `passes` (inferring or not), and the trials
+    /// it ran after the full-load one.
+    fn found(passes: impl Fn(f64) -> bool, estimate: f64, infer: bool) -> (f64, usize) {
+        let (lo, trials) = searched(passes, estimate, infer);
         (lo, trials.done.len() - 1)
     }
 
@@ -320,18 +334,7 @@ mod tests {
         for (estimate, threshold) in cases() {
             let band = 0.97 * threshold..0.98 * threshold;
             let passes = |load: f64| load <= threshold && !band.contains(&load);
-            let mut trials = Trials {
-                trial: |load| Ok((passes(load), ())),
-                done: vec![(
-                    Trial {
-                        load: 1.0,
-                        passed: false,
-                    },
-                    None,
-                )],
-                infer: true,
-            };
-            search(&mut trials, estimate, 0.01).unwrap();
+            let (_, trials) = searched(passes, estimate, true);
             assert!(
                 trials.monotone(),
                 "estimate {estimate}, threshold {threshold}"
