@@ -27,7 +27,9 @@
 //!   per 16 data TLPs). Where windowed streams share one FIFO egress queue (a root
 //!   complex's completions for every reader below one root port, an endpoint's writes and
 //!   read requests) they share the link by their windows instead, behind a common queueing
-//!   delay; inputs that each hold such a FIFO get one TLP rate each ([`fifo`]).
+//!   delay; inputs that each hold such a FIFO get one TLP rate each ([`fifo`]). A stream
+//!   held some hops down its way fills the buffers and queues before, and a stream that
+//!   shares one of those queues and may not pass it waits behind that backlog ([`hol`]).
 //! - **Own limits** of a stream (the least of them): a workload's `rate` (per stream, per
 //!   fio job); a read stream's window, requests in flight (tags, transfers in flight, a copy
 //!   engine's reads) × bytes per request over the unloaded round trip of one request

@@ -272,7 +272,7 @@ fn completions_wait_behind_a_slow_readers_backlog_in_the_root_complexs_queue() {
     // The first reader's completions fill the switch's buffer before its Gen2 x1 link and
     // back up into the root complex's one egress queue, where the other's wait behind them
     // (0.61 Gb/s against 28.7 alone; the simulator gives it 0.77 at 1 ms, its requests
-    // falling into step with the first reader's transfers).
+    // probably in step with the first reader's transfers).
     let alone = run(&behind_a_backlog(false)).expect("runs").result;
     let r = run(&behind_a_backlog(true)).expect("runs").result;
     let (w1, w1_alone) = (r.flows[0].throughput_gbps, alone.flows[0].throughput_gbps);
