@@ -90,9 +90,10 @@ impl Model<'_> {
 }
 
 /// The most stream `s` (`st`) may run at with the FIFOs' delays `q`: each window over its
-/// round trip plus the delays it waits behind (those of the FIFOs the stream crosses, or
-/// the one at its link), its fixed limits.
-pub(super) fn limit_at(fifos: &[Fifo], q: &[f64], s: usize, st: &Stream) -> f64 {
+/// round trip plus the delays it waits behind (those of the FIFOs the stream crosses and
+/// `hol`, its wait behind other streams' backlogs, or the one at its link), its fixed
+/// limits.
+pub(super) fn limit_at(fifos: &[Fifo], q: &[f64], (s, hol): (usize, f64), st: &Stream) -> f64 {
     st.limits
         .iter()
         .map(|l| match l.window {
@@ -100,7 +101,8 @@ pub(super) fn limit_at(fifos: &[Fifo], q: &[f64], s: usize, st: &Stream) -> f64 
                 let d: f64 = (fifos.iter().zip(q))
                     .filter(|(f, _)| f.streams.contains(&s) && l.at.is_none_or(|a| a == f.chan))
                     .map(|(_, &q)| q)
-                    .sum();
+                    .sum::<f64>()
+                    + if l.at.is_none() { hol } else { 0.0 };
                 l.rate.min(w / (t + d))
             }
             None => l.rate,
@@ -115,6 +117,8 @@ struct Offer<'a> {
     streams: &'a [Stream],
     rates: &'a [f64],
     bounds: &'a [Bound],
+    /// Each stream's wait behind other streams' backlogs.
+    hol: &'a [f64],
     /// The delays, FIFO `k`'s set to what is being tried.
     at: Vec<f64>,
 }
@@ -132,7 +136,7 @@ impl Offer<'_> {
                 Bound::Resource(r) if r != c => self.rates[s],
                 _ => f64::INFINITY,
             };
-            let rate = limit_at(self.fifos, &self.at, s, st).min(ceiling);
+            let rate = limit_at(self.fifos, &self.at, (s, self.hol[s]), st).min(ceiling);
             out.0 += st.mix.tlps.get(&c).copied().unwrap_or(0.0) * rate;
             out.1 += st.mix.uses.get(&c).copied().unwrap_or(0.0) * rate;
         }
@@ -172,7 +176,7 @@ pub(super) fn settle(
     fifos: &[Fifo],
     q: &mut [f64],
     streams: &[Stream],
-    (rates, bounds): (&[f64], &[Bound]),
+    (rates, bounds, hol): (&[f64], &[Bound], &[f64]),
     cap: &[f64],
 ) {
     let mut k = 0;
@@ -184,6 +188,7 @@ pub(super) fn settle(
             streams,
             rates,
             bounds,
+            hol,
             at: q.to_vec(),
         };
         let idle: Vec<(f64, f64)> = (k..k + n).map(|j| o.at(j, 0.0)).collect();
@@ -228,11 +233,16 @@ pub(super) fn settle(
 
 /// Names the link of its fullest FIFO as what bound a stream its window held back behind a
 /// queue (the simulator's verdict: the link is full).
-pub(super) fn bounds(fifos: &[Fifo], q: &[f64], streams: &[Stream], bounds: &mut [Bound]) {
+pub(super) fn bounds(
+    fifos: &[Fifo],
+    (q, hol): (&[f64], &[f64]),
+    streams: &[Stream],
+    bounds: &mut [Bound],
+) {
     let idle = vec![0.0; q.len()];
     for (s, b) in bounds.iter_mut().enumerate() {
-        let unloaded = limit_at(fifos, &idle, s, &streams[s]);
-        let windowed = limit_at(fifos, q, s, &streams[s]) < unloaded * (1.0 - 1e-9);
+        let unloaded = limit_at(fifos, &idle, (s, 0.0), &streams[s]);
+        let windowed = limit_at(fifos, q, (s, hol[s]), &streams[s]) < unloaded * (1.0 - 1e-9);
         let fullest = fifos
             .iter()
             .zip(q)

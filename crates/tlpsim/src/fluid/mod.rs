@@ -27,7 +27,9 @@
 //!   per 16 data TLPs). Where windowed streams share one FIFO egress queue (a root
 //!   complex's completions for every reader below one root port, an endpoint's writes and
 //!   read requests) they share the link by their windows instead, behind a common queueing
-//!   delay; inputs that each hold such a FIFO get one TLP rate each ([`fifo`]).
+//!   delay; inputs that each hold such a FIFO get one TLP rate each ([`fifo`]). A stream
+//!   held some hops down its way fills the buffers and queues before, and a stream that
+//!   shares one of those queues and may not pass it waits behind that backlog ([`hol`]).
 //! - **Own limits** of a stream (the least of them): a workload's `rate` (per stream, per
 //!   fio job); a read stream's window, requests in flight (tags, transfers in flight, a copy
 //!   engine's reads) × bytes per request over the unloaded round trip of one request
@@ -47,6 +49,7 @@
 //! mixed read-write streams, scratchpad and NIC register targets.
 
 mod fifo;
+mod hol;
 mod path;
 mod report;
 mod solve;
@@ -59,6 +62,7 @@ use std::time::Instant;
 use crate::engine::SimTime;
 use crate::fabric::{AckPolicy, NodeId, NodeKind, System, TargetKind, WorkloadSpec};
 use crate::pcie::dll::{spec_dllp_fraction, DLLP_BYTES};
+use crate::pcie::flow_control::FcClass;
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::{flit, phy};
 use crate::sim::result::RunResult;
@@ -214,6 +218,8 @@ struct Mix {
     /// Per link direction, the egress inputs its TLPs join there ([`fifo::OWN`] for the
     /// transmitting node's own TLPs, else the link they came in on).
     inputs: BTreeMap<usize, BTreeSet<usize>>,
+    /// Per link direction, the flow-control classes of its TLPs there ([`hol::bit`]).
+    classes: BTreeMap<usize, u8>,
 }
 
 impl Mix {
@@ -254,6 +260,8 @@ struct Stream {
     requests_per_byte: f64,
     /// Doorbells per payload byte (interrupts at the target).
     interrupts_per_byte: f64,
+    /// What it keeps queued on its way when held downstream (writes, completions).
+    backlog: Option<hol::Backlog>,
 }
 
 /// The system being turned into streams and resources.
@@ -416,6 +424,7 @@ impl<'a> Model<'a> {
                         Some(Hop::Socket { .. }) | None => fifo::OWN,
                     };
                     mix.inputs.entry(c).or_default().insert(input);
+                    *mix.classes.entry(c).or_default() |= hol::bit(class_of(kind));
                     *mix.uses.entry(c).or_default() += self.wire(c, kind, payload) * count;
                     *mix.tlps.entry(c).or_default() += count;
                     *mix.payload.entry(c).or_default() += payload as f64 * count;
@@ -650,11 +659,20 @@ impl<'a> Model<'a> {
         let mut dllp = vec![0.0; chans];
         let mut demands = demands;
         let (mut rates, mut bounds) = solve(&cap, &demands);
-        // Four rounds settle the DLLPs; FIFO queues take more, until their delays settle.
+        // Four rounds settle the DLLPs; FIFO queues and streams held behind others'
+        // backlogs take more, until no stream's limit moves.
         let fifos = self.fifos();
+        let victims = self.victims();
         let mut q = vec![0.0; fifos.len()];
-        let rounds = if fifos.is_empty() { 4 } else { 200 };
-        for round in 0..rounds {
+        let mut hol = vec![0.0; self.streams.len()];
+        for round in 0..200 {
+            let held = !victims.is_empty() && {
+                hol = self.hol(&victims, &rates, &bounds);
+                hol.iter().any(|&h| h > 0.0)
+            };
+            if fifos.is_empty() && !held && round >= 4 {
+                break;
+            }
             let mut tlps = vec![0.0; chans];
             for (s, &r) in self.streams.iter().zip(&rates) {
                 for (&c, &n) in &s.mix.tlps {
@@ -665,13 +683,14 @@ impl<'a> Model<'a> {
                 dllp[c] = self.dllp_load(c, tlps[c ^ 1]);
                 cap[c] = (base[c] - dllp[c]).max(0.0);
             }
-            if !fifos.is_empty() {
-                fifo::settle(&fifos, &mut q, &self.streams, (&rates, &bounds), &cap);
+            if !fifos.is_empty() || held {
+                let last = (&rates[..], &bounds[..], &hol[..]);
+                fifo::settle(&fifos, &mut q, &self.streams, last, &cap);
                 // Settled when no stream's limit moves (two FIFOs in series that the same
                 // streams cross may trade their delays without changing a rate).
                 let mut moved = false;
                 for (i, (dm, s)) in demands.iter_mut().zip(&self.streams).enumerate() {
-                    let limit = fifo::limit_at(&fifos, &q, i, s);
+                    let limit = fifo::limit_at(&fifos, &q, (i, hol[i]), s);
                     moved |= (limit - dm.limit).abs() > 1e-12 * limit.abs();
                     dm.limit = limit;
                 }
@@ -681,8 +700,17 @@ impl<'a> Model<'a> {
             }
             (rates, bounds) = solve(&cap, &demands);
         }
-        fifo::bounds(&fifos, &q, &self.streams, &mut bounds);
+        fifo::bounds(&fifos, (&q, &hol), &self.streams, &mut bounds);
         self.report(rates, bounds, &cap, &dllp)
+    }
+}
+
+/// The flow-control class of a TLP of `kind`.
+fn class_of(kind: TlpKind) -> FcClass {
+    match kind {
+        TlpKind::MWr | TlpKind::Msg | TlpKind::MsgD => FcClass::Posted,
+        TlpKind::MRd => FcClass::NonPosted,
+        TlpKind::CplD | TlpKind::Cpl => FcClass::Completion,
     }
 }
 

@@ -2,10 +2,12 @@
 //! I/Os on each resource, and the limits of its own (its rate, a read window over the
 //! unloaded round trip, posted credits at each hop, an fio job set's I/Os in flight).
 
+use super::hol::Backlog;
 use super::{secs, Hop, Limit, Mix, Model, Path, Refused, Stream};
 use crate::engine::SimTime;
 use crate::fabric::{AckPolicy, DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadSpec};
 use crate::pcie::dll::{update_fc_latency_symbols, DLLP_BYTES};
+use crate::pcie::flow_control::FcClass;
 use crate::pcie::tlp::TlpKind;
 use crate::pcie::wire::symbol_ticks;
 use crate::sim::WRITE_QUEUE_DEPTH;
@@ -181,6 +183,12 @@ impl Model<'_> {
                 self.unloaded[i] = Some(self.one_way(&p, TlpKind::MWr, max) * 1e9);
             }
             self.push(i, mix, t as f64, limits, writes, interrupts);
+            self.held_back(
+                p,
+                FcClass::Posted,
+                max as f64,
+                (WRITE_QUEUE_DEPTH * max) as f64,
+            );
         }
         if w.direction.reads() {
             let (req, cpl) = (self.path(src, dst, w)?, self.path(dst, src, w)?);
@@ -191,8 +199,14 @@ impl Model<'_> {
             let (first, _) = self.read_round_trip(&req, &cpl, per_request.ceil() as u32);
             self.unloaded[i] = Some(first * 1e9);
             let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
-            limits.extend(self.read_window(w, (&req, &cpl), requests));
+            let (window, share) = self.read_window(w, (&req, &cpl), requests);
+            limits.extend(window);
             self.push(i, mix, t as f64, limits, requests, 0.0);
+            let cs = self.cpl_size(dst).min(per_request.ceil() as u32) as f64;
+            self.held_back(cpl, FcClass::Completion, cs, f64::INFINITY);
+            if let Some(b) = self.streams.last_mut().and_then(|s| s.backlog.as_mut()) {
+                b.share = share;
+            }
         }
         Ok(())
     }
@@ -203,8 +217,16 @@ impl Model<'_> {
     /// transfers over the round trip of a whole transfer (a transfer's slot frees only when
     /// its last completion is in, so on an idle fabric its requests do not go round
     /// independently), that round trip behind the FIFO its requests leave the source by (a
-    /// transfer's requests join it at once, and wait there together).
-    fn read_window(&self, w: &WorkloadSpec, ways: (&Path, &Path), requests: f64) -> Vec<Limit> {
+    /// transfer's requests join it at once, and wait there together). With them, the share
+    /// of its window in flight on average where its completions queue: a transfer-bound
+    /// reader's next transfer waits for the last completion of one whose others came in one
+    /// after another, so half a transfer is missing.
+    fn read_window(
+        &self,
+        w: &WorkloadSpec,
+        ways: (&Path, &Path),
+        requests: f64,
+    ) -> (Vec<Limit>, f64) {
         let (req, cpl, src, t) = (ways.0, ways.1, w.source, w.transfer_size);
         let per_request = (t as f64 / requests).min(self.sys.pcie.mrrs as f64);
         let (_, rtt) = self.read_round_trip(req, cpl, per_request.ceil() as u32);
@@ -232,10 +254,12 @@ impl Model<'_> {
         }
         let window = in_flight * per_request;
         let mut out = Vec::with_capacity(2);
+        let mut share = 1.0;
         if let (true, Some(&Hop::Chan(first))) = (
             requests > 1.0 && in_flight >= transfers * requests,
             req.hops.first(),
         ) {
+            share = (transfers - 0.5) / transfers;
             let whole = self
                 .read_round_trip(req, cpl, t.min(u32::MAX as u64) as u32)
                 .1;
@@ -272,7 +296,7 @@ impl Model<'_> {
                 rtt * 1e9
             ),
         });
-        out
+        (out, share)
     }
 
     /// A lone transfer whose requests outnumber its window `n` (`(requests, n, bytes per
@@ -458,6 +482,20 @@ impl Model<'_> {
             + self.one_way(up, TlpKind::MWr, 4)
     }
 
+    /// Notes what the last stream keeps queued along `path` when held downstream: TLPs of
+    /// `class` with `tlp` payload bytes, at most `source` bytes at its own egress.
+    fn held_back(&mut self, path: Path, class: FcClass, tlp: f64, source: f64) {
+        if let Some(s) = self.streams.last_mut() {
+            s.backlog = Some(Backlog {
+                path,
+                class,
+                tlp,
+                source,
+                share: 1.0,
+            });
+        }
+    }
+
     /// Adds a stream of flow `flow` whose unit moves `bytes` of data.
     fn push(
         &mut self,
@@ -478,6 +516,7 @@ impl Model<'_> {
             limits,
             requests_per_byte: requests / bytes,
             interrupts_per_byte: interrupts / bytes,
+            backlog: None,
         });
     }
 }

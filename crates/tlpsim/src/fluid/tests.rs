@@ -210,3 +210,88 @@ fn readers_behind_one_fifo_share_its_link_by_their_windows() {
     assert!((a + b - total).abs() < 1e-6 * total, "{} {total}", a + b);
     assert!((even.flows[0].throughput_gbps - even.flows[1].throughput_gbps).abs() < 1e-9);
 }
+
+/// A reader behind a Gen2 x1 link with 32 KiB of reads in flight and, beside it, a reader
+/// of 4 KiB at a time on a fast link (`slow` false: the first reader left out).
+fn behind_a_backlog(slow: bool) -> System {
+    let first = if slow {
+        r#"
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep0"
+direction = "read"
+transfer_size = "16KiB"
+outstanding = 2
+"#
+    } else {
+        ""
+    };
+    system(&format!(
+        r#"
+[pcie]
+mps = 256
+mrrs = 512
+[[root_complex]]
+name = "rc"
+[[switch]]
+name = "sw0"
+[[link]]
+between = ["rc", "sw0"]
+gen = 5
+width = 8
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = 256
+[[link]]
+between = ["sw0", "ep0"]
+gen = 2
+width = 1
+[[endpoint]]
+name = "ep1"
+kind = "dma"
+tags = 32
+[[link]]
+between = ["sw0", "ep1"]
+gen = 3
+width = 16
+[[workload]]
+name = "w1"
+kind = "dma"
+endpoint = "ep1"
+direction = "read"
+transfer_size = "4KiB"
+outstanding = 1
+{first}"#
+    ))
+}
+
+#[test]
+fn completions_wait_behind_a_slow_readers_backlog_in_the_root_complexs_queue() {
+    // The first reader's completions fill the switch's buffer before its Gen2 x1 link and
+    // back up into the root complex's one egress queue, where the other's wait behind them
+    // (0.61 Gb/s against 28.7 alone; the simulator gives it 0.77 at 1 ms, its requests
+    // probably in step with the first reader's transfers).
+    let alone = run(&behind_a_backlog(false)).expect("runs").result;
+    let r = run(&behind_a_backlog(true)).expect("runs").result;
+    let (w1, w1_alone) = (r.flows[0].throughput_gbps, alone.flows[0].throughput_gbps);
+    assert!(
+        w1 < 0.1 * w1_alone && w1 > 0.3,
+        "{w1} against {w1_alone} alone"
+    );
+    assert_eq!(r.flows[0].bottleneck.kind, "requests");
+    assert_eq!(r.flows[1].bottleneck.resource, "sw0-ep0 down");
+}
+
+#[test]
+fn read_requests_wait_behind_the_posted_writes_a_slow_target_holds() {
+    // The writes back up from the BAR's 4 GB/s through the switch's posted buffer to the
+    // root complex's egress, and a read request may not pass them (the simulator: 25.4
+    // Gb/s of reads; their window over the unloaded round trip alone gives 106).
+    let text = include_str!("../../../../scenarios/gpu-bar-through-switch.toml");
+    let r = run(&system(text)).expect("runs").result;
+    let reads = r.flows[1].throughput_gbps;
+    assert!(reads > 24.0 && reads < 26.0, "{reads}");
+    assert_eq!(r.flows[0].bottleneck.kind, "memory");
+}

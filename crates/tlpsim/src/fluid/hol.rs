@@ -1,0 +1,185 @@
+//! Head-of-line blocking: a stream whose TLPs back up behind a full resource downstream
+//! holds the FIFOs it shares on its way there, and the streams in them wait behind it.
+//!
+//! In the simulator a switch holds a TLP in the ingress buffer it came into until it leaves
+//! on its egress (`rx_release` in `sim/transmit.rs`), and an egress queue sends a TLP only
+//! when the next hop has the credits for it. When a stream's bottleneck is a link (or a
+//! target's write rate) some hops down its way and it keeps more in flight than that
+//! bottleneck's queue buffers (a reader's completions beyond its round trip, a writer's
+//! posted writes without end), its TLPs fill the buffer before the bottleneck, then the
+//! egress queue of the hop before, and so back to its source. Another stream that joins one
+//! of those queues through the same input and may not pass it (everything waits behind a
+//! posted write; a completion waits behind a completion, `choose` in
+//! `sim/channel/arbiter.rs`) waits behind the bytes queued there, which drain at the
+//! blocking stream's rate, though its own way leaves before the bottleneck: a reader whose
+//! completions leave the root complex behind a slow reader's (random fabric seeds 47 and
+//! 75), read requests behind posted writes a device's memory takes slowly
+//! (`gpu-bar-through-switch.toml`).
+
+use super::{secs, Bound, Model, Path, Stream};
+use crate::engine::SimTime;
+use crate::fabric::AckPolicy;
+use crate::pcie::dll::{update_fc_latency_symbols, DLLP_BYTES};
+use crate::pcie::flow_control::FcClass;
+use crate::pcie::tlp::TlpKind;
+use crate::pcie::wire::symbol_ticks;
+
+/// What a stream keeps queued on its way when something downstream holds it.
+#[derive(Clone)]
+pub(super) struct Backlog {
+    /// The way of its TLPs that queue (a writer's writes, a reader's completions).
+    pub(super) path: Path,
+    /// Their flow-control class.
+    pub(super) class: FcClass,
+    /// Payload bytes per TLP.
+    pub(super) tlp: f64,
+    /// Bytes its source keeps queued at its own egress at most (unbounded for a
+    /// completer's completions).
+    pub(super) source: f64,
+    /// The share of its window in flight on average while it backs up.
+    pub(super) share: f64,
+}
+
+/// Stream `b` waits behind stream `a`'s TLPs in the egress queue of hop `k` of `a`'s way.
+pub(super) struct Victim {
+    a: usize,
+    k: usize,
+    b: usize,
+}
+
+/// The bit of a flow-control class in a mix's classes per link direction.
+pub(super) fn bit(class: FcClass) -> u8 {
+    1 << class as u8
+}
+
+impl Model<'_> {
+    /// The pairs of streams and hops where one may wait behind another's backlog: both
+    /// join that hop's egress through the same one input, and the waiting stream's TLPs
+    /// there may not pass the other's, and it has a window to be held back.
+    pub(super) fn victims(&self) -> Vec<Victim> {
+        let mut out = Vec::new();
+        for (a, sa) in self.streams.iter().enumerate() {
+            let Some(bl) = &sa.backlog else { continue };
+            for (k, hop) in bl.path.hops.iter().enumerate() {
+                let super::Hop::Chan(c) = *hop else { continue };
+                let Some(input) = sa.mix.inputs.get(&c).filter(|i| i.len() == 1) else {
+                    continue;
+                };
+                for (b, sb) in self.streams.iter().enumerate() {
+                    let classes = sb.mix.classes.get(&c).copied().unwrap_or(0);
+                    let blocked = match bl.class {
+                        FcClass::Posted => classes != 0,
+                        FcClass::Completion => classes & bit(FcClass::Completion) != 0,
+                        FcClass::NonPosted => false,
+                    };
+                    let windowed = (sb.limits.iter()).any(|l| l.window.is_some() && l.at.is_none());
+                    if b != a && blocked && windowed && sb.mix.inputs.get(&c) == Some(input) {
+                        out.push(Victim { a, k, b });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Bytes node `n`'s ingress buffer holds of TLPs of `class` with `tlp` payload bytes
+    /// each (infinite where it advertises infinite credits).
+    fn buffer(&self, n: usize, class: FcClass, tlp: f64) -> f64 {
+        let credits = self.sys.nodes[n].credits.0;
+        let (h, d) = (credits[2 * class as usize], credits[2 * class as usize + 1]);
+        let units = (tlp / 16.0).ceil().max(1.0);
+        let by_header = h.map_or(f64::INFINITY, |h| h as f64);
+        let by_data = d.map_or(f64::INFINITY, |d| (d as f64 / units).floor());
+        by_header.min(by_data) * tlp
+    }
+
+    /// Seconds from a TLP leaving the ingress buffer at the far end of link direction `c`
+    /// to the next one of `tlp` payload bytes taking its place: the UpdateFC back (after
+    /// its timer), the TLP over the link.
+    fn refill(&self, c: usize, tlp: f64) -> f64 {
+        let l = &self.sys.links[c / 2];
+        let timer = match l.ack {
+            AckPolicy::Timer if !l.flit => {
+                let sym = update_fc_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
+                secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)))
+            }
+            _ => 0.0,
+        };
+        let ser = self.ser(c, self.wire(c, TlpKind::MWr, tlp as u32));
+        timer + self.ser(c ^ 1, DLLP_BYTES as f64) + 2.0 * secs(l.propagation) + ser
+    }
+
+    /// Seconds each stream's round trip waits behind other streams' backlogs, at the
+    /// rates and bounds of the last solve.
+    pub(super) fn hol(&self, victims: &[Victim], rates: &[f64], bounds: &[Bound]) -> Vec<f64> {
+        let mut out = vec![0.0; self.streams.len()];
+        let mut held: Vec<Option<Vec<f64>>> = vec![None; self.streams.len()];
+        for v in victims {
+            let h = held[v.a].get_or_insert_with(|| self.held(v.a, rates[v.a], bounds[v.a]));
+            if let Some(&bytes) = h.get(v.k) {
+                if bytes > 0.0 && rates[v.a] > 0.0 {
+                    out[v.b] += bytes / rates[v.a];
+                }
+            }
+        }
+        out
+    }
+
+    /// The bytes stream `a` (at `rate`, bound by `bound`) keeps queued at each hop of its
+    /// way before the one its bound holds it at: empty where nothing downstream holds it.
+    fn held(&self, a: usize, rate: f64, bound: Bound) -> Vec<f64> {
+        let st = &self.streams[a];
+        let Some(bl) = &st.backlog else {
+            return Vec::new();
+        };
+        let chans = self.sys.links.len() * 2;
+        let hops = &bl.path.hops;
+        let j = match bound {
+            Bound::Resource(r) if r < chans => {
+                match hops.iter().position(|h| *h == super::Hop::Chan(r)) {
+                    Some(j) => j,
+                    None => return Vec::new(),
+                }
+            }
+            // A target's write rate: the writes back up from its own ingress buffer.
+            Bound::Resource(r) if bl.class == FcClass::Posted && st.mix.uses.contains_key(&r) => {
+                hops.len()
+            }
+            Bound::Resource(_) | Bound::Limit | Bound::Unbound => return Vec::new(),
+        };
+        let mut rest = match bl.class {
+            FcClass::Posted => f64::INFINITY,
+            FcClass::Completion | FcClass::NonPosted => backlog(st, rate, bl.share),
+        };
+        let mut out = vec![0.0; j];
+        for i in (1..=j).rev() {
+            // The buffer is short of what arrives over its credits' return.
+            let refill = match hops[i - 1] {
+                super::Hop::Chan(c) => rate * self.refill(c, bl.tlp),
+                super::Hop::Socket { .. } => 0.0,
+            };
+            let room = (self.buffer(bl.path.nodes[i], bl.class, bl.tlp) - refill).max(0.0);
+            let here = rest.min(room);
+            rest -= here;
+            if i < j {
+                out[i] = here;
+            }
+        }
+        if j > 0 {
+            out[0] = rest.min(bl.source);
+        }
+        out
+    }
+}
+
+/// The bytes a windowed stream at `rate` keeps in flight beyond its round trips, `share`
+/// of each window in flight: the least over its windows.
+fn backlog(st: &Stream, rate: f64, share: f64) -> f64 {
+    st.limits
+        .iter()
+        .filter(|l| l.at.is_none())
+        .filter_map(|l| l.window)
+        .map(|(w, t)| w * share - rate * t)
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))))
+        .map_or(0.0, |x| x.max(0.0))
+}
