@@ -179,6 +179,19 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
+    /// [`Self::schedule`] inlined into its caller (the lean kernel's hottest sites; the
+    /// general engine keeps the call, which costs it less there).
+    #[inline(always)]
+    pub fn schedule_inline(&mut self, at: SimTime, event: E) {
+        let at = at.max(self.now).ticks();
+        self.len += 1;
+        if (at >> SLOT_BITS) < self.base + SLOTS as u64 {
+            self.place(at, event);
+        } else {
+            self.push_far(at, event);
+        }
+    }
+
     /// Puts an event beyond the wheel's span in the far heap (kept out of line: rare).
     #[cold]
     #[inline(never)]

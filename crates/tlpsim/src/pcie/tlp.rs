@@ -133,6 +133,18 @@ pub fn request_piece(addr: u64, left: u64, max: u32) -> u32 {
     left.min(max as u64 - in_dw).min(to_boundary) as u32
 }
 
+/// How many pieces of `max` bytes [`request_piece`] cuts in a row, before the next 4 KiB
+/// boundary, from a transfer whose next byte is at `addr` with `left` bytes to go (none
+/// from an address inside a DW).
+#[inline]
+pub fn full_pieces(addr: u64, left: u64, max: u32) -> u64 {
+    if addr & 3 != 0 || max & 3 != 0 {
+        return 0;
+    }
+    let to_boundary = REQUEST_BOUNDARY - (addr & (REQUEST_BOUNDARY - 1));
+    left.min(to_boundary) / max as u64
+}
+
 /// Bytes of the next completion of a read request whose next byte is at address `addr`,
 /// with `left` bytes to go: at most `max` (the completer's completion size, a multiple of
 /// `rcb`), ending on a multiple of the read completion boundary `rcb` unless it is the
@@ -196,6 +208,27 @@ pub fn pieces(total: u64, chunk: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn full_pieces_counts_the_pieces_of_max_bytes_before_the_next_boundary() {
+        let mut rng = crate::engine::rng::Rng::new(7);
+        for _ in 0..20_000 {
+            let max = [4u32, 8, 64, 100, 102, 128, 256, 4096][rng.below(8) as usize];
+            let (mut addr, mut left) = (rng.below(1 << 20), 1 + rng.below(20_000));
+            let n = full_pieces(addr, left, max);
+            let boundary = (addr / REQUEST_BOUNDARY + 1) * REQUEST_BOUNDARY;
+            let mut run = 0;
+            while left > 0 && request_piece(addr, left, max) == max && addr + max as u64 <= boundary
+            {
+                run += 1;
+                addr += max as u64;
+                left -= max as u64;
+            }
+            // A `max` that is no whole number of DWs is never counted (its second piece
+            // starts inside a DW).
+            assert_eq!(n, if max % 4 == 0 { run } else { 0 });
+        }
+    }
 
     #[test]
     fn seed_overheads() {

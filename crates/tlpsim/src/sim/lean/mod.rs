@@ -46,6 +46,11 @@ pub(in crate::sim) struct LeanChannel {
     overhead: u32,
     /// Index of the oldest waiting write in `ring`.
     head: u32,
+    /// Writes of the flow's whole TLP payload that its writer cuts next in a row (each
+    /// [`LeanChannel::full_word`]; `tlp::full_pieces`): one replaces a sent write at once.
+    full: u32,
+    /// The code word of a write of the flow's whole TLP payload from a DW's start.
+    full_word: u32,
     /// Waiting writes, each `payload | dw_lead << 16`; the arbiter's `queued` counts them.
     ring: [u32; RING],
 }
@@ -165,7 +170,9 @@ impl Simulator<'_> {
             })
             .collect();
         for (f, flow) in self.work.flows.iter().enumerate() {
-            self.lean.chans[flow.out as usize].flow = f as u32;
+            let l = &mut self.lean.chans[flow.out as usize];
+            l.flow = f as u32;
+            l.full_word = code(flow.tlp_payload as u32, 0);
         }
     }
 

@@ -27,7 +27,10 @@ impl Simulator<'_> {
             let c = flow.out;
             self.audit.tlps_created += 1;
             self.audit.payload_created += size as u64;
+            let max = flow.tlp_payload as u32;
+            let full = tlp::full_pieces(flow.write_addr, flow.write_left, max);
             let l = &mut self.lean.chans[c as usize];
+            l.full = full as u32;
             let ch = &mut self.chans[c as usize];
             let at = (l.head as usize + ch.arbiter.queued) % RING;
             l.ring[at] = code(size, (addr & 3) as u32);
@@ -69,7 +72,7 @@ impl Simulator<'_> {
                 .dllps_arriving
                 .push_back((d, false, last));
             if last {
-                self.q.schedule(at, Ev::DllpArrive(c ^ 1));
+                self.q.schedule_inline(at, Ev::DllpArrive(c ^ 1));
             }
         }
         self.lean_send_tlp(c);
@@ -108,7 +111,24 @@ impl Simulator<'_> {
         }
         l.head = (l.head + 1) % RING as u32;
         let f = l.flow;
-        ch.arbiter.lean_leave(now);
+        // The writer's next write is one of its whole payload: it takes this one's place at
+        // once (`lean_fill`'s one write after a send, cut without `request_piece`).
+        let refill = l.full > 0;
+        if refill {
+            l.full -= 1;
+            let at = (l.head as usize + ch.arbiter.queued - 1) % RING;
+            l.ring[at] = l.full_word;
+            ch.arbiter.lean_swap();
+            let max = payload(l.full_word);
+            let flow = &mut self.work.flows[f as usize];
+            flow.write_left -= max as u64;
+            flow.write_addr += max as u64;
+            flow.next_order += 1;
+            self.audit.tlps_created += 1;
+            self.audit.payload_created += max as u64;
+        } else {
+            ch.arbiter.lean_leave(now);
+        }
         ch.end_stall(now);
         ch.end_replay_stall(now);
         if !ch.tx_credits.consume(FcClass::Posted, dc) {
@@ -118,11 +138,14 @@ impl Simulator<'_> {
         ch.counters.tlps += 1;
         ch.counters.payload_bytes += payload(word) as u64;
         self.lean_transmit(c, e);
-        // It left its writer: room for the next.
-        self.work.flows[f as usize].write_queued -= 1;
-        // The wire is busy now: `lean_send_now`'s end wakes the transmitter when it frees,
-        // as the writer's own `try_send` would have, with nothing scheduled in between.
-        self.lean_fill(f, false);
+        if !refill {
+            // It left its writer: room for the next.
+            self.work.flows[f as usize].write_queued -= 1;
+            // The wire is busy now: `lean_send_now`'s end wakes the transmitter when it
+            // frees, as the writer's own `try_send` would have, with nothing scheduled in
+            // between.
+            self.lean_fill(f, false);
+        }
     }
 
     /// Puts one write (new or replayed) on the wire of `c` (`transmit` with no errors and
@@ -174,7 +197,7 @@ impl Simulator<'_> {
         a.frees_wire = !ch.tx_event && a.tail == ch.phy.wire.free_at();
         ch.tx_event |= a.frees_wire;
         ch.phy.arriving.push_back(a);
-        self.q.schedule(a.tail, Ev::TlpArrive(c));
+        self.q.schedule_inline(a.tail, Ev::TlpArrive(c));
     }
 
     /// A write's last byte reaches channel `c`'s receiver (`on_tlp`, `dll_receive`).
@@ -187,7 +210,7 @@ impl Simulator<'_> {
             Received::Accepted => {
                 if ch.rx_dll.start_timer() {
                     let at = (a.tail + ch.rx_dll.ack_interval).max(now);
-                    self.q.schedule(at, Ev::DllTimer(c));
+                    self.q.schedule_inline(at, Ev::DllTimer(c));
                 }
                 self.lean_written(c, a);
             }
