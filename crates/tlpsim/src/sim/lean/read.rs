@@ -168,8 +168,12 @@ impl Simulator<'_> {
         }
         let e = ch.tx_dll.push(word, bytes);
         ch.counters.tlps += 1;
+        if kind != MRD {
+            ch.counters.payload_bytes += cpl_payload(word) as u64;
+        }
+        // One call: each inlined copy of the transmit path weighs on the write path's.
+        let start = self.lean_transmit(c, e);
         if kind == MRD {
-            let start = self.lean_transmit(c, e);
             // It left its requester: its latency (and its transfer's, if first) counts
             // from its first byte out (`flow_left`).
             let req = &mut self.work.reqs[word as usize];
@@ -178,9 +182,6 @@ impl Simulator<'_> {
                 let (f, t) = (req.flow as usize, req.transfer as usize);
                 self.work.flows[f].transfer_issued[t] = start;
             }
-        } else {
-            ch.counters.payload_bytes += cpl_payload(word) as u64;
-            self.lean_transmit(c, e);
         }
     }
 
