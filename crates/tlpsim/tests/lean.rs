@@ -1,7 +1,8 @@
 //! Differential test of the lean kernel (`sim::lean`): random fabrics of its class (DMA
-//! endpoints writing into a root complex over one link each, any generation, width,
-//! MPS, credits, replay buffer, Ack policy, SKP, propagation, transfer size, outstanding
-//! writes, addresses and warmup) run on it and on the general engine must give the same
+//! endpoints writing into or reading from a root complex over one link each, any
+//! generation, width, MPS, MRRS, RCB, completion rule, memory latency, tags, credits,
+//! replay buffer, Ack policy, SKP, propagation, transfer size, outstanding transfers,
+//! addresses and warmup) run on it and on the general engine must give the same
 //! JSON, apart from `wall_s`, value for value; so must the lean peer's one-link scenario at
 //! 5 ms. 48 cases by default; `PROPTEST_CASES=N` for more.
 
@@ -11,13 +12,17 @@ use tlpsim::sim::{lean_qualifies, run_on, Kernel};
 
 /// One endpoint: (link generation, width index, propagation in ns (immediate Acks when
 /// odd), replay buffer in KiB or 0 for the default, SKP), (transfer size, outstanding,
-/// TLP payload index, host offset, window in slots or 0 for none, random slots), and its
-/// own posted header credits (finite when above 0: the root complex's UpdateFC refresh).
+/// TLP payload index, host offset, window in slots or 0 for none, random slots), and (its
+/// own posted header credits, finite when above 0: the root complex's UpdateFC refresh;
+/// whether it reads rather than writes; its tags, 0 for the default).
 type EndpointGen = (
     (u32, usize, u32, u32, bool),
     (u32, u32, usize, u32, u32, bool),
-    u32,
+    (u32, bool, u32),
 );
+
+/// The reads' settings: MRRS, RCB, completions at MPS (not RCB), a uniform memory latency.
+type ReadGen = (u32, u32, bool, bool);
 
 const WIDTHS: [u32; 5] = [1, 2, 4, 8, 16];
 const PAYLOADS: [u32; 4] = [0, 64, 128, 256];
@@ -28,19 +33,29 @@ fn fabric(
     (ph, pd_tlps): (u32, u32),
     (duration_us, warmup_us, seed): (u32, u32, u64),
     ecrc: bool,
+    (mrrs, rcb, cpl_mps, uniform): ReadGen,
     endpoints: &[EndpointGen],
 ) -> String {
+    let latency = if uniform {
+        "{ distribution = \"uniform\", min = \"200ns\", max = \"900ns\" }"
+    } else {
+        "\"400ns\""
+    };
+    let completion = if cpl_mps { "mps" } else { "rcb" };
     let mut t = format!(
         "[simulation]\nduration = \"{duration_us}us\"\nwarmup = \"{warmup_us}us\"\n\
-         seed = {seed}\n[pcie]\nmps = {mps}\necrc = {ecrc}\n\
-         [[root_complex]]\nname = \"rc\"\nmemory_read_latency = \"400ns\"\n\
-         credits = {{ ph = {ph}, pd = {} }}\n",
+         seed = {seed}\n[pcie]\nmps = {mps}\necrc = {ecrc}\nmrrs = {mrrs}\nrcb = {rcb}\n\
+         [[root_complex]]\nname = \"rc\"\nmemory_read_latency = {latency}\n\
+         completion = \"{completion}\"\ncredits = {{ ph = {ph}, pd = {} }}\n",
         mps / 16 * pd_tlps
     );
-    for (k, &(link, work, ep_ph)) in endpoints.iter().enumerate() {
+    for (k, &(link, work, (ep_ph, reads, tags))) in endpoints.iter().enumerate() {
         let (gen, w, prop, replay, skp) = link;
         let (size, outstanding, payload, host_offset, slots, random) = work;
         t.push_str(&format!("[[endpoint]]\nname = \"ep{k}\"\nkind = \"dma\"\n"));
+        if tags > 0 {
+            t.push_str(&format!("tags = {tags}\n"));
+        }
         if ep_ph > 0 {
             t.push_str(&format!(
                 "credits = {{ ph = {ep_ph}, pd = {} }}\n",
@@ -60,10 +75,11 @@ fn fabric(
         }
         t.push_str(&format!(
             "[[workload]]\nname = \"w{k}\"\nkind = \"dma\"\nendpoint = \"ep{k}\"\n\
-             direction = \"write\"\ntransfer_size = \"{size}B\"\noutstanding = {outstanding}\n\
-             host_offset = {host_offset}\n"
+             direction = \"{}\"\ntransfer_size = \"{size}B\"\noutstanding = {outstanding}\n\
+             host_offset = {host_offset}\n",
+            if reads { "read" } else { "write" }
         ));
-        if PAYLOADS[payload] > 0 && PAYLOADS[payload] <= mps {
+        if !reads && PAYLOADS[payload] > 0 && PAYLOADS[payload] <= mps {
             t.push_str(&format!("tlp_payload = \"{}B\"\n", PAYLOADS[payload]));
         }
         if slots > 0 {
@@ -98,14 +114,17 @@ proptest! {
         credits in (1u32..=32, 1u32..=16),
         time in (20u32..=300, 0u32..=15, 0u64..1000),
         ecrc in any::<bool>(),
+        reads in (prop::sample::select(vec![128u32, 256, 512, 4096]),
+                  prop::sample::select(vec![64u32, 128]), any::<bool>(), any::<bool>()),
         endpoints in prop::collection::vec(
             ((1u32..=5, 0usize..WIDTHS.len(), 0u32..=400, prop::sample::select(vec![0u32, 2, 4, 16]),
               any::<bool>()),
              (4u32..=16384, 1u32..=8, 0usize..PAYLOADS.len(), 0u32..=4, 0u32..=6, any::<bool>()),
-             prop::sample::select(vec![0u32, 1, 4])),
+             (prop::sample::select(vec![0u32, 1, 4]), any::<bool>(),
+              prop::sample::select(vec![0u32, 1, 3, 32]))),
             1..=4),
     ) {
-        let text = fabric(mps, credits, time, ecrc, &endpoints);
+        let text = fabric(mps, credits, time, ecrc, reads, &endpoints);
         let sys = load_str(&text, "<lean fabric>")
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         prop_assert!(lean_qualifies(&sys), "not of the lean class\n{}", text);
@@ -152,4 +171,46 @@ fn a_lean_run_that_gives_up_starts_again_on_the_general_engine_with_the_same_jso
         "{events} events: the run gives up never"
     );
     assert_eq!(restarted, general);
+}
+
+#[test]
+fn the_lean_peers_link_read_gives_the_same_json_on_both_kernels() {
+    let text = "[simulation]\nduration = \"2ms\"\nwarmup = \"10us\"\nseed = 1\n\
+                [pcie]\nmps = 128\ngen = 1\nskp = false\n\
+                [[root_complex]]\nname = \"rc\"\nmemory_read_latency = \"400ns\"\n\
+                credits = { ph = 32, pd = 256 }\n\
+                [[endpoint]]\nname = \"a\"\nkind = \"dma\"\n\
+                [[link]]\nbetween = [\"rc\", \"a\"]\nwidth = 8\n\
+                [[workload]]\nname = \"w\"\nkind = \"dma\"\nendpoint = \"a\"\n\
+                direction = \"read\"\ntransfer_size = \"4KiB\"\noutstanding = 8\n";
+    assert!(lean_qualifies(
+        &load_str(text, "<link1 read>").expect("loads")
+    ));
+    let lean = json_on(text, Kernel::LeanOrError).expect("runs");
+    let general = json_on(text, Kernel::General).expect("runs");
+    assert_eq!(lean, general);
+}
+
+#[test]
+fn a_read_that_times_out_hands_the_run_to_the_general_engine_with_the_same_json() {
+    // The memory answers after the requester's completion timeout: the lean kernel gives
+    // up at the first timeout, and the general engine describes it.
+    let text = "[simulation]\nduration = \"400us\"\nseed = 2\n\
+                [[root_complex]]\nname = \"rc\"\nmemory_read_latency = \"80us\"\n\
+                [[endpoint]]\nname = \"a\"\nkind = \"dma\"\ncompletion_timeout = \"50us\"\n\
+                [[link]]\nbetween = [\"rc\", \"a\"]\nwidth = 4\n\
+                [[workload]]\nname = \"w\"\nkind = \"dma\"\nendpoint = \"a\"\n\
+                direction = \"read\"\ntransfer_size = \"4KiB\"\n";
+    assert!(lean_qualifies(&load_str(text, "<timeout>").expect("loads")));
+    let auto = json_on(text, Kernel::Auto).expect("runs");
+    let general = json_on(text, Kernel::General).expect("runs");
+    assert!(
+        !general.contains("\"completion_timeouts\":0"),
+        "no timeout counted: {general}"
+    );
+    assert_eq!(auto, general);
+    assert!(
+        json_on(text, Kernel::LeanOrError).is_err(),
+        "the lean kernel gave up"
+    );
 }

@@ -96,6 +96,7 @@ impl Wire {
     /// Sends `bytes` starting no earlier than `now`; returns (start, end of the last byte).
     ///
     /// The wire is then busy until the returned end, plus an SKP ordered set if one fell due.
+    #[inline(always)]
     pub fn send(&mut self, now: SimTime, bytes: u32) -> (SimTime, SimTime) {
         let start = now.max(self.free_at);
         let total = bytes as u64 * self.num + self.carry;

@@ -498,8 +498,8 @@ impl Simulator<'_> {
             }
             Some(Err(e)) => Err(e),
             None if self.kernel == Kernel::LeanOrError => Err(RunError::Interrupted(
-                "the lean kernel gave up (a flow quiet for a watchdog period, a Nak or an \
-                 event it does not take)"
+                "the lean kernel gave up (a flow quiet for a watchdog period, a read that \
+                 timed out, a Nak or an event it does not take)"
                     .into(),
             )),
             None => {

@@ -286,6 +286,25 @@ impl Simulator<'_> {
         self.q.schedule(next, Ev::CplTimeout);
     }
 
+    /// Whether [`Self::check_completion_timeouts`] would time a request out now (the lean
+    /// kernel leaves that to the general engine).
+    pub(in crate::sim) fn completion_timeout_due(&self) -> bool {
+        let now = self.now();
+        if self.watch.progress.scan_every.is_none() {
+            return false;
+        }
+        let mut free = vec![false; self.work.reqs.len()];
+        for &r in self.work.reqs.free_slots() {
+            free[r as usize] = true;
+        }
+        free.iter().enumerate().any(|(r, &is_free)| {
+            let req = self.work.reqs[r];
+            let source = self.work.flows[req.flow as usize].source as usize;
+            let limit = self.sys.nodes[source].completion_timeout;
+            !is_free && !req.timed_out && limit.is_some_and(|l| req.made + l <= now)
+        })
+    }
+
     /// Read request `slot` timed out: its requester frees the tag and counts the error; its
     /// transfer goes on without the bytes it asked for.
     fn time_out(&mut self, slot: u32) {

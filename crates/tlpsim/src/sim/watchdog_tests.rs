@@ -28,9 +28,11 @@ fn completions(cplh: u32) -> PerCreditType<Option<u32>> {
 }
 
 /// Runs `sys` with the down channel's (completions toward the endpoint) transmitter knowing
-/// `known` CplH credits while its receiver granted `granted`.
+/// `known` CplH credits while its receiver granted `granted`, on the general engine (the
+/// lean kernel's restart would build the credits afresh from the scenario).
 fn run_with_cplh(sys: &System, known: u32, granted: u32) -> Result<RunResult, RunError> {
     let mut sim = Simulator::new(sys);
+    sim.kernel = Kernel::General;
     sim.chans[0].tx_credits = FcTransmitter::new(completions(known));
     sim.chans[0].rx_credits = FcReceiver::new(completions(granted));
     sim.run()

@@ -1,16 +1,19 @@
-//! The lean kernel: the hot path of the first class of runs, DMA endpoints streaming posted
-//! writes straight into root complexes over one link each, with no bit errors, flits,
-//! switches, trace or anything of a root complex's own (bridge, sink, memory limits, host
-//! memory, CPU). It runs on the simulator's own state and event queue, so the events it
-//! schedules, their order at one instant and every counter the results read are those of
-//! the general engine, but a write is a code word (payload and DW lead) in a fixed ring per
-//! channel, not a slab record: no arbiter queues, no node dispatch, no owner cookie, no
-//! completer. Its eligibility (`eligible`) says yes only when every feature of the run is
-//! one it models exactly; a run it cannot finish the same way (a flow quiet for a whole
-//! watchdog period, whose starvation the general engine describes by its waiting TLP)
+//! The lean kernel: the hot path of the first classes of runs, DMA endpoints streaming
+//! posted writes into, or reads from (`read`), root complexes straight over one link
+//! each, with no bit errors, flits, switches, trace or anything of a root complex's own
+//! (bridge, sink, memory limits, host memory, CPU). It runs on the simulator's own state
+//! and event queue, so the events it schedules, their order at one instant and every
+//! counter the results read are those of the general engine, but a write is a code word
+//! (payload and DW lead) in a fixed ring per channel, not a slab record (a read request
+//! is its request slot, a completion a code word, each in its channel's queue): no
+//! arbiter queues, no node dispatch, no owner cookie, no completer. Its eligibility
+//! (`eligible`) says yes only when every feature of the run is one it models exactly; a
+//! run it cannot finish the same way (a flow quiet for a whole watchdog period, whose
+//! starvation the general engine describes by its waiting TLP, or a read that times out)
 //! starts again on the general engine.
 
 mod path;
+mod read;
 
 use super::*;
 use crate::fabric::WorkloadKind;
@@ -37,12 +40,21 @@ pub enum Kernel {
     LeanGiveUp,
 }
 
+/// A channel that carries a flow's posted writes (or nothing).
+const WRITE: u32 = 0;
+/// A channel that carries a flow's read requests.
+const MRD: u32 = 1;
+/// A channel that carries the completions of a flow's reads.
+const CPL: u32 = 2;
+
 /// One channel's lean state: the writes waiting for its wire, oldest first.
 #[derive(Debug, Clone, Copy, Default)]
 pub(in crate::sim) struct LeanChannel {
-    /// The flow whose writes it carries (`NONE`: none).
+    /// The flow whose TLPs it carries (`NONE`: none).
     flow: u32,
-    /// Wire bytes of a write with no data (header, digest, framing).
+    /// What it carries: `WRITE`, `MRD` or `CPL`.
+    kind: u32,
+    /// Wire bytes of one of its TLPs with no data (header, digest, framing).
     overhead: u32,
     /// Index of the oldest waiting write in `ring`.
     head: u32,
@@ -60,6 +72,11 @@ pub(in crate::sim) struct LeanChannel {
 #[derive(Debug, Default)]
 pub(in crate::sim) struct Lean {
     chans: Vec<LeanChannel>,
+    /// Each channel's waiting read requests (request slots) or completions (code words),
+    /// oldest first; empty on a channel of writes.
+    queues: Vec<std::collections::VecDeque<u32>>,
+    /// The address (its low 32 bits, as a TLP holds it) of each request slot's read.
+    req_addr: Vec<u32>,
     /// A look found a flow quiet: the run starts again on the general engine.
     gave_up: bool,
 }
@@ -125,10 +142,17 @@ impl Simulator<'_> {
             && self.lean_flows_ok()
     }
 
-    /// Every workload a plain DMA write stream from a DMA endpoint straight into a root
-    /// complex, one per channel, on a transmitter with one input.
+    /// Every workload a plain DMA write or read stream from a DMA endpoint straight into a
+    /// root complex, one per channel, on a transmitter with one input, and fewer tags in
+    /// all than a completion's code word can name.
     fn lean_flows_ok(&self) -> bool {
         let mut used = vec![false; self.chans.len()];
+        let tags: u64 = (0..self.sys.nodes.len())
+            .map(|n| match &self.nodes[n] {
+                node::AnyNode::Dma(d) => d.free_tags as u64,
+                _ => 0,
+            })
+            .sum();
         self.sys
             .workloads
             .iter()
@@ -138,8 +162,7 @@ impl Simulator<'_> {
                 let ok = matches!(w.kind, WorkloadKind::Dma)
                     && matches!(self.sys.nodes[w.source].kind, NodeKind::Dma { .. })
                     && matches!(self.sys.nodes[w.target].kind, NodeKind::RootComplex { .. })
-                    && f.writes
-                    && !f.reads
+                    && f.writes != f.reads
                     && !f.write_read
                     && f.engines.is_none()
                     && f.storage.is_none()
@@ -148,31 +171,46 @@ impl Simulator<'_> {
                     && out < self.chans.len()
                     && self.ends.rx_node[out] as usize == w.target
                     && self.chans[out].arbiter.single_input()
-                    && !used[out];
+                    && !used[out]
+                    && !used[out ^ 1];
                 if ok {
                     used[out] = true;
+                    used[out ^ 1] = f.reads;
                 }
                 ok
             })
+            && tags < read::MAX_SLOTS
     }
 
     /// Sets up the lean state: each flow's channel and its writes' fixed wire bytes.
     pub(in crate::sim) fn lean_start(&mut self) {
         let pcie = &self.sys.pcie;
-        let over = tlp::tlp_bytes(TlpKind::MWr, pcie.addressing, 0, pcie.ecrc);
+        let over = |kind| tlp::tlp_bytes(kind, pcie.addressing, 0, pcie.ecrc);
         self.lean.chans = self
             .chans
             .iter()
             .map(|c| LeanChannel {
                 flow: NONE,
-                overhead: over + c.phy.framing,
+                overhead: over(TlpKind::MWr) + c.phy.framing,
                 ..LeanChannel::default()
             })
             .collect();
+        self.lean.queues = vec![Default::default(); self.chans.len()];
         for (f, flow) in self.work.flows.iter().enumerate() {
-            let l = &mut self.lean.chans[flow.out as usize];
-            l.flow = f as u32;
-            l.full_word = code(flow.tlp_payload as u32, 0);
+            let out = flow.out as usize;
+            self.lean.chans[out].flow = f as u32;
+            self.lean.chans[out].full_word = code(flow.tlp_payload as u32, 0);
+            if flow.reads {
+                let (up, down) = (self.chans[out].phy.framing, self.chans[out ^ 1].phy.framing);
+                self.lean.chans[out].kind = MRD;
+                self.lean.chans[out].overhead = over(TlpKind::MRd) + up;
+                self.lean.chans[out ^ 1] = LeanChannel {
+                    flow: f as u32,
+                    kind: CPL,
+                    overhead: over(TlpKind::CplD) + down,
+                    ..LeanChannel::default()
+                };
+            }
         }
     }
 
@@ -245,7 +283,9 @@ impl Simulator<'_> {
                 self.q.schedule(self.now() + FC_REFRESH, Ev::FcRefresh(c));
             }
             Ev::ReplayTimer(c) => self.on_replay_timer::<true>(c),
+            Ev::Start(f) if self.work.flows[f as usize].reads => self.lean_issue_reads(f),
             Ev::Start(f) => self.lean_fill(f, true),
+            Ev::Enqueue { ch, tlp } => self.lean_enqueue_completions(ch, tlp),
             _ => return self.lean_look(ev),
         }
         Ok(())
@@ -262,6 +302,8 @@ impl Simulator<'_> {
             Ev::Warmup => self.start_measuring(),
             Ev::Watchdog => self.credit_watchdog()?,
             Ev::Progress => self.lean_progress(),
+            // A request that times out is the general engine's to describe.
+            Ev::CplTimeout if self.completion_timeout_due() => self.lean.gave_up = true,
             Ev::CplTimeout => self.check_completion_timeouts(),
             _ => self.lean.gave_up = true,
         }

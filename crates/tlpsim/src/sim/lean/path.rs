@@ -75,7 +75,11 @@ impl Simulator<'_> {
                 self.q.schedule_inline(at, Ev::DllpArrive(c ^ 1));
             }
         }
-        self.lean_send_tlp(c);
+        if self.lean.chans[c as usize].kind == WRITE {
+            self.lean_send_tlp(c);
+        } else {
+            self.lean_send_queued(c);
+        }
         let ch = &self.chans[c as usize];
         if ch.phy.wire.free_at() > now && ch.has_work() {
             self.lean_tx_free(c);
@@ -148,10 +152,10 @@ impl Simulator<'_> {
         }
     }
 
-    /// Puts one write (new or replayed) on the wire of `c` (`transmit` with no errors and
-    /// no switch beyond).
+    /// Puts one TLP (new or replayed) on the wire of `c` (`transmit` with no errors and
+    /// no switch beyond); returns when its first byte left.
     #[inline(always)]
-    fn lean_transmit(&mut self, c: u32, e: ReplayEntry) {
+    pub(super) fn lean_transmit(&mut self, c: u32, e: ReplayEntry) -> SimTime {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
         let (start, end) = ch.phy.wire.send(now, e.bytes);
@@ -176,6 +180,7 @@ impl Simulator<'_> {
                 forwarded: false,
             },
         );
+        start
     }
 
     /// Wakes channel `c`'s transmitter when its wire frees (`schedule_tx_free`: its own copy,
@@ -212,7 +217,11 @@ impl Simulator<'_> {
                     let at = (a.tail + ch.rx_dll.ack_interval).max(now);
                     self.q.schedule_inline(at, Ev::DllTimer(c));
                 }
-                self.lean_written(c, a);
+                match self.lean.chans[c as usize].kind {
+                    WRITE => self.lean_written(c, a),
+                    MRD => self.lean_read_arrived(c, a),
+                    _ => self.lean_completed(c, a),
+                }
             }
             Received::Nak(s) => self.lean_send_dllp(c, Dllp::Nak(s)),
             Received::Duplicate(s) => self.lean_send_dllp(c, Dllp::Ack(s)),

@@ -249,6 +249,11 @@ impl Node for RootComplex {
 }
 
 impl RootComplex {
+    /// Its read latency and completion size, for the lean kernel's completer (`sim::lean`).
+    pub(in crate::sim) fn lean_read(&self) -> (Latency, u32) {
+        (self.read_latency, self.cpl_size)
+    }
+
     /// Its read tags, lent to the flow code of the flows it runs (reads of a bridge's
     /// scratchpads).
     #[inline(always)]
