@@ -306,17 +306,7 @@ impl Simulator<'_> {
                     d.media
                         .begin_io(now, false, flow.storage.is_some_and(|m| m.random));
                 }
-                let slot = match flow.free_transfers.pop() {
-                    Some(s) => s,
-                    None => {
-                        flow.transfer_issued.push(SimTime::ZERO);
-                        flow.transfer_left.push(0);
-                        (flow.transfer_left.len() - 1) as u32
-                    }
-                };
-                flow.transfer_left[slot as usize] = size;
-                flow.active += 1;
-                flow.current = Some((slot, size, addr));
+                flow.open_read_transfer(size, addr);
                 first = true;
             }
             flow.window_ticks += flow.window_full.close(now).unwrap_or(0);
@@ -328,20 +318,7 @@ impl Simulator<'_> {
             flow.current = (left > len).then_some((slot, left - len, addr + len));
             *free_tags -= 1;
             let (src, dst, out) = (flow.source, flow.target, flow.out);
-            let req = Req {
-                flow: f,
-                transfer: slot,
-                length: len as u32,
-                remaining: len as u32,
-                next_offset: 0,
-                issued: SimTime::ZERO,
-                answered: false,
-                from_start: false,
-                descriptor: false,
-                first,
-                made: now,
-                timed_out: false,
-            };
+            let req = Req::new(f, slot, len as u32, first, now);
             let r = self.work.reqs.place(req);
             let owner = FlowTlp::Request(r).owner(src);
             let id = self.new_tlp(Tlp {

@@ -167,6 +167,27 @@ struct Req {
     timed_out: bool,
 }
 
+impl Req {
+    /// A request of `length` bytes of flow `flow`'s transfer `transfer`, made at `made`,
+    /// whose latency counts from when it leaves (its transfer's `first` or not).
+    fn new(flow: u32, transfer: u32, length: u32, first: bool, made: SimTime) -> Self {
+        Req {
+            flow,
+            transfer,
+            length,
+            remaining: length,
+            next_offset: 0,
+            issued: SimTime::ZERO,
+            answered: false,
+            from_start: false,
+            descriptor: false,
+            first,
+            made,
+            timed_out: false,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Flow {
     source: u32,

@@ -176,6 +176,22 @@ fn request_bytes(next: (u64, u64), left: u64, max: u32, unit: u32) -> u32 {
 }
 
 impl Flow {
+    /// Opens a read transfer of `size` bytes at `addr` as the one its requests are cut
+    /// from next, in a free transfer slot (a new one if none is free).
+    pub(in crate::sim) fn open_read_transfer(&mut self, size: u64, addr: u64) {
+        let slot = match self.free_transfers.pop() {
+            Some(s) => s,
+            None => {
+                self.transfer_issued.push(SimTime::ZERO);
+                self.transfer_left.push(0);
+                (self.transfer_left.len() - 1) as u32
+            }
+        };
+        self.transfer_left[slot as usize] = size;
+        self.active += 1;
+        self.current = Some((slot, size, addr));
+    }
+
     /// The host address of the next transfer of `size` bytes: the next slot of its window
     /// (in order, or drawn from `rng`), passing over a slot where a transfer that could fit
     /// between two 4 KiB boundaries would cross one, plus the host offset.
@@ -555,18 +571,10 @@ impl Simulator<'_> {
             self.work.dma[t as usize].reads_out += 1;
             self.pace_request(&tr, len);
             let req = Req {
-                flow: f,
-                transfer: t,
-                length: len,
-                remaining: len,
-                next_offset: 0,
                 issued: tr.started,
-                answered: false,
                 from_start: device_timed,
                 descriptor: tr.phase == Phase::Descriptor,
-                first: false,
-                made: now,
-                timed_out: false,
+                ..Req::new(f, t, len, false, now)
             };
             let r = self.work.reqs.place(req);
             let owner = Owner {

@@ -83,17 +83,7 @@ impl Simulator<'_> {
                 let size = flow.transfer_size;
                 let addr = flow.next_address(&mut self.rng, size);
                 flow.ios += 1;
-                let slot = match flow.free_transfers.pop() {
-                    Some(s) => s,
-                    None => {
-                        flow.transfer_issued.push(SimTime::ZERO);
-                        flow.transfer_left.push(0);
-                        (flow.transfer_left.len() - 1) as u32
-                    }
-                };
-                flow.transfer_left[slot as usize] = size;
-                flow.active += 1;
-                flow.current = Some((slot, size, addr));
+                flow.open_read_transfer(size, addr);
                 first = true;
             }
             flow.window_ticks += flow.window_full.close(now).unwrap_or(0);
@@ -102,20 +92,10 @@ impl Simulator<'_> {
             flow.current = (left > len).then_some((slot, left - len, addr + len));
             let out = flow.out;
             *self.lean_tags(src) -= 1;
-            let r = self.work.reqs.place(Req {
-                flow: f,
-                transfer: slot,
-                length: len as u32,
-                remaining: len as u32,
-                next_offset: 0,
-                issued: SimTime::ZERO,
-                answered: false,
-                from_start: false,
-                descriptor: false,
-                first,
-                made: now,
-                timed_out: false,
-            });
+            let r = self
+                .work
+                .reqs
+                .place(Req::new(f, slot, len as u32, first, now));
             // An MRd has no payload: the audit counts the TLP alone.
             self.audit.tlps_created += 1;
             let addrs = &mut self.lean.req_addr;
