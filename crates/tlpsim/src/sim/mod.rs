@@ -583,13 +583,7 @@ impl Simulator<'_> {
                 self.try_send(c);
             }
             Ev::DllTimer(c) => self.on_dll_timer::<false>(c),
-            Ev::FcRefresh(c) => {
-                // Spec §2.6.1.2: UpdateFCs at least every 30 us, which recovers lost ones.
-                let finite = self.chans[c as usize].rx_credits.finite_classes();
-                self.queue_update_fcs(c, finite);
-                self.try_send(c ^ 1);
-                self.q.schedule(self.now() + FC_REFRESH, Ev::FcRefresh(c));
-            }
+            Ev::FcRefresh(c) => self.on_fc_refresh::<false>(c),
             Ev::ReplayTimer(c) => self.on_replay_timer::<false>(c),
             Ev::Enqueue { ch, mut tlp } => loop {
                 // Completions ready at the same time come as one chain.

@@ -462,6 +462,16 @@ impl Simulator<'_> {
         }
     }
 
+    /// The UpdateFC refresh of receiver `c`: an UpdateFC for each finite class, sent back on
+    /// the reverse channel (on the lean path if `LEAN`), and the next refresh scheduled.
+    /// Spec §2.6.1.2: UpdateFCs at least every 30 us, which recovers lost ones.
+    pub(in crate::sim) fn on_fc_refresh<const LEAN: bool>(&mut self, c: u32) {
+        let finite = self.chans[c as usize].rx_credits.finite_classes();
+        self.queue_update_fcs(c, finite);
+        self.wake::<LEAN>(c ^ 1);
+        self.q.schedule(self.now() + FC_REFRESH, Ev::FcRefresh(c));
+    }
+
     /// The replay timer of `c` fires: reschedules itself to a later deadline, or replays
     /// every unacknowledged TLP if the deadline passed (sending on the lean path if `LEAN`).
     pub(in crate::sim) fn on_replay_timer<const LEAN: bool>(&mut self, c: u32) {

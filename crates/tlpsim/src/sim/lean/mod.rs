@@ -276,12 +276,7 @@ impl Simulator<'_> {
                 self.lean_try_send(c);
             }
             Ev::DllTimer(c) => self.on_dll_timer::<true>(c),
-            Ev::FcRefresh(c) => {
-                let finite = self.chans[c as usize].rx_credits.finite_classes();
-                self.queue_update_fcs(c, finite);
-                self.lean_try_send(c ^ 1);
-                self.q.schedule(self.now() + FC_REFRESH, Ev::FcRefresh(c));
-            }
+            Ev::FcRefresh(c) => self.on_fc_refresh::<true>(c),
             Ev::ReplayTimer(c) => self.on_replay_timer::<true>(c),
             Ev::Start(f) if self.work.flows[f as usize].reads => self.lean_issue_reads(f),
             Ev::Start(f) => self.lean_fill(f, true),
