@@ -175,9 +175,7 @@ impl Simulator<'_> {
     /// A storage-write transfer of flow `f` (whose requester is `rq`) left the media: its
     /// slot takes the next I/O.
     pub(in crate::sim) fn transfer_done(&mut self, rq: &mut Requester<'_>, f: u32, slot: u32) {
-        let flow = &mut self.work.flows[f as usize];
-        flow.active -= 1;
-        flow.free_transfers.push(slot);
+        self.work.flows[f as usize].close_transfer(slot as usize);
         self.issue_reads(rq, f);
     }
 
@@ -479,13 +477,7 @@ impl Simulator<'_> {
             }
             let slot = r.transfer as usize;
             let flow = &mut self.work.flows[f];
-            flow.transfer_left[slot] -= r.length as u64;
-            if flow.transfer_left[slot] == 0 {
-                // Its last byte is in: the transfer's latency, if it began in the window.
-                let issued = flow.transfer_issued[slot];
-                if issued >= self.sys.warmup {
-                    flow.transfer_latency.record((now - issued).as_ns_f64());
-                }
+            if flow.read_answered(slot, r.length, self.sys.warmup, now) {
                 let done = media_done.unwrap_or(now);
                 if done > now {
                     // Its slot frees when the media is done (`NodeEv::MediaDone`).
@@ -498,9 +490,7 @@ impl Simulator<'_> {
                         self.q.schedule(done, ev);
                     }
                 } else {
-                    let flow = &mut self.work.flows[f];
-                    flow.active -= 1;
-                    flow.free_transfers.push(slot as u32);
+                    self.work.flows[f].close_transfer(slot);
                 }
             }
         }

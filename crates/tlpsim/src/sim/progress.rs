@@ -328,8 +328,7 @@ impl Simulator<'_> {
         let t = r.transfer as usize;
         flow.transfer_left[t] -= r.length as u64;
         if flow.transfer_left[t] == 0 {
-            flow.active -= 1;
-            flow.free_transfers.push(t as u32);
+            flow.close_transfer(t);
         }
         self.issue_reads(rq, f as u32);
     }

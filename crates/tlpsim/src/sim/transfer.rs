@@ -192,6 +192,34 @@ impl Flow {
         self.current = Some((slot, size, addr));
     }
 
+    /// A request of `length` bytes of read transfer `t` is answered in full at `now`:
+    /// whether that was the transfer's last byte (its latency then recorded, if the
+    /// transfer began after `warmup`).
+    pub(in crate::sim) fn read_answered(
+        &mut self,
+        t: usize,
+        length: u32,
+        warmup: SimTime,
+        now: SimTime,
+    ) -> bool {
+        self.transfer_left[t] -= length as u64;
+        if self.transfer_left[t] != 0 {
+            return false;
+        }
+        let issued = self.transfer_issued[t];
+        if issued >= warmup {
+            self.transfer_latency.record((now - issued).as_ns_f64());
+        }
+        true
+    }
+
+    /// Closes transfer `t` (a read's, or a storage write's once its media is done): its
+    /// slot is free for the next ([`Flow::open_read_transfer`]).
+    pub(in crate::sim) fn close_transfer(&mut self, t: usize) {
+        self.active -= 1;
+        self.free_transfers.push(t as u32);
+    }
+
     /// The host address of the next transfer of `size` bytes: the next slot of its window
     /// (in order, or drawn from `rng`), passing over a slot where a transfer that could fit
     /// between two 4 KiB boundaries would cross one, plus the host offset.

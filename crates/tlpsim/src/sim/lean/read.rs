@@ -268,15 +268,8 @@ impl Simulator<'_> {
             *self.lean_tags(src) += 1;
             let t = r.transfer as usize;
             let flow = &mut self.work.flows[f];
-            flow.transfer_left[t] -= r.length as u64;
-            if flow.transfer_left[t] == 0 {
-                // Its last byte is in: the transfer's latency, if it began in the window.
-                let issued = flow.transfer_issued[t];
-                if issued >= self.sys.warmup {
-                    flow.transfer_latency.record((now - issued).as_ns_f64());
-                }
-                flow.active -= 1;
-                flow.free_transfers.push(t as u32);
+            if flow.read_answered(t, r.length, self.sys.warmup, now) {
+                flow.close_transfer(t);
             }
         }
         self.audit.tlps_delivered += 1;
