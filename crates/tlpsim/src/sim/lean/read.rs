@@ -103,6 +103,15 @@ impl Simulator<'_> {
                 addrs.resize(r as usize + 1, 0);
             }
             addrs[r as usize] = addr as u32;
+            let flow = &self.work.flows[f as usize];
+            if flow.writes {
+                // Its place among the writes it shares its channel with.
+                let writes = &mut self.lean.req_writes;
+                if writes.len() <= r as usize {
+                    writes.resize(r as usize + 1, 0);
+                }
+                writes[r as usize] = flow.next_order;
+            }
             self.lean.queues[out as usize].push_back(r);
             self.chans[out as usize].arbiter.lean_join(now);
             self.lean_try_send(out);
@@ -154,14 +163,19 @@ impl Simulator<'_> {
         // One call: each inlined copy of the transmit path weighs on the write path's.
         let start = self.lean_transmit(c, e);
         if kind == MRD {
-            // It left its requester: its latency (and its transfer's, if first) counts
-            // from its first byte out (`flow_left`).
-            let req = &mut self.work.reqs[word as usize];
-            req.issued = start;
-            if req.first {
-                let (f, t) = (req.flow as usize, req.transfer as usize);
-                self.work.flows[f].transfer_issued[t] = start;
-            }
+            self.lean_mrd_left(word, start);
+        }
+    }
+
+    /// The MRd of request slot `r` left its requester, its first byte out at `start`: its
+    /// latency (and its transfer's, if first) counts from then (`flow_left`).
+    #[inline(always)]
+    pub(super) fn lean_mrd_left(&mut self, r: u32, start: SimTime) {
+        let req = &mut self.work.reqs[r as usize];
+        req.issued = start;
+        if req.first {
+            let (f, t) = (req.flow as usize, req.transfer as usize);
+            self.work.flows[f].transfer_issued[t] = start;
         }
     }
 
