@@ -39,6 +39,7 @@ impl Model<'_> {
             rate: rate * streams,
             window: None,
             at: None,
+            paced: None,
             kind: "rate",
             resource: format!("{} rate", w.name),
             detail: format!("its rate of {:.3} GB/s{per} holds it back", rate / 1e9),
@@ -58,6 +59,7 @@ impl Model<'_> {
             rate: f64::INFINITY,
             window: Some((window, 0.0)),
             at: Some(c),
+            paced: None,
             kind: "link",
             resource: format!("{name}'s queued writes"),
             detail: format!(
@@ -120,6 +122,7 @@ impl Model<'_> {
                 rate: window / rtt,
                 window: at.map(|_| (window, rtt)),
                 at,
+                paced: None,
                 kind: "credits",
                 resource: format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
                 detail: format!(
@@ -267,6 +270,7 @@ impl Model<'_> {
                 rate: window / whole,
                 window: Some((window, whole)),
                 at: Some(first),
+                paced: None,
                 kind: "requests",
                 resource: format!("{} read requests", w.name),
                 detail: format!(
@@ -288,6 +292,7 @@ impl Model<'_> {
             rate: window / rtt,
             window: Some((window, rtt)),
             at: None,
+            paced: None,
             kind: "requests",
             resource: format!("{} read requests", w.name),
             detail: format!(
@@ -325,6 +330,9 @@ impl Model<'_> {
             rate: window / t,
             window: Some((window / parts, t / parts)),
             at: (parts == 1.0).then_some(first),
+            paced: (parts == 1.0)
+                .then(|| self.pace(cpl, bytes(requests)))
+                .flatten(),
             kind: "requests",
             resource: format!("{} read requests", w.name),
             detail: format!(
@@ -362,6 +370,7 @@ impl Model<'_> {
             rate: ios * bs as f64 / latency,
             window: Some((ios * bs as f64, latency)),
             at: None,
+            paced: None,
             kind: "iodepth",
             resource: format!("{ios} I/O{} in flight", if ios == 1.0 { "" } else { "s" }),
             detail: format!(
