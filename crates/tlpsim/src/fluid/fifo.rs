@@ -103,7 +103,11 @@ pub(super) fn limit_at(fifos: &[Fifo], q: &[f64], (s, hol): (usize, f64), st: &S
                     .map(|(_, &q)| q)
                     .sum::<f64>()
                     + if l.at.is_none() { hol } else { 0.0 };
-                l.rate.min(w / (t + d))
+                if t + d > 0.0 {
+                    l.rate.min(w / (t + d))
+                } else {
+                    l.rate
+                }
             }
             None => l.rate,
         })

@@ -48,7 +48,11 @@ impl Model<'_> {
 
     /// The writes a source keeps queued at its own egress (the first link of `p`), `max`
     /// bytes each: a window behind that link's FIFO with no round trip of its own (the
-    /// next is queued as one leaves), so it binds only there.
+    /// next is queued as one leaves, `tlp_left` in `sim/transmit.rs`), so it binds only
+    /// there. The FIFO's delay is what a TLP coming at any moment waits: what is queued
+    /// before it and the rest of the TLP on the wire, half of one on average; the writes
+    /// queued are the window over the writer's rate without that rest (Little's law on the
+    /// queue, not the wire), so the window's round trip is less half a write's wire time.
     fn queue_window(&self, p: &Path, max: u32) -> Option<Limit> {
         let Some(&Hop::Chan(c)) = p.hops.first() else {
             return None;
@@ -57,7 +61,7 @@ impl Model<'_> {
         let name = &self.sys.nodes[p.nodes[0]].name;
         Some(Limit {
             rate: f64::INFINITY,
-            window: Some((window, 0.0)),
+            window: Some((window, -0.5 * self.ser(c, self.wire(c, TlpKind::MWr, max)))),
             at: Some(c),
             paced: None,
             kind: "link",
