@@ -210,6 +210,42 @@ transfer_size = "16KiB"
 outstanding = 4
 """
 
+#: One transfer's read requests behind the writes of their own endpoint in a switch's
+#: ingress (seed 81): a transfer-bound reader's requests wait together in each queue on
+#: their way out, its whole transfer's round trip behind them.
+TRANSFER_BEHIND_WRITES = """
+[simulation]
+duration = "1ms"
+warmup = "20us"
+[pcie]
+mps = 512
+mrrs = 512
+[[root_complex]]
+name = "rc"
+[[switch]]
+name = "sw0"
+forwarding = "store-and-forward"
+[[link]]
+between = ["rc", "sw0"]
+gen = 1
+width = 2
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = 32
+[[link]]
+between = ["sw0", "ep0"]
+gen = 2
+width = 4
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep0"
+direction = "both"
+transfer_size = "4KiB"
+outstanding = 1
+"""
+
 #: The same below a switch (seed 21): its writes and requests queue in the switch's ingress
 #: buffer, one input of the slower uplink's egress, where the writes hold the switch's posted
 #: credits while they wait.
@@ -302,10 +338,11 @@ outstanding = 4
     [
         (OWN_QUEUE, "rc-ep0 up"),
         (OWN_QUEUE_FEW_TAGS, "rc-ep1 up"),
+        (TRANSFER_BEHIND_WRITES, "rc-sw0 up"),
         (SWITCH_INGRESS, "rc-sw0 up"),
         (ROUND_ROBIN_OF_FIFOS, "rc-sw0 up"),
     ],
-    ids=["own", "own-4-tags", "ingress", "round-robin"],
+    ids=["own", "own-4-tags", "transfer-behind-writes", "ingress", "round-robin"],
 )
 def test_posted_writes_in_a_fifo_share_it_by_what_they_keep_queued(text: str, link: str) -> None:
     """Max-min per TLP gave 17 % too little (own egress), 35 % too much (ingress), 58 % too much

@@ -249,6 +249,10 @@ struct Limit {
     /// in the round trip at the link's whole capacity: the solve stretches them to what
     /// the DLLPs leave of it (`None`: nothing paced by a link).
     paced: Option<(usize, f64)>,
+    /// Where not empty, the link directions whose FIFO delays the window waits behind, in
+    /// place of `at`'s (a transfer's requests, which wait together in each FIFO on their
+    /// way out).
+    behind: Vec<usize>,
     kind: &'static str,
     resource: String,
     detail: String,

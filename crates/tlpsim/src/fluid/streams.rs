@@ -40,6 +40,7 @@ impl Model<'_> {
             window: None,
             at: None,
             paced: None,
+            behind: Vec::new(),
             kind: "rate",
             resource: format!("{} rate", w.name),
             detail: format!("its rate of {:.3} GB/s{per} holds it back", rate / 1e9),
@@ -64,6 +65,7 @@ impl Model<'_> {
             window: Some((window, -0.5 * self.ser(c, self.wire(c, TlpKind::MWr, max)))),
             at: Some(c),
             paced: None,
+            behind: Vec::new(),
             kind: "link",
             resource: format!("{name}'s queued writes"),
             detail: format!(
@@ -127,6 +129,7 @@ impl Model<'_> {
                 window: at.map(|_| (window, rtt)),
                 at,
                 paced: None,
+                behind: Vec::new(),
                 kind: "credits",
                 resource: format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
                 detail: format!(
@@ -223,8 +226,10 @@ impl Model<'_> {
     /// flight, each over one request's round trip; where its transfers bind, at most its
     /// transfers over the round trip of a whole transfer (a transfer's slot frees only when
     /// its last completion is in, so on an idle fabric its requests do not go round
-    /// independently), that round trip behind the FIFO its requests leave the source by (a
-    /// transfer's requests join it at once, and wait there together). With them, the share
+    /// independently), that round trip behind each FIFO its requests cross on their way
+    /// out (a transfer's requests join the source's at once and wait there together, and
+    /// in each queue after it behind other streams' writes; the FIFOs of its completions
+    /// hold its own window, which its per-request window waits behind). With them, the share
     /// of its window in flight on average where its completions queue: a transfer-bound
     /// reader's next transfer waits for the last completion of one whose others came in one
     /// after another, so half a transfer is missing.
@@ -275,6 +280,7 @@ impl Model<'_> {
                 window: Some((window, whole)),
                 at: Some(first),
                 paced: None,
+                behind: chans(req),
                 kind: "requests",
                 resource: format!("{} read requests", w.name),
                 detail: format!(
@@ -297,6 +303,7 @@ impl Model<'_> {
             window: Some((window, rtt)),
             at: None,
             paced: None,
+            behind: Vec::new(),
             kind: "requests",
             resource: format!("{} read requests", w.name),
             detail: format!(
@@ -337,6 +344,7 @@ impl Model<'_> {
             paced: (parts == 1.0)
                 .then(|| self.pace(cpl, bytes(requests)))
                 .flatten(),
+            behind: Vec::new(),
             kind: "requests",
             resource: format!("{} read requests", w.name),
             detail: format!(
@@ -375,6 +383,7 @@ impl Model<'_> {
             window: Some((ios * bs as f64, latency)),
             at: None,
             paced: None,
+            behind: Vec::new(),
             kind: "iodepth",
             resource: format!("{ios} I/O{} in flight", if ios == 1.0 { "" } else { "s" }),
             detail: format!(
@@ -532,4 +541,14 @@ impl Model<'_> {
             backlog: None,
         });
     }
+}
+
+/// The link directions of `p`.
+fn chans(p: &Path) -> Vec<usize> {
+    (p.hops.iter())
+        .filter_map(|h| match *h {
+            Hop::Chan(c) => Some(c),
+            Hop::Socket { .. } => None,
+        })
+        .collect()
 }
