@@ -1,16 +1,26 @@
 """The fluid engine against the simulator on random fabrics.
 
-    python bench/fluid_random.py N      # seeds 0 .. N-1
+    python bench/fluid_random.py N                  # seeds 0 .. N-1, 120 us runs
+    python bench/fluid_random.py N --duration 1ms   # each simulator run 1 ms long
+    python bench/fluid_random.py N --duration 1ms --recheck 10ms
 
 Each seed builds a tree (a root complex, up to three switches, one to four DMA endpoints
 reading, writing or both, links of Gen1-Gen5 x1-x16) and runs it on both engines. A flow
 misses when the fluid engine is more than 2 % off the simulator's throughput (5 % where the
 simulator's verdict is a window: credits, requests). Prints each miss and a summary.
+
+`--duration` sets the simulated time of every run (`simulation.duration`, 120 us unless
+given; the warmup stays 20 us). Large windows behind a slow link take longer than that to
+fill their queues (seed 14 keeps 176 KiB of reads queued behind a Gen3 x1 link), so a
+seed's simulator figures may not have converged: `--recheck D` runs each seed with a miss
+again on the simulator for `D` and judges all its flows against that longer run, printing
+both differences (`seed 14 w0: +6.29% at 1ms, +2.11% at 10ms`). The summary counts the
+misses against the longer runs, and how many the short runs alone had.
 """
 
+import argparse
 import json
 import random
-import sys
 
 from tlpsim import _core
 from tlpsim.simulate import load_scenario, run
@@ -24,9 +34,9 @@ def link(rng, up, down):
     return f'[[link]]\nbetween = ["{up}", "{down}"]\ngen = {gen}\nwidth = {width}\n'
 
 
-def fabric(rng):
+def fabric(rng, duration="120us"):
     lines = [
-        '[simulation]\nduration = "120us"\nwarmup = "20us"\n',
+        f'[simulation]\nduration = "{duration}"\nwarmup = "20us"\n',
         f"[pcie]\nmps = {rng.choice([128, 256, 512])}\nmrrs = {rng.choice([256, 512, 4096])}\n",
         '[[root_complex]]\nname = "rc"\n',
     ]
@@ -64,22 +74,37 @@ def compare(text):
     return out
 
 
-if __name__ == "__main__":
-    n = int(sys.argv[1])
-    bad = 0
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("n", type=int, help="seeds 0 .. N-1")
+    ap.add_argument("--duration", default="120us", help="simulated time of each run (120us)")
+    ap.add_argument("--recheck", help="rerun each seed with a miss for this long, judge against it")
+    args = ap.parse_args()
+    bad = short_bad = 0
     errs = []
-    for seed in range(n):
-        rng = random.Random(seed)
-        text = fabric(rng)
+    for seed in range(args.n):
         try:
-            res = compare(text)
+            res = compare(fabric(random.Random(seed), args.duration))
+            long = None
+            if args.recheck and any(abs(err) > tol for _, err, tol, _, _ in res):
+                long = compare(fabric(random.Random(seed), args.recheck))
         except Exception as e:
             print(seed, "ERR", str(e)[:150])
             continue
-        for name, err, tol, dk, fk in res:
+        short_bad += sum(abs(err) > tol for _, err, tol, _, _ in res)
+        short = {name: err for name, err, *_ in res}
+        for name, err, tol, dk, fk in long or res:
             errs.append(abs(err))
             if abs(err) > tol:
                 bad += 1
-                print(f"seed {seed} {name}: {err:+.2%} (tol {tol:.0%}) des={dk} fluid={fk}")
+                first = f"{short[name]:+.2%} at {args.duration}, " if long and name in short else ""
+                at = f" at {args.recheck}" if long else ""
+                print(f"seed {seed} {name}: {first}{err:+.2%}{at} (tol {tol:.0%}) des={dk} fluid={fk}")
     errs.sort()
     print("flows", len(errs), "bad", bad, "median", errs[len(errs) // 2] if errs else None)
+    if args.recheck:
+        print(f"bad at {args.duration} alone: {short_bad}")
+
+
+if __name__ == "__main__":
+    main()

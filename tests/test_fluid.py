@@ -181,6 +181,71 @@ transfer_size = "4KiB"
 outstanding = 4
 """
 
+#: The same with 4 tags (seed 94): a write joins the queue as the one before it starts on
+#: the wire, so it waits that write's whole time there, and a request, coming at any
+#: moment, half of it more.
+OWN_QUEUE_FEW_TAGS = """
+[simulation]
+duration = "1ms"
+warmup = "20us"
+[pcie]
+mps = 512
+mrrs = 256
+[[root_complex]]
+name = "rc"
+[[endpoint]]
+name = "ep1"
+kind = "dma"
+tags = 4
+[[link]]
+between = ["rc", "ep1"]
+gen = 4
+width = 1
+[[workload]]
+name = "w1"
+kind = "dma"
+endpoint = "ep1"
+direction = "both"
+transfer_size = "16KiB"
+outstanding = 4
+"""
+
+#: One transfer's read requests behind the writes of their own endpoint in a switch's
+#: ingress (seed 81): a transfer-bound reader's requests wait together in each queue on
+#: their way out, its whole transfer's round trip behind them.
+TRANSFER_BEHIND_WRITES = """
+[simulation]
+duration = "1ms"
+warmup = "20us"
+[pcie]
+mps = 512
+mrrs = 512
+[[root_complex]]
+name = "rc"
+[[switch]]
+name = "sw0"
+forwarding = "store-and-forward"
+[[link]]
+between = ["rc", "sw0"]
+gen = 1
+width = 2
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = 32
+[[link]]
+between = ["sw0", "ep0"]
+gen = 2
+width = 4
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep0"
+direction = "both"
+transfer_size = "4KiB"
+outstanding = 1
+"""
+
 #: The same below a switch (seed 21): its writes and requests queue in the switch's ingress
 #: buffer, one input of the slower uplink's egress, where the writes hold the switch's posted
 #: credits while they wait.
@@ -270,8 +335,14 @@ outstanding = 4
 
 @pytest.mark.parametrize(
     ("text", "link"),
-    [(OWN_QUEUE, "rc-ep0 up"), (SWITCH_INGRESS, "rc-sw0 up"), (ROUND_ROBIN_OF_FIFOS, "rc-sw0 up")],
-    ids=["own", "ingress", "round-robin"],
+    [
+        (OWN_QUEUE, "rc-ep0 up"),
+        (OWN_QUEUE_FEW_TAGS, "rc-ep1 up"),
+        (TRANSFER_BEHIND_WRITES, "rc-sw0 up"),
+        (SWITCH_INGRESS, "rc-sw0 up"),
+        (ROUND_ROBIN_OF_FIFOS, "rc-sw0 up"),
+    ],
+    ids=["own", "own-4-tags", "transfer-behind-writes", "ingress", "round-robin"],
 )
 def test_posted_writes_in_a_fifo_share_it_by_what_they_keep_queued(text: str, link: str) -> None:
     """Max-min per TLP gave 17 % too little (own egress), 35 % too much (ingress), 58 % too much
@@ -355,8 +426,37 @@ transfer_size = "16KiB"
 outstanding = 1
 """
 
+#: The drain on a link the reader fills alone (4 tags, 64 requests of 256 B; random fabric
+#: seed 22 of bench/fluid_random.py): its completions go back to back at what the DLLPs for
+#: its requests leave of the link, and the link idles one request's round trip per transfer.
+DRAINED_FULL_LINK = """
+[simulation]
+duration = "1ms"
+warmup = "20us"
+[pcie]
+mps = 128
+mrrs = 256
+[[root_complex]]
+name = "rc"
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = 4
+[[link]]
+between = ["rc", "ep0"]
+gen = 3
+width = 1
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep0"
+direction = "read"
+transfer_size = "16KiB"
+outstanding = 1
+"""
 
-@pytest.mark.parametrize("text", [DRAINED_READER, DRAINED_BOTH], ids=["read", "both"])
+
+@pytest.mark.parametrize("text", [DRAINED_READER, DRAINED_BOTH, DRAINED_FULL_LINK], ids=["read", "both", "full-link"])
 def test_a_lone_transfer_longer_than_its_tags_drains_them_at_its_end(text: str) -> None:
     """Tags over one request's round trip gave 16 % too much (read) and 14 % (both)."""
     des = run(load_scenario(text))

@@ -99,11 +99,22 @@ pub(super) fn limit_at(fifos: &[Fifo], q: &[f64], (s, hol): (usize, f64), st: &S
         .map(|l| match l.window {
             Some((w, t)) => {
                 let d: f64 = (fifos.iter().zip(q))
-                    .filter(|(f, _)| f.streams.contains(&s) && l.at.is_none_or(|a| a == f.chan))
+                    .filter(|(f, _)| {
+                        f.streams.contains(&s)
+                            && if l.behind.is_empty() {
+                                l.at.is_none_or(|a| a == f.chan)
+                            } else {
+                                l.behind.contains(&f.chan)
+                            }
+                    })
                     .map(|(_, &q)| q)
                     .sum::<f64>()
                     + if l.at.is_none() { hol } else { 0.0 };
-                l.rate.min(w / (t + d))
+                if t + d > 0.0 {
+                    l.rate.min(w / (t + d))
+                } else {
+                    l.rate
+                }
             }
             None => l.rate,
         })

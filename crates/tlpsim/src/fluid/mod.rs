@@ -245,6 +245,14 @@ struct Limit {
     /// The link direction whose FIFO delay alone the window waits behind (a writer's
     /// TLPs held in one queue); `None`: every FIFO the stream crosses (a read's round trip).
     at: Option<usize>,
+    /// The link direction and wire bytes of the window that cross it back to back, counted
+    /// in the round trip at the link's whole capacity: the solve stretches them to what
+    /// the DLLPs leave of it (`None`: nothing paced by a link).
+    paced: Option<(usize, f64)>,
+    /// Where not empty, the link directions whose FIFO delays the window waits behind, in
+    /// place of `at`'s (a transfer's requests, which wait together in each FIFO on their
+    /// way out).
+    behind: Vec<usize>,
     kind: &'static str,
     resource: String,
     detail: String,
@@ -609,6 +617,25 @@ impl<'a> Model<'a> {
         (first, first + rest)
     }
 
+    /// The narrowest link direction of `cpl` and the wire bytes of a read of `bytes`'s
+    /// completions after the first, which cross it back to back in
+    /// [`Model::read_round_trip`] (`None` where a socket link is narrowest).
+    fn pace(&self, cpl: &Path, bytes: u32) -> Option<(usize, f64)> {
+        let target = *cpl.nodes.first().unwrap_or(&0);
+        let cs = self.cpl_size(target).min(bytes.max(1));
+        let narrowest = self.narrowest(cpl);
+        let c = cpl.hops.iter().find_map(|h| match *h {
+            Hop::Chan(c) if self.tlp_cap(c) == narrowest => Some(c),
+            _ => None,
+        })?;
+        let c0 = match cpl.hops.first() {
+            Some(Hop::Chan(c)) => *c,
+            _ => 0,
+        };
+        let all = tlp::sum_over_split(bytes as u64, cs, |c| self.wire(c0, TlpKind::CplD, c));
+        Some((c, (all - self.wire(c0, TlpKind::CplD, cs)).max(0.0)))
+    }
+
     /// DLLP bytes per second channel `c` carries for `tlps_back` TLPs per second coming
     /// the other way.
     fn dllp_load(&self, c: usize, tlps_back: f64) -> f64 {
@@ -628,7 +655,7 @@ impl<'a> Model<'a> {
     }
 
     /// Solves the model and builds the result.
-    fn solve(self) -> FluidRun {
+    fn solve(mut self) -> FluidRun {
         let chans = self.sys.links.len() * 2;
         let base: Vec<f64> = self.res.iter().map(|r| r.cap).collect();
         let demands: Vec<Demand> = self
@@ -665,6 +692,8 @@ impl<'a> Model<'a> {
         let victims = self.victims();
         let mut q = vec![0.0; fifos.len()];
         let mut hol = vec![0.0; self.streams.len()];
+        let limits: Vec<Vec<Limit>> = self.streams.iter().map(|s| s.limits.clone()).collect();
+        let paced = limits.iter().flatten().any(|l| l.paced.is_some());
         for round in 0..200 {
             let held = !victims.is_empty() && {
                 hol = self.hol(&victims, &rates, &bounds);
@@ -683,7 +712,10 @@ impl<'a> Model<'a> {
                 dllp[c] = self.dllp_load(c, tlps[c ^ 1]);
                 cap[c] = (base[c] - dllp[c]).max(0.0);
             }
-            if !fifos.is_empty() || held {
+            if paced {
+                stretch(&mut self.streams, &limits, (&base, &cap));
+            }
+            if !fifos.is_empty() || held || paced {
                 let last = (&rates[..], &bounds[..], &hol[..]);
                 fifo::settle(&fifos, &mut q, &self.streams, last, &cap);
                 // Settled when no stream's limit moves (two FIFOs in series that the same
@@ -702,6 +734,22 @@ impl<'a> Model<'a> {
         }
         fifo::bounds(&fifos, (&q, &hol), &self.streams, &mut bounds);
         self.report(rates, bounds, &cap, &dllp)
+    }
+}
+
+/// Sets each stream's limits to `base`'s with the bytes a limit's round trip carries back
+/// to back over a link at its whole capacity `full` taken at the capacity `cap` the DLLPs
+/// leave of it.
+fn stretch(streams: &mut [Stream], base: &[Vec<Limit>], (full, cap): (&[f64], &[f64])) {
+    for (st, base) in streams.iter_mut().zip(base) {
+        for (l, b) in st.limits.iter_mut().zip(base) {
+            let (Some((c, bytes)), Some((w, t))) = (b.paced, b.window) else {
+                continue;
+            };
+            let t = t + bytes / cap[c].max(1.0) - bytes / full[c];
+            l.window = Some((w, t));
+            l.rate = w / t;
+        }
     }
 }
 

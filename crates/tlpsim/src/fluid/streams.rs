@@ -39,6 +39,8 @@ impl Model<'_> {
             rate: rate * streams,
             window: None,
             at: None,
+            paced: None,
+            behind: Vec::new(),
             kind: "rate",
             resource: format!("{} rate", w.name),
             detail: format!("its rate of {:.3} GB/s{per} holds it back", rate / 1e9),
@@ -47,7 +49,11 @@ impl Model<'_> {
 
     /// The writes a source keeps queued at its own egress (the first link of `p`), `max`
     /// bytes each: a window behind that link's FIFO with no round trip of its own (the
-    /// next is queued as one leaves), so it binds only there.
+    /// next is queued as one leaves, `tlp_left` in `sim/transmit.rs`), so it binds only
+    /// there. The FIFO's delay is what a TLP coming at any moment waits: what is queued
+    /// before it and the rest of the TLP on the wire, half of one on average; the writes
+    /// queued are the window over the writer's rate without that rest (Little's law on the
+    /// queue, not the wire), so the window's round trip is less half a write's wire time.
     fn queue_window(&self, p: &Path, max: u32) -> Option<Limit> {
         let Some(&Hop::Chan(c)) = p.hops.first() else {
             return None;
@@ -56,8 +62,10 @@ impl Model<'_> {
         let name = &self.sys.nodes[p.nodes[0]].name;
         Some(Limit {
             rate: f64::INFINITY,
-            window: Some((window, 0.0)),
+            window: Some((window, -0.5 * self.ser(c, self.wire(c, TlpKind::MWr, max)))),
             at: Some(c),
+            paced: None,
+            behind: Vec::new(),
             kind: "link",
             resource: format!("{name}'s queued writes"),
             detail: format!(
@@ -120,6 +128,8 @@ impl Model<'_> {
                 rate: window / rtt,
                 window: at.map(|_| (window, rtt)),
                 at,
+                paced: None,
+                behind: Vec::new(),
                 kind: "credits",
                 resource: format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
                 detail: format!(
@@ -216,8 +226,10 @@ impl Model<'_> {
     /// flight, each over one request's round trip; where its transfers bind, at most its
     /// transfers over the round trip of a whole transfer (a transfer's slot frees only when
     /// its last completion is in, so on an idle fabric its requests do not go round
-    /// independently), that round trip behind the FIFO its requests leave the source by (a
-    /// transfer's requests join it at once, and wait there together). With them, the share
+    /// independently), that round trip behind each FIFO its requests cross on their way
+    /// out (a transfer's requests join the source's at once and wait there together, and
+    /// in each queue after it behind other streams' writes; the FIFOs of its completions
+    /// hold its own window, which its per-request window waits behind). With them, the share
     /// of its window in flight on average where its completions queue: a transfer-bound
     /// reader's next transfer waits for the last completion of one whose others came in one
     /// after another, so half a transfer is missing.
@@ -267,6 +279,8 @@ impl Model<'_> {
                 rate: window / whole,
                 window: Some((window, whole)),
                 at: Some(first),
+                paced: None,
+                behind: chans(req),
                 kind: "requests",
                 resource: format!("{} read requests", w.name),
                 detail: format!(
@@ -288,6 +302,8 @@ impl Model<'_> {
             rate: window / rtt,
             window: Some((window, rtt)),
             at: None,
+            paced: None,
+            behind: Vec::new(),
             kind: "requests",
             resource: format!("{} read requests", w.name),
             detail: format!(
@@ -325,6 +341,10 @@ impl Model<'_> {
             rate: window / t,
             window: Some((window / parts, t / parts)),
             at: (parts == 1.0).then_some(first),
+            paced: (parts == 1.0)
+                .then(|| self.pace(cpl, bytes(requests)))
+                .flatten(),
+            behind: Vec::new(),
             kind: "requests",
             resource: format!("{} read requests", w.name),
             detail: format!(
@@ -362,6 +382,8 @@ impl Model<'_> {
             rate: ios * bs as f64 / latency,
             window: Some((ios * bs as f64, latency)),
             at: None,
+            paced: None,
+            behind: Vec::new(),
             kind: "iodepth",
             resource: format!("{ios} I/O{} in flight", if ios == 1.0 { "" } else { "s" }),
             detail: format!(
@@ -519,4 +541,14 @@ impl Model<'_> {
             backlog: None,
         });
     }
+}
+
+/// The link directions of `p`.
+fn chans(p: &Path) -> Vec<usize> {
+    (p.hops.iter())
+        .filter_map(|h| match *h {
+            Hop::Chan(c) => Some(c),
+            Hop::Socket { .. } => None,
+        })
+        .collect()
 }
