@@ -14,9 +14,11 @@
 
 mod path;
 mod read;
+mod switch;
 
 use super::*;
 use crate::fabric::WorkloadKind;
+use switch::SwitchIn;
 
 /// Ring slots per channel: a write source keeps at most `WRITE_QUEUE_DEPTH` queued.
 const RING: usize = 4;
@@ -52,7 +54,7 @@ const CPL: u32 = 2;
 pub(in crate::sim) struct LeanChannel {
     /// The flow whose TLPs it carries (`NONE`: none).
     flow: u32,
-    /// What it carries: `WRITE`, `MRD` or `CPL`.
+    /// What it carries: `WRITE`, `MRD`, `CPL`, `SW_IN` or `SW_UP`.
     kind: u32,
     /// Wire bytes of one of its TLPs with no data (header, digest, framing).
     overhead: u32,
@@ -79,6 +81,10 @@ pub(in crate::sim) struct Lean {
     req_addr: Vec<u32>,
     /// A look found a flow quiet: the run starts again on the general engine.
     gave_up: bool,
+    /// How the switch at the end of each `SW_IN` channel forwards its writes.
+    sw: Vec<SwitchIn>,
+    /// The births of each flow's writes inside a switch or past it, oldest first.
+    born: Vec<std::collections::VecDeque<SimTime>>,
 }
 
 /// A write's code word: its payload and DW lead.
@@ -124,10 +130,11 @@ impl Simulator<'_> {
             }
             _ => false,
         };
-        let nodes_ok = sys
-            .nodes
-            .iter()
-            .all(|n| plain_root(&n.kind) || matches!(n.kind, NodeKind::Dma { .. }));
+        let nodes_ok = sys.nodes.iter().enumerate().all(|(i, n)| {
+            plain_root(&n.kind)
+                || matches!(n.kind, NodeKind::Dma { .. })
+                || self.lean_switch_node(i)
+        });
         let chans_ok = self
             .chans
             .iter()
@@ -143,8 +150,9 @@ impl Simulator<'_> {
     }
 
     /// Every workload a plain DMA write or read stream from a DMA endpoint straight into a
-    /// root complex, one per channel, on a transmitter with one input, and fewer tags in
-    /// all than a completion's code word can name.
+    /// root complex (or a write stream through one crossbar switch), one per channel, on a
+    /// transmitter with one input, and fewer tags in all than a completion's code word can
+    /// name.
     fn lean_flows_ok(&self) -> bool {
         let mut used = vec![false; self.chans.len()];
         let tags: u64 = (0..self.sys.nodes.len())
@@ -157,7 +165,8 @@ impl Simulator<'_> {
             .workloads
             .iter()
             .zip(self.work.flows.iter())
-            .all(|(w, f)| {
+            .enumerate()
+            .all(|(i, (w, f))| {
                 let out = f.out as usize;
                 let ok = matches!(w.kind, WorkloadKind::Dma)
                     && matches!(self.sys.nodes[w.source].kind, NodeKind::Dma { .. })
@@ -169,7 +178,8 @@ impl Simulator<'_> {
                     && f.doorbell.is_none()
                     && f.pace.is_empty()
                     && out < self.chans.len()
-                    && self.ends.rx_node[out] as usize == w.target
+                    && (self.ends.rx_node[out] as usize == w.target
+                        || self.lean_switch_up(i, out, w.target).is_some())
                     && self.chans[out].arbiter.single_input()
                     && !used[out]
                     && !used[out ^ 1];
@@ -212,6 +222,7 @@ impl Simulator<'_> {
                 };
             }
         }
+        self.lean_switch_start();
     }
 
     /// Runs the event loop on the lean kernel; None if it gave up (see the module).
@@ -281,6 +292,7 @@ impl Simulator<'_> {
             Ev::Start(f) if self.work.flows[f as usize].reads => self.lean_issue_reads(f),
             Ev::Start(f) => self.lean_fill(f, true),
             Ev::Enqueue { ch, tlp } => self.lean_enqueue_completions(ch, tlp),
+            Ev::Forward(c) => self.lean_forward(c),
             _ => return self.lean_look(ev),
         }
         Ok(())

@@ -152,7 +152,7 @@ impl Simulator<'_> {
             ch.counters.payload_bytes += cpl_payload(word) as u64;
         }
         // One call: each inlined copy of the transmit path weighs on the write path's.
-        let start = self.lean_transmit(c, e);
+        let start = self.lean_transmit::<false>(c, e);
         if kind == MRD {
             // It left its requester: its latency (and its transfer's, if first) counts
             // from its first byte out (`flow_left`).
