@@ -279,3 +279,58 @@ fn a_read_that_times_out_hands_the_run_to_the_general_engine_with_the_same_json(
         "the lean kernel gave up"
     );
 }
+
+/// A root complex with `direct` endpoints of its own (each `(name, direction)`) and a
+/// switch (`switch`: its own TOML lines) whose endpoints `below` write through it.
+fn with_switch(direct: &[(&str, &str)], switch: &str, below: &[(&str, u32)]) -> String {
+    let mut t = "[simulation]\nduration = \"300us\"\nwarmup = \"20us\"\nseed = 5\n\
+                 [pcie]\nmps = 256\ngen = 3\n\
+                 [[root_complex]]\nname = \"rc\"\n"
+        .to_string();
+    t.push_str(&format!("[[switch]]\nname = \"sw\"\n{switch}"));
+    t.push_str("[[link]]\nbetween = [\"rc\", \"sw\"]\nwidth = 8\n");
+    let eps = direct
+        .iter()
+        .map(|&(n, d)| (n, d, "rc", 4))
+        .chain(below.iter().map(|&(n, w)| (n, "write", "sw", w)));
+    for (name, direction, parent, width) in eps {
+        t.push_str(&format!(
+            "[[endpoint]]\nname = \"{name}\"\nkind = \"dma\"\n\
+             [[link]]\nbetween = [\"{parent}\", \"{name}\"]\nwidth = {width}\n\
+             [[workload]]\nname = \"w{name}\"\nkind = \"dma\"\nendpoint = \"{name}\"\n\
+             direction = \"{direction}\"\ntransfer_size = \"8KiB\"\noutstanding = 4\n"
+        ));
+    }
+    t
+}
+
+#[test]
+fn a_switch_beside_direct_links_with_latency_by_width_gives_the_same_json() {
+    let switch = "forwarding = \"store-and-forward\"\nlatency = \"120ns\"\n\
+                  latency_by_width = { 4 = \"310ns\" }\n";
+    let text = with_switch(
+        &[("d0", "write"), ("d1", "read")],
+        switch,
+        &[("s0", 4), ("s1", 8), ("s2", 2)],
+    );
+    assert_same_json_on_both_kernels(&text);
+}
+
+#[test]
+fn shapes_through_a_switch_the_kernel_does_not_take_stay_on_the_general_engine() {
+    let shared = "core = \"shared-bus\"\ncore_bandwidth = \"4GB/s\"\n";
+    let bus = with_switch(&[], shared, &[("s0", 4), ("s1", 4)]);
+    let read = with_switch(&[], "", &[("s0", 4)]).replace("\"write\"", "\"read\"");
+    let both = with_switch(&[], "", &[("s0", 4)]).replace("\"write\"", "\"both\"");
+    let chained = with_switch(&[], "", &[("s0", 4)])
+        .replace("between = [\"sw\", \"s0\"]", "between = [\"sw2\", \"s0\"]")
+        + "[[switch]]\nname = \"sw2\"\n[[link]]\nbetween = [\"sw\", \"sw2\"]\nwidth = 8\n";
+    for text in [&bus, &read, &both, &chained] {
+        let sys = load_str(text, "<not lean>").expect("loads");
+        assert!(!lean_qualifies(&sys), "of the lean class:\n{text}");
+        let auto = json_on(text, Kernel::Auto).expect("runs");
+        assert_eq!(auto, json_on(text, Kernel::General).expect("runs"));
+    }
+    let plain = with_switch(&[], "", &[("s0", 4), ("s1", 4)]);
+    assert!(lean_qualifies(&load_str(&plain, "<lean>").expect("loads")));
+}
