@@ -1,7 +1,8 @@
 //! Differential test of the lean kernel (`sim::lean`): random fabrics of its class (DMA
-//! endpoints writing into or reading from a root complex over one link each, or writing
-//! through one switch (cut-through or store-and-forward, any latency, round-robin, weighted
-//! or oldest-first arbitration, its own credits), any generation, width, MPS, MRRS, RCB, completion rule, memory latency, tags, credits,
+//! endpoints writing into, reading from or both a root complex over one link each, or
+//! writing through one switch (cut-through or store-and-forward, any latency, round-robin,
+//! weighted or oldest-first arbitration, its own credits), any generation, width, MPS,
+//! MRRS, RCB, completion rule, memory latency, tags, credits,
 //! replay buffer, Ack policy, SKP, propagation, transfer size, outstanding transfers,
 //! addresses and warmup) run on it and on the general engine must give the same
 //! JSON, apart from `wall_s`, value for value; so must the lean peer's one-link scenario at
@@ -15,12 +16,15 @@ use tlpsim::sim::{lean_qualifies, run_on, Kernel};
 /// odd), replay buffer in KiB or 0 for the default, SKP), (transfer size, outstanding,
 /// TLP payload index, host offset, window in slots or 0 for none, random slots), and (its
 /// own posted header credits, finite when above 0: the root complex's UpdateFC refresh;
-/// whether it reads rather than writes; its tags, 0 for the default).
+/// its direction, an index of `DIRECTIONS`; its tags, 0 for the default).
 type EndpointGen = (
     (u32, usize, u32, u32, bool),
     (u32, u32, usize, u32, u32, bool),
-    (u32, bool, u32),
+    (u32, usize, u32),
 );
+
+/// The directions an endpoint's workload is drawn from.
+const DIRECTIONS: [&str; 3] = ["write", "read", "both"];
 
 /// The reads' settings: MRRS, RCB, completions at MPS (not RCB), a uniform memory latency.
 type ReadGen = (u32, u32, bool, bool);
@@ -38,7 +42,7 @@ const PAYLOADS: [u32; 4] = [0, 64, 128, 256];
 /// The scenario text of one drawn fabric.
 fn fabric(
     mps: u32,
-    (ph, pd_tlps): (u32, u32),
+    (ph, pd_tlps, nph): (u32, u32, u32),
     (duration_us, warmup_us, seed): (u32, u32, u64),
     ecrc: bool,
     (mrrs, rcb, cpl_mps, uniform): ReadGen,
@@ -51,11 +55,17 @@ fn fabric(
         "\"400ns\""
     };
     let completion = if cpl_mps { "mps" } else { "rcb" };
+    // Few non-posted header credits make reads wait, and writes pass them.
+    let nph = if nph > 0 {
+        format!(", nph = {nph}")
+    } else {
+        String::new()
+    };
     let mut t = format!(
         "[simulation]\nduration = \"{duration_us}us\"\nwarmup = \"{warmup_us}us\"\n\
          seed = {seed}\n[pcie]\nmps = {mps}\necrc = {ecrc}\nmrrs = {mrrs}\nrcb = {rcb}\n\
          [[root_complex]]\nname = \"rc\"\nmemory_read_latency = {latency}\n\
-         completion = \"{completion}\"\ncredits = {{ ph = {ph}, pd = {} }}\n",
+         completion = \"{completion}\"\ncredits = {{ ph = {ph}, pd = {}{nph} }}\n",
         mps / 16 * pd_tlps
     );
     let parent = if switch.is_some() { "sw" } else { "rc" };
@@ -87,9 +97,9 @@ fn fabric(
             WIDTHS[w]
         ));
     }
-    for (k, &(link, work, (ep_ph, reads, tags))) in endpoints.iter().enumerate() {
+    for (k, &(link, work, (ep_ph, direction, tags))) in endpoints.iter().enumerate() {
         // Through a switch, writes only.
-        let reads = reads && switch.is_none();
+        let direction = if switch.is_some() { 0 } else { direction };
         let (gen, w, prop, replay, skp) = link;
         let (size, outstanding, payload, host_offset, slots, random) = work;
         t.push_str(&format!("[[endpoint]]\nname = \"ep{k}\"\nkind = \"dma\"\n"));
@@ -117,9 +127,9 @@ fn fabric(
             "[[workload]]\nname = \"w{k}\"\nkind = \"dma\"\nendpoint = \"ep{k}\"\n\
              direction = \"{}\"\ntransfer_size = \"{size}B\"\noutstanding = {outstanding}\n\
              host_offset = {host_offset}\n",
-            if reads { "read" } else { "write" }
+            DIRECTIONS[direction]
         ));
-        if !reads && PAYLOADS[payload] > 0 && PAYLOADS[payload] <= mps {
+        if direction != 1 && PAYLOADS[payload] > 0 && PAYLOADS[payload] <= mps {
             t.push_str(&format!("tlp_payload = \"{}B\"\n", PAYLOADS[payload]));
         }
         if slots > 0 {
@@ -161,7 +171,7 @@ proptest! {
     #[test]
     fn the_lean_kernel_gives_the_general_engines_json(
         mps in prop::sample::select(vec![128u32, 256, 512, 1024]),
-        credits in (1u32..=32, 1u32..=16),
+        credits in (1u32..=32, 1u32..=16, prop::sample::select(vec![0u32, 1, 2, 4])),
         time in (20u32..=300, 0u32..=15, 0u64..1000),
         ecrc in any::<bool>(),
         reads in (prop::sample::select(vec![128u32, 256, 512, 4096]),
@@ -172,7 +182,7 @@ proptest! {
             ((1u32..=5, 0usize..WIDTHS.len(), 0u32..=400, prop::sample::select(vec![0u32, 2, 4, 16]),
               any::<bool>()),
              (4u32..=16384, 1u32..=8, 0usize..PAYLOADS.len(), 0u32..=4, 0u32..=6, any::<bool>()),
-             (prop::sample::select(vec![0u32, 1, 4]), any::<bool>(),
+             (prop::sample::select(vec![0u32, 1, 4]), 0usize..DIRECTIONS.len(),
               prop::sample::select(vec![0u32, 1, 3, 32]))),
             1..=4),
     ) {
@@ -254,6 +264,11 @@ fn a_lean_run_that_gives_up_starts_again_on_the_general_engine_with_the_same_jso
 #[test]
 fn the_lean_peers_link_read_gives_the_same_json_on_both_kernels() {
     assert_same_json_on_both_kernels(&peers_link("2ms", "read"));
+}
+
+#[test]
+fn the_lean_peers_link_both_ways_gives_the_same_json_on_both_kernels() {
+    assert_same_json_on_both_kernels(&peers_link("2ms", "both"));
 }
 
 #[test]

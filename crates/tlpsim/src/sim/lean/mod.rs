@@ -1,7 +1,7 @@
 //! The lean kernel: the hot path of the first classes of runs, DMA endpoints streaming
-//! posted writes into, or reads from (`read`), root complexes straight over one link
-//! each, or writes through one crossbar switch (`switch`), with no bit errors, flits,
-//! other switches, trace or anything of a root complex's own (bridge, sink, memory
+//! posted writes into, reads from (`read`), or both (`both`), root complexes straight over
+//! one link each, or writes through one crossbar switch (`switch`), with no bit errors,
+//! flits, other switches, trace or anything of a root complex's own (bridge, sink, memory
 //! limits, host memory, CPU). It runs on the simulator's own state
 //! and event queue, so the events it schedules, their order at one instant and every
 //! counter the results read are those of the general engine, but a write is a code word
@@ -14,6 +14,7 @@
 //! starvation the general engine describes by its waiting TLP, or a read that times out)
 //! starts again on the general engine.
 
+mod both;
 mod path;
 mod read;
 mod switch;
@@ -50,13 +51,16 @@ const WRITE: u32 = 0;
 const MRD: u32 = 1;
 /// A channel that carries the completions of a flow's reads.
 const CPL: u32 = 2;
+/// A channel that carries a flow's posted writes and its read requests (`direction =
+/// "both"`): the writes in its ring, the MRds in its queue.
+const BOTH: u32 = 3;
 
 /// One channel's lean state: the writes waiting for its wire, oldest first.
 #[derive(Debug, Clone, Copy, Default)]
 pub(in crate::sim) struct LeanChannel {
     /// The flow whose TLPs it carries (`NONE`: none).
     flow: u32,
-    /// What it carries: `WRITE`, `MRD`, `CPL`, `SW_IN` or `SW_UP`.
+    /// What it carries: `WRITE`, `MRD`, `CPL`, `BOTH`, `SW_IN` or `SW_UP`.
     kind: u32,
     /// Wire bytes of one of its TLPs with no data (header, digest, framing).
     overhead: u32,
@@ -81,6 +85,9 @@ pub(in crate::sim) struct Lean {
     queues: Vec<std::collections::VecDeque<u32>>,
     /// The address (its low 32 bits, as a TLP holds it) of each request slot's read.
     req_addr: Vec<u32>,
+    /// The writes its flow had made when each request slot's MRd was queued (its place
+    /// among the writes of a channel of both: `lean_send_both`).
+    req_writes: Vec<u64>,
     /// A look found a flow quiet: the run starts again on the general engine.
     gave_up: bool,
     /// How the switch at the end of each `SW_IN` channel forwards its writes.
@@ -151,10 +158,10 @@ impl Simulator<'_> {
             && self.lean_flows_ok()
     }
 
-    /// Every workload a plain DMA write or read stream from a DMA endpoint straight into a
-    /// root complex (or a write stream through one crossbar switch), one per channel, on a
-    /// transmitter with one input, and fewer tags in all than a completion's code word can
-    /// name.
+    /// Every workload a plain DMA write, read or both-ways stream from a DMA endpoint
+    /// straight into a root complex (or a write stream through one crossbar switch), one
+    /// per channel, on a transmitter with one input, and fewer tags in all than a
+    /// completion's code word can name.
     fn lean_flows_ok(&self) -> bool {
         let mut used = vec![false; self.chans.len()];
         let tags: u64 = (0..self.sys.nodes.len())
@@ -173,7 +180,7 @@ impl Simulator<'_> {
                 let ok = matches!(w.kind, WorkloadKind::Dma)
                     && matches!(self.sys.nodes[w.source].kind, NodeKind::Dma { .. })
                     && matches!(self.sys.nodes[w.target].kind, NodeKind::RootComplex { .. })
-                    && f.writes != f.reads
+                    && (f.writes || f.reads)
                     && !f.write_read
                     && f.engines.is_none()
                     && f.storage.is_none()
@@ -214,7 +221,9 @@ impl Simulator<'_> {
             self.lean.chans[out].full_word = code(flow.tlp_payload as u32, 0);
             if flow.reads {
                 let (up, down) = (self.chans[out].phy.framing, self.chans[out ^ 1].phy.framing);
-                self.lean.chans[out].kind = MRD;
+                // An MRd's wire bytes are a write's with no data: one overhead serves both.
+                debug_assert_eq!(over(TlpKind::MRd), over(TlpKind::MWr));
+                self.lean.chans[out].kind = if flow.writes { BOTH } else { MRD };
                 self.lean.chans[out].overhead = over(TlpKind::MRd) + up;
                 self.lean.chans[out ^ 1] = LeanChannel {
                     flow: f as u32,
@@ -291,8 +300,7 @@ impl Simulator<'_> {
             Ev::DllTimer(c) => self.on_dll_timer::<true>(c),
             Ev::FcRefresh(c) => self.on_fc_refresh::<true>(c),
             Ev::ReplayTimer(c) => self.on_replay_timer::<true>(c),
-            Ev::Start(f) if self.work.flows[f as usize].reads => self.lean_issue_reads(f),
-            Ev::Start(f) => self.lean_fill(f, true),
+            Ev::Start(f) => self.lean_start_flow(f),
             Ev::Enqueue { ch, tlp } => self.lean_enqueue_completions(ch, tlp),
             Ev::Forward(c) => self.lean_forward(c),
             _ => return self.lean_look(ev),
@@ -317,6 +325,18 @@ impl Simulator<'_> {
             _ => self.lean.gave_up = true,
         }
         Ok(())
+    }
+
+    /// Flow `f` starts (`start_flow`): its writer fills its ring, then its requester issues
+    /// reads.
+    #[cold]
+    fn lean_start_flow(&mut self, f: u32) {
+        if self.work.flows[f as usize].writes {
+            self.lean_fill(f, true);
+        }
+        if self.work.flows[f as usize].reads {
+            self.lean_issue_reads(f);
+        }
     }
 
     /// The starvation watchdog's look: a quiet flow's starvation is described by its

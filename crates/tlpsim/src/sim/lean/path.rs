@@ -8,20 +8,25 @@ use super::*;
 
 impl Simulator<'_> {
     /// Flow `f` queues writes while fewer than `WRITE_QUEUE_DEPTH` wait (`fill_writes`),
-    /// waking the transmitter if `kick` (from a send, whose end wakes it the same way).
+    /// waking the transmitter if `kick` (from a send, whose end wakes it the same way); a
+    /// flow of both that began a transfer then issues reads.
     pub(super) fn lean_fill(&mut self, f: u32, kick: bool) {
         let now = self.now();
+        let mut started_io = false;
         while self.work.flows[f as usize].write_queued < WRITE_QUEUE_DEPTH {
             let flow = &mut self.work.flows[f as usize];
             if flow.write_left == 0 {
                 flow.write_left = flow.transfer_size;
                 flow.write_addr = flow.next_address(&mut self.rng, flow.write_left);
                 flow.ios += 1;
+                started_io = true;
             }
             let addr = flow.write_addr;
             let size = tlp::request_piece(addr, flow.write_left, flow.tlp_payload as u32);
             flow.write_left -= size as u64;
             flow.write_addr += size as u64;
+            // Behind the flow's other waiting writes (the channel may hold its MRds too).
+            let waiting = flow.write_queued as usize;
             flow.write_queued += 1;
             flow.next_order += 1;
             let c = flow.out;
@@ -32,12 +37,14 @@ impl Simulator<'_> {
             let l = &mut self.lean.chans[c as usize];
             l.full = full as u32;
             let ch = &mut self.chans[c as usize];
-            let at = (l.head as usize + ch.arbiter.queued) % RING;
-            l.ring[at] = code(size, (addr & 3) as u32);
+            l.ring[(l.head as usize + waiting) % RING] = code(size, (addr & 3) as u32);
             ch.arbiter.lean_join(now);
             if kick {
                 self.lean_try_send(c);
             }
+        }
+        if started_io && self.work.flows[f as usize].reads {
+            self.lean_issue_reads(f);
         }
     }
 
@@ -75,10 +82,10 @@ impl Simulator<'_> {
                 self.q.schedule_inline(at, Ev::DllpArrive(c ^ 1));
             }
         }
-        if self.lean.chans[c as usize].kind == WRITE {
-            self.lean_send_tlp::<false>(c);
-        } else {
-            self.lean_send_other(c);
+        match self.lean.chans[c as usize].kind {
+            WRITE => self.lean_send_tlp::<false>(c),
+            BOTH => self.lean_send_both(c),
+            _ => self.lean_send_queued(c),
         }
         let ch = &self.chans[c as usize];
         if ch.phy.wire.free_at() > now && ch.has_work() {
@@ -231,6 +238,7 @@ impl Simulator<'_> {
                     WRITE => self.lean_written(c, a),
                     MRD => self.lean_read_arrived(c, a),
                     CPL => self.lean_completed(c, a),
+                    BOTH => self.lean_both_arrived(c, a),
                     _ => self.lean_switch_arrived(c, a),
                 }
             }
@@ -274,7 +282,7 @@ impl Simulator<'_> {
     /// at once (`tlp_receive`, `RootComplex::write`, `completer::written`): its credits
     /// free, its flow counts it (`write_arrived`), and it is delivered.
     #[inline(always)]
-    fn lean_written(&mut self, c: u32, a: Arrival) {
+    pub(super) fn lean_written(&mut self, c: u32, a: Arrival) {
         let word = a.tlp;
         let born = a.head - self.chans[c as usize].phy.prop;
         let f = self.lean.chans[c as usize].flow;

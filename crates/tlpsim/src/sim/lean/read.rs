@@ -103,6 +103,15 @@ impl Simulator<'_> {
                 addrs.resize(r as usize + 1, 0);
             }
             addrs[r as usize] = addr as u32;
+            let flow = &self.work.flows[f as usize];
+            if flow.writes {
+                // Its place among the writes it shares its channel with.
+                let writes = &mut self.lean.req_writes;
+                if writes.len() <= r as usize {
+                    writes.resize(r as usize + 1, 0);
+                }
+                writes[r as usize] = flow.next_order;
+            }
             self.lean.queues[out as usize].push_back(r);
             self.chans[out as usize].arbiter.lean_join(now);
             self.lean_try_send(out);
@@ -110,12 +119,18 @@ impl Simulator<'_> {
     }
 
     /// Puts channel `c`'s next MRd or completion (its queue's head, if the credits and the
-    /// replay buffer let it go) on the wire (`send_tlp` with one input of one class).
+    /// replay buffer let it go) on the wire (`send_tlp` with one input of one class); a
+    /// switch's channel sends by its own path.
     #[inline(never)]
     pub(super) fn lean_send_queued(&mut self, c: u32) {
         let now = self.now();
         let l = &self.lean.chans[c as usize];
         let (kind, overhead) = (l.kind, l.overhead);
+        if kind >= super::switch::SW_IN {
+            // A switch's channel: tested here, not in `lean_send_now`, whose one-link write
+            // path got dearer with another arm (see `lean_send_switch`).
+            return self.lean_send_switch(c, kind);
+        }
         let ch = &mut self.chans[c as usize];
         let Some(&word) = self.lean.queues[c as usize].front() else {
             ch.note_blocked(Blocked::Empty, now);
@@ -154,14 +169,19 @@ impl Simulator<'_> {
         // One call: each inlined copy of the transmit path weighs on the write path's.
         let start = self.lean_transmit::<false>(c, e);
         if kind == MRD {
-            // It left its requester: its latency (and its transfer's, if first) counts
-            // from its first byte out (`flow_left`).
-            let req = &mut self.work.reqs[word as usize];
-            req.issued = start;
-            if req.first {
-                let (f, t) = (req.flow as usize, req.transfer as usize);
-                self.work.flows[f].transfer_issued[t] = start;
-            }
+            self.lean_mrd_left(word, start);
+        }
+    }
+
+    /// The MRd of request slot `r` left its requester, its first byte out at `start`: its
+    /// latency (and its transfer's, if first) counts from then (`flow_left`).
+    #[inline(always)]
+    pub(super) fn lean_mrd_left(&mut self, r: u32, start: SimTime) {
+        let req = &mut self.work.reqs[r as usize];
+        req.issued = start;
+        if req.first {
+            let (f, t) = (req.flow as usize, req.transfer as usize);
+            self.work.flows[f].transfer_issued[t] = start;
         }
     }
 
