@@ -23,7 +23,7 @@ impl Simulator<'_> {
         let ch = &mut self.chans[c as usize];
         if let Some(e) = ch.tx_dll.next_replay() {
             ch.counters.replays += 1;
-            self.lean_transmit(c, e);
+            self.lean_transmit::<false>(c, e);
             return;
         }
         if ch.arbiter.queued == 0 {
@@ -75,7 +75,7 @@ impl Simulator<'_> {
         }
         let e = ch.tx_dll.push(r | MRD_WORD, bytes);
         ch.counters.tlps += 1;
-        let start = self.lean_transmit(c, e);
+        let start = self.lean_transmit::<false>(c, e);
         self.lean_mrd_left(r, start);
     }
 
@@ -113,7 +113,7 @@ impl Simulator<'_> {
         let e = ch.tx_dll.push(word, bytes);
         ch.counters.tlps += 1;
         ch.counters.payload_bytes += payload(word) as u64;
-        self.lean_transmit(c, e);
+        self.lean_transmit::<false>(c, e);
         if !refill {
             self.work.flows[f as usize].write_queued -= 1;
             self.lean_fill(f, false);

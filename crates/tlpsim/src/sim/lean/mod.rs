@@ -1,12 +1,14 @@
 //! The lean kernel: the hot path of the first classes of runs, DMA endpoints streaming
 //! posted writes into, reads from (`read`), or both (`both`), root complexes straight over
-//! one link each, with no bit errors, flits, switches, trace or anything of a root complex's own
-//! (bridge, sink, memory limits, host memory, CPU). It runs on the simulator's own state
+//! one link each, or writes through one crossbar switch (`switch`), with no bit errors,
+//! flits, other switches, trace or anything of a root complex's own (bridge, sink, memory
+//! limits, host memory, CPU). It runs on the simulator's own state
 //! and event queue, so the events it schedules, their order at one instant and every
 //! counter the results read are those of the general engine, but a write is a code word
 //! (payload and DW lead) in a fixed ring per channel, not a slab record (a read request
 //! is its request slot, a completion a code word, each in its channel's queue): no
-//! arbiter queues, no node dispatch, no owner cookie, no completer. Its eligibility
+//! arbiter queues (but a switch's egress), no node dispatch, no owner cookie, no
+//! completer. Its eligibility
 //! (`eligible`) says yes only when every feature of the run is one it models exactly; a
 //! run it cannot finish the same way (a flow quiet for a whole watchdog period, whose
 //! starvation the general engine describes by its waiting TLP, or a read that times out)
@@ -15,9 +17,11 @@
 mod both;
 mod path;
 mod read;
+mod switch;
 
 use super::*;
 use crate::fabric::WorkloadKind;
+use switch::SwitchIn;
 
 /// Ring slots per channel: a write source keeps at most `WRITE_QUEUE_DEPTH` queued.
 const RING: usize = 4;
@@ -56,7 +60,7 @@ const BOTH: u32 = 3;
 pub(in crate::sim) struct LeanChannel {
     /// The flow whose TLPs it carries (`NONE`: none).
     flow: u32,
-    /// What it carries: `WRITE`, `MRD`, `CPL` or `BOTH`.
+    /// What it carries: `WRITE`, `MRD`, `CPL`, `BOTH`, `SW_IN` or `SW_UP`.
     kind: u32,
     /// Wire bytes of one of its TLPs with no data (header, digest, framing).
     overhead: u32,
@@ -86,6 +90,10 @@ pub(in crate::sim) struct Lean {
     req_writes: Vec<u64>,
     /// A look found a flow quiet: the run starts again on the general engine.
     gave_up: bool,
+    /// How the switch at the end of each `SW_IN` channel forwards its writes.
+    sw: Vec<SwitchIn>,
+    /// The births of each flow's writes inside a switch or past it, oldest first.
+    born: Vec<std::collections::VecDeque<SimTime>>,
 }
 
 /// A write's code word: its payload and DW lead.
@@ -131,10 +139,11 @@ impl Simulator<'_> {
             }
             _ => false,
         };
-        let nodes_ok = sys
-            .nodes
-            .iter()
-            .all(|n| plain_root(&n.kind) || matches!(n.kind, NodeKind::Dma { .. }));
+        let nodes_ok = sys.nodes.iter().enumerate().all(|(i, n)| {
+            plain_root(&n.kind)
+                || matches!(n.kind, NodeKind::Dma { .. })
+                || self.lean_switch_node(i)
+        });
         let chans_ok = self
             .chans
             .iter()
@@ -149,9 +158,10 @@ impl Simulator<'_> {
             && self.lean_flows_ok()
     }
 
-    /// Every workload a plain DMA write, read or both-ways stream from a DMA endpoint straight into a
-    /// root complex, one per channel, on a transmitter with one input, and fewer tags in
-    /// all than a completion's code word can name.
+    /// Every workload a plain DMA write, read or both-ways stream from a DMA endpoint
+    /// straight into a root complex (or a write stream through one crossbar switch), one
+    /// per channel, on a transmitter with one input, and fewer tags in all than a
+    /// completion's code word can name.
     fn lean_flows_ok(&self) -> bool {
         let mut used = vec![false; self.chans.len()];
         let tags: u64 = (0..self.sys.nodes.len())
@@ -164,7 +174,8 @@ impl Simulator<'_> {
             .workloads
             .iter()
             .zip(self.work.flows.iter())
-            .all(|(w, f)| {
+            .enumerate()
+            .all(|(i, (w, f))| {
                 let out = f.out as usize;
                 let ok = matches!(w.kind, WorkloadKind::Dma)
                     && matches!(self.sys.nodes[w.source].kind, NodeKind::Dma { .. })
@@ -176,7 +187,8 @@ impl Simulator<'_> {
                     && f.doorbell.is_none()
                     && f.pace.is_empty()
                     && out < self.chans.len()
-                    && self.ends.rx_node[out] as usize == w.target
+                    && (self.ends.rx_node[out] as usize == w.target
+                        || self.lean_switch_up(i, out, w.target).is_some())
                     && self.chans[out].arbiter.single_input()
                     && !used[out]
                     && !used[out ^ 1];
@@ -221,6 +233,7 @@ impl Simulator<'_> {
                 };
             }
         }
+        self.lean_switch_start();
     }
 
     /// Runs the event loop on the lean kernel; None if it gave up (see the module).
@@ -289,6 +302,7 @@ impl Simulator<'_> {
             Ev::ReplayTimer(c) => self.on_replay_timer::<true>(c),
             Ev::Start(f) => self.lean_start_flow(f),
             Ev::Enqueue { ch, tlp } => self.lean_enqueue_completions(ch, tlp),
+            Ev::Forward(c) => self.lean_forward(c),
             _ => return self.lean_look(ev),
         }
         Ok(())

@@ -83,7 +83,7 @@ impl Simulator<'_> {
             }
         }
         match self.lean.chans[c as usize].kind {
-            WRITE => self.lean_send_tlp(c),
+            WRITE => self.lean_send_tlp::<false>(c),
             BOTH => self.lean_send_both(c),
             _ => self.lean_send_queued(c),
         }
@@ -94,16 +94,17 @@ impl Simulator<'_> {
     }
 
     /// Puts channel `c`'s next write (a replay, or its ring's head if the credits and the
-    /// replay buffer let it go) on the wire (`send_tlp` with one input, posted only).
+    /// replay buffer let it go) on the wire (`send_tlp` with one input, posted only); into
+    /// a switch (`SW`), which forwards it, its birth noted for its flow.
     // Out of line: inlined beside the read path's call in `lean_send_now`, its in-flight
     // pushes were no longer inlined (`/tmp/link1_5ms.toml` 58.05 M -> 56.57 M instructions).
     #[inline(never)]
-    fn lean_send_tlp(&mut self, c: u32) {
+    pub(super) fn lean_send_tlp<const SW: bool>(&mut self, c: u32) {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
         if let Some(e) = ch.tx_dll.next_replay() {
             ch.counters.replays += 1;
-            self.lean_transmit(c, e);
+            self.lean_transmit::<SW>(c, e);
             return;
         }
         if ch.arbiter.queued == 0 {
@@ -150,7 +151,10 @@ impl Simulator<'_> {
         let e = ch.tx_dll.push(word, bytes);
         ch.counters.tlps += 1;
         ch.counters.payload_bytes += payload(word) as u64;
-        self.lean_transmit(c, e);
+        let start = self.lean_transmit::<SW>(c, e);
+        if SW {
+            self.lean.born[f as usize].push_back(start);
+        }
         if !refill {
             // It left its writer: room for the next.
             self.work.flows[f as usize].write_queued -= 1;
@@ -161,10 +165,10 @@ impl Simulator<'_> {
         }
     }
 
-    /// Puts one TLP (new or replayed) on the wire of `c` (`transmit` with no errors and
-    /// no switch beyond); returns when its first byte left.
+    /// Puts one TLP (new or replayed) on the wire of `c` (`transmit` with no errors, into a
+    /// switch that forwards it if `SW`); returns when its first byte left.
     #[inline(always)]
-    pub(super) fn lean_transmit(&mut self, c: u32, e: ReplayEntry) -> SimTime {
+    pub(super) fn lean_transmit<const SW: bool>(&mut self, c: u32, e: ReplayEntry) -> SimTime {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
         let (start, end) = ch.phy.wire.send(now, e.bytes);
@@ -173,8 +177,12 @@ impl Simulator<'_> {
             self.q.schedule(at, Ev::ReplayTimer(c));
         }
         let ch = &mut self.chans[c as usize];
-        if e.seq == ch.phy.predicted_seq {
+        let expected = e.seq == ch.phy.predicted_seq;
+        if expected {
             ch.phy.predicted_seq += 1;
+        }
+        if SW && expected {
+            self.lean_schedule_forward(c, e.tlp, start, end);
         }
         self.lean_arrive(
             c,
@@ -186,7 +194,7 @@ impl Simulator<'_> {
                 frees_wire: false,
                 head: start + prop,
                 tail: end + prop,
-                forwarded: false,
+                forwarded: SW,
             },
         );
         start
@@ -230,7 +238,8 @@ impl Simulator<'_> {
                     WRITE => self.lean_written(c, a),
                     MRD => self.lean_read_arrived(c, a),
                     CPL => self.lean_completed(c, a),
-                    _ => self.lean_both_arrived(c, a),
+                    BOTH => self.lean_both_arrived(c, a),
+                    _ => self.lean_switch_arrived(c, a),
                 }
             }
             Received::Nak(s) => self.lean_send_dllp(c, Dllp::Nak(s)),
@@ -275,9 +284,17 @@ impl Simulator<'_> {
     #[inline(always)]
     pub(super) fn lean_written(&mut self, c: u32, a: Arrival) {
         let word = a.tlp;
+        let born = a.head - self.chans[c as usize].phy.prop;
+        let f = self.lean.chans[c as usize].flow;
+        self.lean_deliver(c, f, word, born);
+    }
+
+    /// Write `word` of flow `f`, born at `born`, accepted on channel `c`, enters the root
+    /// complex's buffer and its memory at once (`lean_written`'s work).
+    #[inline(always)]
+    pub(super) fn lean_deliver(&mut self, c: u32, f: u32, word: u32, born: SimTime) {
         let (dc, size) = (data_credits(word), payload(word));
         let ch = &mut self.chans[c as usize];
-        let born = a.head - ch.phy.prop;
         // Into the buffer and, the memory having it at once, out again (`rx_release`).
         let (ok, finite) = ch.rx_credits.pass(FcClass::Posted, 1, dc);
         if !ok {
@@ -288,7 +305,6 @@ impl Simulator<'_> {
             self.q.schedule(at, Ev::DllTimer(c));
         }
         let now = self.now();
-        let f = self.lean.chans[c as usize].flow;
         let measuring = self.window.measuring;
         let warmup = self.sys.warmup;
         let flow = &mut self.work.flows[f as usize];

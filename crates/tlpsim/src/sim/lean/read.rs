@@ -119,12 +119,18 @@ impl Simulator<'_> {
     }
 
     /// Puts channel `c`'s next MRd or completion (its queue's head, if the credits and the
-    /// replay buffer let it go) on the wire (`send_tlp` with one input of one class).
+    /// replay buffer let it go) on the wire (`send_tlp` with one input of one class); a
+    /// switch's channel sends by its own path.
     #[inline(never)]
     pub(super) fn lean_send_queued(&mut self, c: u32) {
         let now = self.now();
         let l = &self.lean.chans[c as usize];
         let (kind, overhead) = (l.kind, l.overhead);
+        if kind >= super::switch::SW_IN {
+            // A switch's channel: tested here, not in `lean_send_now`, whose one-link write
+            // path got dearer with another arm (see `lean_send_switch`).
+            return self.lean_send_switch(c, kind);
+        }
         let ch = &mut self.chans[c as usize];
         let Some(&word) = self.lean.queues[c as usize].front() else {
             ch.note_blocked(Blocked::Empty, now);
@@ -161,7 +167,7 @@ impl Simulator<'_> {
             ch.counters.payload_bytes += cpl_payload(word) as u64;
         }
         // One call: each inlined copy of the transmit path weighs on the write path's.
-        let start = self.lean_transmit(c, e);
+        let start = self.lean_transmit::<false>(c, e);
         if kind == MRD {
             self.lean_mrd_left(word, start);
         }
