@@ -50,7 +50,7 @@ impl Simulator<'_> {
             let bytes = l.overhead + (payload(word) + (word >> 16)).next_multiple_of(4);
             match ch.tx_credits.check(FcClass::Posted, dc) {
                 Ok(()) if ch.tx_dll.has_room(bytes) => {
-                    return self.lean_send_write(c, word, bytes);
+                    return self.lean_send_write::<false>(c, word, bytes);
                 }
                 Ok(()) => blocked = Blocked::ReplayBuffer,
                 Err(ty) if blocked == Blocked::Empty => blocked = Blocked::Credits(ty),
@@ -81,14 +81,18 @@ impl Simulator<'_> {
 
     /// Sends `word`, the write at the head of channel `c`'s ring (`bytes` on the wire), as
     /// `lean_send_tlp` does: a whole-payload successor takes its place at once, else its
-    /// writer fills (and, beginning a transfer, issues reads).
-    fn lean_send_write(&mut self, c: u32, word: u32, bytes: u32) {
+    /// writer fills (and, beginning a transfer, issues reads); into a switch (`SW`), its
+    /// birth noted for its flow.
+    #[inline(always)]
+    pub(super) fn lean_send_write<const SW: bool>(&mut self, c: u32, word: u32, bytes: u32) {
         let now = self.now();
         let dc = data_credits(word);
         let ch = &mut self.chans[c as usize];
         let l = &mut self.lean.chans[c as usize];
         l.head = (l.head + 1) % RING as u32;
         let f = l.flow;
+        // The writer's next write is one of its whole payload: it takes this one's place at
+        // once (`lean_fill`'s one write after a send, cut without `request_piece`).
         let refill = l.full > 0;
         if refill {
             l.full -= 1;
@@ -113,8 +117,14 @@ impl Simulator<'_> {
         let e = ch.tx_dll.push(word, bytes);
         ch.counters.tlps += 1;
         ch.counters.payload_bytes += payload(word) as u64;
-        self.lean_transmit::<false>(c, e);
+        let start = self.lean_transmit::<SW>(c, e);
+        if SW {
+            self.lean.born[f as usize].push_back(start);
+        }
         if !refill {
+            // It left its writer: room for the next. The wire is busy now: `lean_send_now`'s
+            // end wakes the transmitter when it frees, as the writer's own `try_send` would
+            // have, with nothing scheduled in between.
             self.work.flows[f as usize].write_queued -= 1;
             self.lean_fill(f, false);
         }

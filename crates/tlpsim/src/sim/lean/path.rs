@@ -123,46 +123,7 @@ impl Simulator<'_> {
             ch.note_blocked(Blocked::ReplayBuffer, now);
             return;
         }
-        l.head = (l.head + 1) % RING as u32;
-        let f = l.flow;
-        // The writer's next write is one of its whole payload: it takes this one's place at
-        // once (`lean_fill`'s one write after a send, cut without `request_piece`).
-        let refill = l.full > 0;
-        if refill {
-            l.full -= 1;
-            let at = (l.head as usize + ch.arbiter.queued - 1) % RING;
-            l.ring[at] = l.full_word;
-            ch.arbiter.lean_swap();
-            let max = payload(l.full_word);
-            let flow = &mut self.work.flows[f as usize];
-            flow.write_left -= max as u64;
-            flow.write_addr += max as u64;
-            flow.next_order += 1;
-            self.audit.tlps_created += 1;
-            self.audit.payload_created += max as u64;
-        } else {
-            ch.arbiter.lean_leave(now);
-        }
-        ch.end_stall(now);
-        ch.end_replay_stall(now);
-        if !ch.tx_credits.consume(FcClass::Posted, dc) {
-            self.audit.credit_violations += 1;
-        }
-        let e = ch.tx_dll.push(word, bytes);
-        ch.counters.tlps += 1;
-        ch.counters.payload_bytes += payload(word) as u64;
-        let start = self.lean_transmit::<SW>(c, e);
-        if SW {
-            self.lean.born[f as usize].push_back(start);
-        }
-        if !refill {
-            // It left its writer: room for the next.
-            self.work.flows[f as usize].write_queued -= 1;
-            // The wire is busy now: `lean_send_now`'s end wakes the transmitter when it
-            // frees, as the writer's own `try_send` would have, with nothing scheduled in
-            // between.
-            self.lean_fill(f, false);
-        }
+        self.lean_send_write::<SW>(c, word, bytes);
     }
 
     /// Puts one TLP (new or replayed) on the wire of `c` (`transmit` with no errors, into a
