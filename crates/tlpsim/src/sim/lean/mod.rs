@@ -2,17 +2,16 @@
 //! posted writes into, reads from (`read`), or both (`both`), root complexes straight over
 //! one link each, or writes through one crossbar switch (`switch`), with no bit errors,
 //! flits, other switches, trace or anything of a root complex's own (bridge, sink, memory
-//! limits, host memory, CPU). It runs on the simulator's own state
-//! and event queue, so the events it schedules, their order at one instant and every
-//! counter the results read are those of the general engine, but a write is a code word
-//! (payload and DW lead) in a fixed ring per channel, not a slab record (a read request
-//! is its request slot, a completion a code word, each in its channel's queue): no
-//! arbiter queues (but a switch's egress), no node dispatch, no owner cookie, no
-//! completer. Its eligibility
-//! (`eligible`) says yes only when every feature of the run is one it models exactly; a
-//! run it cannot finish the same way (a flow quiet for a whole watchdog period, whose
-//! starvation the general engine describes by its waiting TLP, or a read that times out)
-//! starts again on the general engine.
+//! limits, host memory, CPU). It runs on the simulator's own state and event queue, so the
+//! events it schedules, their order at one instant and every counter the results read are
+//! those of the general engine, but a write is a code word (payload and DW lead) in a fixed
+//! ring per channel, not a slab record (a read request is its request slot, a completion a
+//! code word, each in its channel's queue): no arbiter queues (but a switch's egress), no
+//! node dispatch, no owner cookie, no completer. Its eligibility (`eligible`) says yes only
+//! when every feature of the run is one it models exactly; a run it cannot finish the same
+//! way (a flow quiet for a whole watchdog period, whose starvation the general engine
+//! describes by its waiting TLP, or a read that times out) starts again on the general
+//! engine.
 
 mod both;
 mod path;
