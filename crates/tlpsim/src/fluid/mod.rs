@@ -62,7 +62,6 @@ use std::time::Instant;
 use crate::engine::SimTime;
 use crate::fabric::{AckPolicy, NodeId, NodeKind, System, TargetKind, WorkloadSpec};
 use crate::pcie::dll::{spec_dllp_fraction, DLLP_BYTES};
-use crate::pcie::flow_control::FcClass;
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::{flit, phy};
 use crate::sim::result::RunResult;
@@ -432,7 +431,7 @@ impl<'a> Model<'a> {
                         Some(Hop::Socket { .. }) | None => fifo::OWN,
                     };
                     mix.inputs.entry(c).or_default().insert(input);
-                    *mix.classes.entry(c).or_default() |= hol::bit(class_of(kind));
+                    *mix.classes.entry(c).or_default() |= hol::bit(kind.class());
                     *mix.uses.entry(c).or_default() += self.wire(c, kind, payload) * count;
                     *mix.tlps.entry(c).or_default() += count;
                     *mix.payload.entry(c).or_default() += payload as f64 * count;
@@ -750,15 +749,6 @@ fn stretch(streams: &mut [Stream], base: &[Vec<Limit>], (full, cap): (&[f64], &[
             l.window = Some((w, t));
             l.rate = w / t;
         }
-    }
-}
-
-/// The flow-control class of a TLP of `kind`.
-fn class_of(kind: TlpKind) -> FcClass {
-    match kind {
-        TlpKind::MWr | TlpKind::Msg | TlpKind::MsgD => FcClass::Posted,
-        TlpKind::MRd => FcClass::NonPosted,
-        TlpKind::CplD | TlpKind::Cpl => FcClass::Completion,
     }
 }
 

@@ -6,6 +6,7 @@
 //! without OHC). Lengths are in DW: a payload is carried in whole 4-byte words.
 
 use crate::error::{ConfigError, Result};
+use crate::pcie::flow_control::FcClass;
 
 /// The TLP kinds tlpsim models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,6 +23,18 @@ pub enum TlpKind {
     Msg,
     /// Message with data.
     MsgD,
+}
+
+impl TlpKind {
+    /// The flow-control class its TLPs take credits of (and are ordered by).
+    #[inline(always)]
+    pub fn class(self) -> FcClass {
+        match self {
+            TlpKind::MWr | TlpKind::Msg | TlpKind::MsgD => FcClass::Posted,
+            TlpKind::MRd => FcClass::NonPosted,
+            TlpKind::CplD | TlpKind::Cpl => FcClass::Completion,
+        }
+    }
 }
 
 /// Memory request addressing: 32-bit (3 DW header) or 64-bit (4 DW header).

@@ -105,11 +105,7 @@ impl Tlp {
     }
 
     pub(in crate::sim) fn class(&self) -> FcClass {
-        match self.kind {
-            TlpKind::MWr | TlpKind::Msg | TlpKind::MsgD => FcClass::Posted,
-            TlpKind::MRd => FcClass::NonPosted,
-            TlpKind::CplD | TlpKind::Cpl => FcClass::Completion,
-        }
+        self.kind.class()
     }
 
     /// Data credits (16 bytes each) of its whole DWs of data (see
