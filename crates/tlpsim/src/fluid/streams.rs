@@ -193,12 +193,8 @@ impl Model<'_> {
                 self.unloaded[i] = Some(self.one_way(&p, TlpKind::MWr, max) * 1e9);
             }
             self.push(i, mix, t as f64, limits, writes, interrupts);
-            self.held_back(
-                p,
-                FcClass::Posted,
-                max as f64,
-                (WRITE_QUEUE_DEPTH * max) as f64,
-            );
+            let source = (WRITE_QUEUE_DEPTH * max) as f64;
+            self.held_back(p, FcClass::Posted, (max as f64, source), 1.0);
         }
         if w.direction.reads() {
             let (req, cpl) = (self.path(src, dst, w)?, self.path(dst, src, w)?);
@@ -213,10 +209,7 @@ impl Model<'_> {
             limits.extend(window);
             self.push(i, mix, t as f64, limits, requests, 0.0);
             let cs = self.cpl_size(dst).min(per_request.ceil() as u32) as f64;
-            self.held_back(cpl, FcClass::Completion, cs, f64::INFINITY);
-            if let Some(b) = self.streams.last_mut().and_then(|s| s.backlog.as_mut()) {
-                b.share = share;
-            }
+            self.held_back(cpl, FcClass::Completion, (cs, f64::INFINITY), share);
         }
         Ok(())
     }
@@ -505,15 +498,16 @@ impl Model<'_> {
     }
 
     /// Notes what the last stream keeps queued along `path` when held downstream: TLPs of
-    /// `class` with `tlp` payload bytes, at most `source` bytes at its own egress.
-    fn held_back(&mut self, path: Path, class: FcClass, tlp: f64, source: f64) {
+    /// `class` with `tlp` payload bytes, at most `source` bytes at its own egress, `share`
+    /// of its window in flight where they queue (`Backlog::share`).
+    fn held_back(&mut self, path: Path, class: FcClass, (tlp, source): (f64, f64), share: f64) {
         if let Some(s) = self.streams.last_mut() {
             s.backlog = Some(Backlog {
                 path,
                 class,
                 tlp,
                 source,
-                share: 1.0,
+                share,
             });
         }
     }
