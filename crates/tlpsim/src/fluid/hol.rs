@@ -16,13 +16,8 @@
 //! 75), read requests behind posted writes a device's memory takes slowly
 //! (`gpu-bar-through-switch.toml`).
 
-use super::{secs, Bound, Model, Path, Stream};
-use crate::engine::SimTime;
-use crate::fabric::AckPolicy;
-use crate::pcie::dll::{update_fc_latency_symbols, DLLP_BYTES};
+use super::{Bound, Model, Path, Stream};
 use crate::pcie::flow_control::FcClass;
-use crate::pcie::tlp::TlpKind;
-use crate::pcie::wire::symbol_ticks;
 
 /// What a stream keeps queued on its way when something downstream holds it.
 #[derive(Clone)]
@@ -93,22 +88,6 @@ impl Model<'_> {
         by_header.min(by_data) * tlp
     }
 
-    /// Seconds from a TLP leaving the ingress buffer at the far end of link direction `c`
-    /// to the next one of `tlp` payload bytes taking its place: the UpdateFC back (after
-    /// its timer), the TLP over the link.
-    fn refill(&self, c: usize, tlp: f64) -> f64 {
-        let l = &self.sys.links[c / 2];
-        let timer = match l.ack {
-            AckPolicy::Timer if !l.flit => {
-                let sym = update_fc_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
-                secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)))
-            }
-            _ => 0.0,
-        };
-        let ser = self.ser(c, self.wire(c, TlpKind::MWr, tlp as u32));
-        timer + self.ser(c ^ 1, DLLP_BYTES as f64) + 2.0 * secs(l.propagation) + ser
-    }
-
     /// Seconds each stream's round trip waits behind other streams' backlogs, at the
     /// rates and bounds of the last solve.
     pub(super) fn hol(&self, victims: &[Victim], rates: &[f64], bounds: &[Bound]) -> Vec<f64> {
@@ -155,7 +134,8 @@ impl Model<'_> {
         for i in (1..=j).rev() {
             // The buffer is short of what arrives over its credits' return.
             let refill = match hops[i - 1] {
-                super::Hop::Chan(c) => rate * self.refill(c, bl.tlp),
+                // From a TLP leaving the buffer to the next taking its place.
+                super::Hop::Chan(c) => rate * self.credit_return(c, bl.tlp as u32),
                 super::Hop::Socket { .. } => 0.0,
             };
             let room = (self.buffer(bl.path.nodes[i], bl.class, bl.tlp) - refill).max(0.0);

@@ -61,8 +61,9 @@ use std::time::Instant;
 
 use crate::engine::SimTime;
 use crate::fabric::{AckPolicy, NodeId, NodeKind, System, TargetKind, WorkloadSpec};
-use crate::pcie::dll::{spec_dllp_fraction, DLLP_BYTES};
+use crate::pcie::dll::{spec_dllp_fraction, update_fc_latency_symbols, DLLP_BYTES};
 use crate::pcie::tlp::{self, TlpKind};
+use crate::pcie::wire::symbol_ticks;
 use crate::pcie::{flit, phy};
 use crate::sim::result::RunResult;
 pub use path::{Hop, Path, Tree};
@@ -633,6 +634,22 @@ impl<'a> Model<'a> {
         };
         let all = tlp::sum_over_split(bytes as u64, cs, |c| self.wire(c0, TlpKind::CplD, c));
         Some((c, (all - self.wire(c0, TlpKind::CplD, cs)).max(0.0)))
+    }
+
+    /// Seconds a posted credit of link direction `c` takes round, a write of `payload`
+    /// bytes: the write over the link, the UpdateFC timer at the receiver, the DLLP back,
+    /// and the propagation both ways (a receiver that holds the buffer adds its hold).
+    pub(super) fn credit_return(&self, c: usize, payload: u32) -> f64 {
+        let l = &self.sys.links[c / 2];
+        let timer = match l.ack {
+            AckPolicy::Timer if !l.flit => {
+                let sym = update_fc_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
+                secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)))
+            }
+            _ => 0.0,
+        };
+        let ser = self.ser(c, self.wire(c, TlpKind::MWr, payload));
+        ser + 2.0 * secs(l.propagation) + timer + self.ser(c ^ 1, DLLP_BYTES as f64)
     }
 
     /// DLLP bytes per second channel `c` carries for `tlps_back` TLPs per second coming

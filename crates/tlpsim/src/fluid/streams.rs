@@ -4,12 +4,9 @@
 
 use super::hol::Backlog;
 use super::{secs, Hop, Limit, Mix, Model, Path, Refused, Stream};
-use crate::engine::SimTime;
-use crate::fabric::{AckPolicy, DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadSpec};
-use crate::pcie::dll::{update_fc_latency_symbols, DLLP_BYTES};
+use crate::fabric::{DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadSpec};
 use crate::pcie::flow_control::FcClass;
 use crate::pcie::tlp::TlpKind;
-use crate::pcie::wire::symbol_ticks;
 use crate::sim::WRITE_QUEUE_DEPTH;
 
 /// The ways the TLPs of an fio workload's I/Os take.
@@ -95,8 +92,6 @@ impl Model<'_> {
                     }
                 }
             };
-            let l = &self.sys.links[c / 2];
-            let ser = self.ser(c, self.wire(c, TlpKind::MWr, max));
             // The receiver holds the buffer until it passes the TLP on.
             let hold = match (
                 self.sys.nodes[rx].kind.holds_until_forwarded(),
@@ -107,15 +102,7 @@ impl Model<'_> {
                 }
                 (Some(_), Some(Hop::Socket { .. }) | None) | (None, _) => 0.0,
             };
-            let timer = match l.ack {
-                AckPolicy::Timer if !l.flit => {
-                    let sym = update_fc_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
-                    secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)))
-                }
-                _ => 0.0,
-            };
-            let back = self.ser(c ^ 1, DLLP_BYTES as f64);
-            let rtt = ser + 2.0 * secs(l.propagation) + hold + timer + back;
+            let rtt = self.credit_return(c, max) + hold;
             let window = tlps * max as f64;
             // Held in the receiver's ingress buffer until it leaves on the next link: a
             // window behind that link's FIFO, if it is one.
