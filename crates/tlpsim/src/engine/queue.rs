@@ -47,6 +47,13 @@ impl<E> Ord for Far<E> {
     }
 }
 
+/// One waiting event of a small queue: its time in ticks and the event.
+#[derive(Clone, Copy)]
+struct Near<E> {
+    at: u64,
+    event: E,
+}
+
 /// One waiting event on the wheel, linked to the next in its bucket.
 #[derive(Clone, Copy)]
 struct Node<E> {
@@ -76,6 +83,11 @@ pub struct EventQueue<E> {
     len: usize,
     now: SimTime,
     popped: u64,
+    /// The waiting events of a small queue, latest first (the earliest is the last; equal
+    /// times lie latest-scheduled first): see [`EventQueue::make_small`].
+    sorted: Table<Near<E>>,
+    /// Whether the events wait in `sorted`, not on the wheel.
+    small: bool,
 }
 
 impl<E: Copy> Default for EventQueue<E> {
@@ -99,6 +111,8 @@ impl<E: Copy> EventQueue<E> {
             len: 0,
             now: SimTime::ZERO,
             popped: 0,
+            sorted: Table::new(),
+            small: false,
         }
     }
 
@@ -124,7 +138,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Puts an event on the wheel (its slot must lie within the wheel's span), after every
     /// event of its bucket due at or before it.
-    #[inline]
+    #[inline(always)]
     fn place(&mut self, at: u64, event: E) {
         let node = Node {
             at,
@@ -181,11 +195,82 @@ impl<E: Copy> EventQueue<E> {
     pub fn schedule_inline(&mut self, at: SimTime, event: E) {
         let at = at.max(self.now).ticks();
         self.len += 1;
-        if (at >> SLOT_BITS) < self.base + SLOTS as u64 {
+        if self.small {
+            self.insert_sorted(at, event);
+        } else if (at >> SLOT_BITS) < self.base + SLOTS as u64 {
             self.place(at, event);
         } else {
             self.push_far(at, event);
         }
+    }
+
+    /// Puts an event into a small queue's sorted list, after every event due at or before it.
+    #[inline(always)]
+    fn insert_sorted(&mut self, at: u64, event: E) {
+        let v = &mut self.sorted;
+        let mut i = v.len();
+        v.push(Near { at, event });
+        while i > 0 && v[i - 1].at <= at {
+            v[i] = v[i - 1];
+            i -= 1;
+        }
+        v[i] = Near { at, event };
+    }
+
+    /// Moves every waiting event off the wheel into one list sorted by time, where every
+    /// later event waits too (for a run with few events waiting at a time, such as the lean
+    /// kernel's on one link: an insertion there costs a few comparisons, where the wheel's
+    /// costs a bucket's bookkeeping). The order stays the same; only
+    /// [`Self::pop_small_until`] takes events out afterwards.
+    pub fn make_small(&mut self) {
+        if self.small {
+            return;
+        }
+        // Events at one time all lie in one bucket (in order) or all in the far heap (a far
+        // event moves onto the wheel before any at its time can be scheduled there).
+        let mut all: Vec<(u64, usize, E)> = Vec::with_capacity(self.len);
+        for k in 0..SLOTS {
+            let mut n = self.ends[(self.base as usize + k) & (SLOTS - 1)][0];
+            while n != NIL {
+                let node = self.nodes[n as usize];
+                all.push((node.at, all.len(), node.event));
+                n = node.next;
+            }
+        }
+        let mut far = std::mem::take(&mut self.far).into_vec();
+        far.sort_by_key(|Reverse(f)| f.key);
+        for Reverse(f) in far {
+            all.push((f.key.0, all.len(), f.event));
+        }
+        all.sort_by_key(|&(at, k, _)| (at, k));
+        self.sorted = all
+            .into_iter()
+            .rev()
+            .map(|(at, _, event)| Near { at, event })
+            .collect();
+        self.ends.fill([NIL; 2]);
+        self.nodes.clear();
+        self.free = NIL;
+        self.occupied = [0; WORDS];
+        self.far_slot = u64::MAX;
+        self.small = true;
+    }
+
+    /// [`Self::pop_until`] for a queue that may have been made small.
+    #[inline(always)]
+    pub fn pop_small_until(&mut self, until: SimTime) -> Option<(SimTime, E)> {
+        if !self.small {
+            return self.pop_until(until);
+        }
+        let &Near { at, event } = self.sorted.last()?;
+        if at > until.ticks() {
+            return None;
+        }
+        self.sorted.pop();
+        self.len -= 1;
+        self.now = SimTime::from_ticks(at);
+        self.popped += 1;
+        Some((self.now, event))
     }
 
     /// Puts an event beyond the wheel's span in the far heap (kept out of line: rare).
@@ -212,7 +297,9 @@ impl<E: Copy> EventQueue<E> {
             }
             false
         });
-        on_wheel || self.far.iter().any(|Reverse(f)| pred(&f.event))
+        on_wheel
+            || self.far.iter().any(|Reverse(f)| pred(&f.event))
+            || self.sorted.iter().any(|n| pred(&n.event))
     }
 
     /// Schedules `event` `delay` after now.
@@ -249,6 +336,7 @@ impl<E: Copy> EventQueue<E> {
     /// Takes the earliest event if it is due at or before `until`, advancing now to its time.
     #[inline(always)] // into each event loop (the general engine's and the lean kernel's)
     pub fn pop_until(&mut self, until: SimTime) -> Option<(SimTime, E)> {
+        debug_assert!(!self.small, "a small queue pops by pop_small_until");
         let here = self.base as usize & (SLOTS - 1);
         let slot = match self.next_occupied_from(here) {
             Some(s) => s,
@@ -411,6 +499,42 @@ mod tests {
             reference.sort();
             let rest: Vec<_> = std::iter::from_fn(|| q.pop().map(|(t, i)| (t.ticks(), i))).collect();
             prop_assert_eq!(rest, reference);
+        }
+
+        #[test]
+        fn a_queue_made_small_keeps_the_order(
+            ops in prop::collection::vec((0u64..1u64 << 36, 0u8..3), 1..200),
+            cut in 0usize..200,
+        ) {
+            // Events before the cut wait on the wheel and in the far heap (many ties on a
+            // coarse grid), then move into the sorted list; against a sorted reference.
+            let mut q = EventQueue::new();
+            let mut reference: Vec<(u64, usize)> = Vec::new();
+            for (i, &(delta, pops)) in ops.iter().enumerate() {
+                if i == cut {
+                    q.make_small();
+                }
+                let at = q.now().ticks() + (delta % (1 << (delta % 37))) / (1 << 20) * (1 << 20);
+                q.schedule(SimTime::from_ticks(at), i);
+                reference.push((at, i));
+                for _ in 0..pops {
+                    reference.sort();
+                    let want = (!reference.is_empty()).then(|| reference.remove(0));
+                    let got = if q.small {
+                        q.pop_small_until(SimTime::MAX)
+                    } else {
+                        q.pop_until(SimTime::MAX)
+                    };
+                    prop_assert_eq!(got.map(|(t, i)| (t.ticks(), i)), want);
+                }
+            }
+            q.make_small();
+            reference.sort();
+            let rest: Vec<_> = std::iter::from_fn(|| q.pop_small_until(SimTime::MAX))
+                .map(|(t, i)| (t.ticks(), i))
+                .collect();
+            prop_assert_eq!(rest, reference);
+            prop_assert!(q.is_empty());
         }
 
         #[test]

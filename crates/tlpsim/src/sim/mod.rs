@@ -71,6 +71,9 @@ const NONE: u32 = u32::MAX;
 pub(crate) const WRITE_QUEUE_DEPTH: u32 = 2;
 /// Interval of every receiver's UpdateFC refresh (spec §2.6.1.2: at least every 30 us).
 const FC_REFRESH: SimTime = SimTime::from_ns(30_000);
+/// Channels up to which the lean kernel keeps its events in one sorted list rather than
+/// the timing wheel (`EventQueue::make_small`): one link's few waiting events.
+const SMALL_QUEUE_CHANNELS: usize = 4;
 
 /// Why a run could not finish.
 #[derive(Debug, Clone, PartialEq)]
@@ -507,6 +510,9 @@ impl Simulator<'_> {
     ) -> Result<(RunResult, Option<Trace>), RunError> {
         let wall = Instant::now();
         self.lean_start();
+        if self.chans.len() <= SMALL_QUEUE_CHANNELS {
+            self.q.make_small();
+        }
         let mut furthest = 0.0f64;
         let mut noted = |f: f64| {
             furthest = furthest.max(f);

@@ -242,7 +242,7 @@ impl Simulator<'_> {
     ) -> Option<Result<(), RunError>> {
         let end = self.sys.duration;
         let fraction = |t: SimTime| t.ticks() as f64 / end.ticks().max(1) as f64;
-        while let Some((now, ev)) = self.q.pop_until(end) {
+        while let Some((now, ev)) = self.q.pop_small_until(end) {
             if let Err(e) = self.handle_lean(ev) {
                 return Some(Err(e));
             }
