@@ -124,7 +124,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Puts an event on the wheel (its slot must lie within the wheel's span), after every
     /// event of its bucket due at or before it.
-    #[inline]
+    #[inline(always)]
     fn place(&mut self, at: u64, event: E) {
         let node = Node {
             at,
