@@ -173,16 +173,30 @@ impl Simulator<'_> {
         }
     }
 
-    /// Puts channel `c`'s next MRd (`mrd`) or completion, its queue's head, into a switch
-    /// (which forwards it: a completion by the crossing toward its requester) if the
+    /// Puts channel `c`'s next MRd (`kind` `SW_MRD`) or completion (`SW_CPL`), its queue's
+    /// head, into a switch (which forwards it: a completion by the crossing toward its
+    /// requester), or a completion out of one down to its requester (`SW_DOWN`), if the
     /// credits and the replay buffer let it go (`lean_send_queued`'s work).
     // `lean_send_queued`'s lines again: with them shared (this function generic over the
     // switch and inlined there), the one-link read path cost +2.1 % (its arrival push no
     // longer inlined: `/tmp/leanrd-read5.toml` 125.46 M against 122.86 M instructions).
     #[inline(never)]
-    pub(super) fn lean_send_into(&mut self, c: u32, mrd: bool, overhead: u32) {
+    pub(super) fn lean_send_into(&mut self, c: u32, kind: u32, overhead: u32) {
+        let (mrd, down) = (
+            kind == super::switch::SW_MRD,
+            kind == super::switch::SW_DOWN,
+        );
         let now = self.now();
         let ch = &mut self.chans[c as usize];
+        if let Some(e) = ch.tx_dll.next_replay() {
+            ch.counters.replays += 1;
+            if down {
+                self.lean_transmit_down(c, e, None);
+            } else {
+                self.lean_transmit_into(c, e);
+            }
+            return;
+        }
         let Some(&word) = self.lean.queues[c as usize].front() else {
             ch.note_blocked(Blocked::Empty, now);
             return;
@@ -214,6 +228,10 @@ impl Simulator<'_> {
         }
         let e = ch.tx_dll.push(word, bytes);
         ch.counters.tlps += 1;
+        if down {
+            ch.counters.payload_bytes += cpl_payload(word) as u64;
+            return self.lean_transmit_down(c, e, Some(dc));
+        }
         if !mrd {
             ch.counters.payload_bytes += cpl_payload(word) as u64;
             self.lean_route_completion(c, word);

@@ -12,9 +12,11 @@
 //! end to end, so each one's birth (its first byte out of the endpoint, which its latency
 //! counts from) waits in a FIFO per flow. The root's completions go down its channel into
 //! the switch (kind `SW_CPL`, a queue as on one link), each forwarded at the crossing
-//! toward its requester (its request slot names the flow) into the general `Arbiter` of
-//! the switch's channel down to it (kind `SW_DOWN`), whose send frees them in the switch
-//! and whose receiver is the requester's, as on one link. Each step does what the general
+//! toward its requester (its request slot names the flow) into the queue of the switch's
+//! channel down to it (kind `SW_DOWN`: that egress carries one ingress port's completions
+//! alone, so its arbiter's pick is the queue's order, its accounting `lean_join` and
+//! `lean_leave`), whose send frees them in the switch and whose receiver is the
+//! requester's, as on one link. Each step does what the general
 //! engine's does (`transmit`'s `switch_forward_at` and `schedule_forward`, `Ev::Forward`,
 //! `tlp_receive`, `node::switch::forward`, `push`, `send_tlp`, `rx_release`), in the same
 //! order, scheduling the same events.
@@ -28,13 +30,13 @@ pub(super) const SW_IN: u32 = 4;
 /// A switch's channel up to a root complex that carries the writes and MRds it forwards.
 pub(super) const SW_UP: u32 = 5;
 /// A channel that carries a flow's read requests into a switch.
-const SW_MRD: u32 = 6;
+pub(super) const SW_MRD: u32 = 6;
 /// A channel that carries a flow's posted writes and read requests into a switch.
 const SW_BOTH: u32 = 7;
 /// A root complex's channel that carries its completions into a switch.
 const SW_CPL: u32 = 8;
 /// A switch's channel down to a requester that carries the completions it forwards.
-const SW_DOWN: u32 = 9;
+pub(super) const SW_DOWN: u32 = 9;
 
 /// Bits of a forwarded write's code word below its flow (payload 16, DW lead 2).
 const FLOW_SHIFT: u32 = 18;
@@ -177,11 +179,11 @@ impl Simulator<'_> {
     #[inline(never)]
     fn lean_send_switch_other(&mut self, c: u32, kind: u32) {
         match kind {
-            SW_UP | SW_DOWN => self.lean_switch_send(c),
+            SW_UP => self.lean_switch_send(c),
             SW_BOTH => self.lean_send_both::<true>(c),
             _ => {
                 let overhead = self.lean.chans[c as usize].overhead;
-                self.lean_send_into(c, kind == SW_MRD, overhead);
+                self.lean_send_into(c, kind, overhead);
             }
         }
     }
@@ -192,6 +194,23 @@ impl Simulator<'_> {
     #[inline(never)]
     pub(super) fn lean_transmit_into(&mut self, c: u32, e: ReplayEntry) -> SimTime {
         self.lean_transmit::<true>(c, e)
+    }
+
+    /// Sends completion `e` on the switch's channel `c` down to its requester (out of line,
+    /// as [`Self::lean_transmit_into`]); a new one (`dc`: its data credits) frees its room
+    /// in the switch's buffer on the root complex's channel into it (`send_tlp`'s
+    /// `rx_release`), a replay nothing.
+    #[inline(never)]
+    pub(super) fn lean_transmit_down(&mut self, c: u32, e: ReplayEntry, dc: Option<u32>) {
+        self.lean_transmit::<false>(c, e);
+        let Some(dc) = dc else { return };
+        let now = self.now();
+        let ingress = self.lean.sw[c as usize].up;
+        let ch = &mut self.chans[ingress as usize];
+        if ch.rx_credits.free(FcClass::Completion, 1, dc) && ch.rx_dll.start_timer() {
+            let at = now + ch.rx_dll.ack_interval;
+            self.q.schedule(at, Ev::DllTimer(ingress));
+        }
     }
 
     /// The switch's channel down to the requester of completion `word`.
@@ -312,25 +331,18 @@ impl Simulator<'_> {
         {
             self.audit.credit_violations += 1;
         }
+        // The switch's egress down to the requester carries its completions alone, from one
+        // ingress port: its arbiter's pick is its queue's order (the kernel keeps the queue).
         let down = self.lean_cpl_down(word);
-        let bytes = self.lean.chans[down as usize].overhead
-            + (read::cpl_payload(word) + (word >> 30)).next_multiple_of(4);
         let now = self.q.now();
-        let port = self.lean.sw[down as usize].port;
-        self.chans[down as usize].arbiter.enqueue(
-            now,
-            port as usize,
-            FcClass::Completion,
-            word,
-            dc,
-            bytes,
-        );
+        self.lean.queues[down as usize].push_back(word);
+        self.chans[down as usize].arbiter.lean_join(now);
         self.lean_try_send(down);
     }
 
-    /// Puts the switch's egress channel `c`'s next TLP (a replay, or the arbiter's pick) on
-    /// the wire, freeing its ingress credits (`send_tlp` of a switch's egress): up to the
-    /// root complex a write or an MRd, down to a requester a completion.
+    /// Puts the switch's upstream channel `c`'s next TLP (a replay, or the arbiter's pick, a
+    /// write or an MRd) on the wire, freeing its ingress credits (`send_tlp` of a switch's
+    /// egress).
     #[inline(never)]
     fn lean_switch_send(&mut self, c: u32) {
         let now = self.now();
@@ -350,12 +362,13 @@ impl Simulator<'_> {
                 let e = ch.tx_dll.push(q.tlp, q.bytes);
                 ch.counters.tlps += 1;
                 // It leaves the switch: its ingress buffer space is free again.
-                let ingress = if class == FcClass::Posted {
+                let f = if class == FcClass::Posted {
                     ch.counters.payload_bytes += payload(q.tlp) as u64;
-                    self.work.flows[flow_of(q.tlp) as usize].out
+                    flow_of(q.tlp)
                 } else {
-                    self.lean_switch_ingress(c, class, q.tlp)
+                    self.work.reqs[(q.tlp & !MRD_WORD) as usize].flow
                 };
+                let ingress = self.work.flows[f as usize].out;
                 self.lean_transmit::<false>(c, e);
                 let ch = &mut self.chans[ingress as usize];
                 if ch.rx_credits.free(class, 1, q.data_credits) && ch.rx_dll.start_timer() {
@@ -364,20 +377,6 @@ impl Simulator<'_> {
                 }
             }
             Err(b) => ch.note_blocked(b, now),
-        }
-    }
-
-    /// The channel into the switch whose buffer MRd or completion `word`, leaving on egress
-    /// `c`, frees (its completion's payload counted on `c`).
-    #[inline(never)]
-    fn lean_switch_ingress(&mut self, c: u32, class: FcClass, word: u32) -> u32 {
-        if class == FcClass::NonPosted {
-            let f = self.work.reqs[(word & !MRD_WORD) as usize].flow;
-            self.work.flows[f as usize].out
-        } else {
-            let ch = &mut self.chans[c as usize];
-            ch.counters.payload_bytes += read::cpl_payload(word) as u64;
-            self.lean.sw[c as usize].up
         }
     }
 
