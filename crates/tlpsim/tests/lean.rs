@@ -1,6 +1,6 @@
 //! Differential test of the lean kernel (`sim::lean`): random fabrics of its class (DMA
 //! endpoints writing into, reading from or both a root complex over one link each, or
-//! writing through one switch (cut-through or store-and-forward, any latency, round-robin,
+//! writing, reading or both through one switch (cut-through or store-and-forward, any latency, round-robin,
 //! weighted or oldest-first arbitration, its own credits), any generation, width, MPS,
 //! MRRS, RCB, completion rule, memory latency, tags, credits,
 //! replay buffer, Ack policy, SKP, propagation, transfer size, outstanding transfers,
@@ -29,7 +29,7 @@ const DIRECTIONS: [&str; 3] = ["write", "read", "both"];
 /// The reads' settings: MRRS, RCB, completions at MPS (not RCB), a uniform memory latency.
 type ReadGen = (u32, u32, bool, bool);
 
-/// A switch every endpoint writes through: cut-through, latency in ns, arbitration (index
+/// A switch every endpoint writes, reads or both through: cut-through, latency in ns, arbitration (index
 /// into `ARBITRATIONS`), its upstream link's generation and width index, and its ports'
 /// posted header credits (0: the default).
 type SwitchGen = (bool, u32, usize, u32, usize, u32);
@@ -98,8 +98,6 @@ fn fabric(
         ));
     }
     for (k, &(link, work, (ep_ph, direction, tags))) in endpoints.iter().enumerate() {
-        // Through a switch, writes only.
-        let direction = if switch.is_some() { 0 } else { direction };
         let (gen, w, prop, replay, skp) = link;
         let (size, outstanding, payload, host_offset, slots, random) = work;
         t.push_str(&format!("[[endpoint]]\nname = \"ep{k}\"\nkind = \"dma\"\n"));
@@ -335,12 +333,10 @@ fn a_switch_beside_direct_links_with_latency_by_width_gives_the_same_json() {
 fn shapes_through_a_switch_the_kernel_does_not_take_stay_on_the_general_engine() {
     let shared = "core = \"shared-bus\"\ncore_bandwidth = \"4GB/s\"\n";
     let bus = with_switch(&[], shared, &[("s0", 4), ("s1", 4)]);
-    let read = with_switch(&[], "", &[("s0", 4)]).replace("\"write\"", "\"read\"");
-    let both = with_switch(&[], "", &[("s0", 4)]).replace("\"write\"", "\"both\"");
     let chained = with_switch(&[], "", &[("s0", 4)])
         .replace("between = [\"sw\", \"s0\"]", "between = [\"sw2\", \"s0\"]")
         + "[[switch]]\nname = \"sw2\"\n[[link]]\nbetween = [\"sw\", \"sw2\"]\nwidth = 8\n";
-    for text in [&bus, &read, &both, &chained] {
+    for text in [&bus, &chained] {
         let sys = load_str(text, "<not lean>").expect("loads");
         assert!(!lean_qualifies(&sys), "of the lean class:\n{text}");
         let auto = json_on(text, Kernel::Auto).expect("runs");
@@ -348,4 +344,21 @@ fn shapes_through_a_switch_the_kernel_does_not_take_stay_on_the_general_engine()
     }
     let plain = with_switch(&[], "", &[("s0", 4), ("s1", 4)]);
     assert!(lean_qualifies(&load_str(&plain, "<lean>").expect("loads")));
+}
+
+#[test]
+fn reads_and_both_ways_through_a_switch_give_the_same_json() {
+    // The bench's shape (bench/engine.py): two endpoints both ways behind one switch,
+    // and readers beside a writer, one of them with two tags.
+    let both = with_switch(
+        &[("d0", "both")],
+        "latency = \"150ns\"\n",
+        &[("s0", 8), ("s1", 8)],
+    )
+    .replace("\"write\"", "\"both\"");
+    assert_same_json_on_both_kernels(&both);
+    let read = with_switch(&[], "arbitration = \"oldest\"\n", &[("s0", 4), ("s1", 2)])
+        .replacen("\"write\"", "\"read\"", 1)
+        .replacen("kind = \"dma\"\n", "kind = \"dma\"\ntags = 2\n", 1);
+    assert_same_json_on_both_kernels(&read);
 }

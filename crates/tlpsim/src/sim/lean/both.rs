@@ -11,14 +11,15 @@ use super::*;
 
 /// The mark of an MRd's code word (a request slot, below 2^18) among the writes' (payload
 /// and DW lead, below 2^18) on a channel of both.
-const MRD_WORD: u32 = 1 << 31;
+pub(super) const MRD_WORD: u32 = 1 << 31;
 
 impl Simulator<'_> {
     /// Puts channel `c`'s next TLP (a replay, the MRd at its queue's head if older than the
     /// posted head, or the write at its ring's head, whichever the credits and the replay
-    /// buffer let go first) on the wire (`send_tlp` with one input of two classes).
+    /// buffer let go first) on the wire (`send_tlp` with one input of two classes); into a
+    /// switch (`SW`), which forwards it.
     #[inline(never)]
-    pub(super) fn lean_send_both(&mut self, c: u32) {
+    pub(super) fn lean_send_both<const SW: bool>(&mut self, c: u32) {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
         if let Some(e) = ch.tx_dll.next_replay() {
@@ -38,7 +39,9 @@ impl Simulator<'_> {
             // Older than the posted head: every write made before it has left.
             if self.lean.req_writes[r as usize] <= made - writes as u64 {
                 match ch.tx_credits.check(FcClass::NonPosted, 0) {
-                    Ok(()) if ch.tx_dll.has_room(l.overhead) => return self.lean_send_mrd(c, r),
+                    Ok(()) if ch.tx_dll.has_room(l.overhead) => {
+                        return self.lean_send_mrd::<SW>(c, r)
+                    }
                     Ok(()) => blocked = Blocked::ReplayBuffer,
                     Err(ty) => blocked = Blocked::Credits(ty),
                 }
@@ -50,7 +53,7 @@ impl Simulator<'_> {
             let bytes = l.overhead + (payload(word) + (word >> 16)).next_multiple_of(4);
             match ch.tx_credits.check(FcClass::Posted, dc) {
                 Ok(()) if ch.tx_dll.has_room(bytes) => {
-                    return self.lean_send_write::<false>(c, word, bytes);
+                    return self.lean_send_write::<SW, SW>(c, word, bytes);
                 }
                 Ok(()) => blocked = Blocked::ReplayBuffer,
                 Err(ty) if blocked == Blocked::Empty => blocked = Blocked::Credits(ty),
@@ -61,8 +64,8 @@ impl Simulator<'_> {
     }
 
     /// Sends the MRd of request slot `r`, its queue's head, on channel `c` (`send_tlp`'s
-    /// pick of a non-posted request).
-    fn lean_send_mrd(&mut self, c: u32, r: u32) {
+    /// pick of a non-posted request; into a switch if `SW`).
+    fn lean_send_mrd<const SW: bool>(&mut self, c: u32, r: u32) {
         let now = self.now();
         let bytes = self.lean.chans[c as usize].overhead;
         self.lean.queues[c as usize].pop_front();
@@ -75,16 +78,25 @@ impl Simulator<'_> {
         }
         let e = ch.tx_dll.push(r | MRD_WORD, bytes);
         ch.counters.tlps += 1;
-        let start = self.lean_transmit::<false>(c, e);
+        let start = if SW {
+            self.lean_transmit_into(c, e)
+        } else {
+            self.lean_transmit::<false>(c, e)
+        };
         self.lean_mrd_left(r, start);
     }
 
     /// Sends `word`, the write at the head of channel `c`'s ring (`bytes` on the wire), as
     /// `lean_send_tlp` does: a whole-payload successor takes its place at once, else its
     /// writer fills (and, beginning a transfer, issues reads); into a switch (`SW`), its
-    /// birth noted for its flow.
+    /// birth noted for its flow (by `lean_transmit_into`, out of line, if `CALL`).
     #[inline(always)]
-    pub(super) fn lean_send_write<const SW: bool>(&mut self, c: u32, word: u32, bytes: u32) {
+    pub(super) fn lean_send_write<const SW: bool, const CALL: bool>(
+        &mut self,
+        c: u32,
+        word: u32,
+        bytes: u32,
+    ) {
         let now = self.now();
         let dc = data_credits(word);
         let ch = &mut self.chans[c as usize];
@@ -117,7 +129,11 @@ impl Simulator<'_> {
         let e = ch.tx_dll.push(word, bytes);
         ch.counters.tlps += 1;
         ch.counters.payload_bytes += payload(word) as u64;
-        let start = self.lean_transmit::<SW>(c, e);
+        let start = if CALL {
+            self.lean_transmit_into(c, e)
+        } else {
+            self.lean_transmit::<SW>(c, e)
+        };
         if SW {
             self.lean.born[f as usize].push_back(start);
         }

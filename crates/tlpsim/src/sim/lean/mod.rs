@@ -1,6 +1,6 @@
 //! The lean kernel: the hot path of the first classes of runs, DMA endpoints streaming
 //! posted writes into, reads from (`read`), or both (`both`), root complexes straight over
-//! one link each, or writes through one crossbar switch (`switch`), with no bit errors,
+//! one link each, or through one crossbar switch (`switch`), with no bit errors,
 //! flits, other switches, trace or anything of a root complex's own (bridge, sink, memory
 //! limits, host memory, CPU). It runs on the simulator's own state and event queue, so the
 //! events it schedules, their order at one instant and every counter the results read are
@@ -59,7 +59,9 @@ const BOTH: u32 = 3;
 pub(in crate::sim) struct LeanChannel {
     /// The flow whose TLPs it carries (`NONE`: none).
     flow: u32,
-    /// What it carries: `WRITE`, `MRD`, `CPL`, `BOTH`, `SW_IN` or `SW_UP`.
+    /// What it carries: `WRITE`, `MRD`, `CPL`, `BOTH`, or one of a switch's kinds (`SW_IN`,
+    /// `SW_MRD`, `SW_BOTH` into it, `SW_UP` and `SW_DOWN` out of it, `SW_CPL` from the root
+    /// complex into it).
     kind: u32,
     /// Wire bytes of one of its TLPs with no data (header, digest, framing).
     overhead: u32,
@@ -89,7 +91,8 @@ pub(in crate::sim) struct Lean {
     req_writes: Vec<u64>,
     /// A look found a flow quiet: the run starts again on the general engine.
     gave_up: bool,
-    /// How the switch at the end of each `SW_IN` channel forwards its writes.
+    /// How the switch at the end of each channel into it forwards its TLPs (and, at each
+    /// `SW_DOWN` channel, the completions toward its requester).
     sw: Vec<SwitchIn>,
     /// The births of each flow's writes inside a switch or past it, oldest first.
     born: Vec<std::collections::VecDeque<SimTime>>,
@@ -158,7 +161,7 @@ impl Simulator<'_> {
     }
 
     /// Every workload a plain DMA write, read or both-ways stream from a DMA endpoint
-    /// straight into a root complex (or a write stream through one crossbar switch), one
+    /// straight into a root complex (or through one crossbar switch), one
     /// per channel, on a transmitter with one input, and fewer tags in all than a
     /// completion's code word can name.
     fn lean_flows_ok(&self) -> bool {

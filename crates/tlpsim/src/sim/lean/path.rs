@@ -84,7 +84,7 @@ impl Simulator<'_> {
         }
         match self.lean.chans[c as usize].kind {
             WRITE => self.lean_send_tlp::<false>(c),
-            BOTH => self.lean_send_both(c),
+            BOTH => self.lean_send_both::<false>(c),
             _ => self.lean_send_queued(c),
         }
         let ch = &self.chans[c as usize];
@@ -123,7 +123,7 @@ impl Simulator<'_> {
             ch.note_blocked(Blocked::ReplayBuffer, now);
             return;
         }
-        self.lean_send_write::<SW>(c, word, bytes);
+        self.lean_send_write::<SW, false>(c, word, bytes);
     }
 
     /// Puts one TLP (new or replayed) on the wire of `c` (`transmit` with no errors, into a
