@@ -61,7 +61,9 @@ use std::time::Instant;
 
 use crate::engine::SimTime;
 use crate::fabric::{AckPolicy, NodeId, NodeKind, System, TargetKind, WorkloadSpec};
-use crate::pcie::dll::{spec_dllp_fraction, update_fc_latency_symbols, DLLP_BYTES};
+use crate::pcie::dll::{
+    ack_latency_symbols, spec_dllp_fraction, update_fc_latency_symbols, DLLP_BYTES,
+};
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::symbol_ticks;
 use crate::pcie::{flit, phy};
@@ -652,8 +654,36 @@ impl<'a> Model<'a> {
         ser + 2.0 * secs(l.propagation) + timer + self.ser(c ^ 1, DLLP_BYTES as f64)
     }
 
+    /// Per stream, each link direction it crosses and the arrivals there per payload byte
+    /// that owe an Ack and an UpdateFC: its TLPs, but a read's completions of one request,
+    /// which come back to back, one per Ack timer interval their burst spans (the
+    /// simulator's receiver sends the Ack and UpdateFCs owed when its timer fires, at most
+    /// one of each per interval: `on_dll_timer` in `sim/transmit.rs`).
+    fn owed(&self) -> Vec<Vec<(usize, f64)>> {
+        let completions = hol::bit(crate::pcie::flow_control::FcClass::Completion);
+        let owed = |s: &Stream, c: usize, n: f64| {
+            let l = &self.sys.links[c / 2];
+            let burst = s.mix.classes.get(&c) == Some(&completions) && s.requests_per_byte > 0.0;
+            if !burst || l.flit || l.ack != AckPolicy::Timer {
+                return n;
+            }
+            let sym = ack_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
+            let interval = secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)));
+            let span = self.ser(c, s.mix.uses[&c] / s.requests_per_byte);
+            let tlps = n / s.requests_per_byte;
+            s.requests_per_byte * (1.0 + span / interval).min(tlps)
+        };
+        (self.streams.iter())
+            .map(|s| {
+                (s.mix.tlps.iter())
+                    .map(|(&c, &n)| (c, owed(s, c, n)))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// DLLP bytes per second channel `c` carries for `tlps_back` TLPs per second coming
-    /// the other way.
+    /// the other way (arrivals owing an Ack and an UpdateFC, [`Model::owed`]).
     fn dllp_load(&self, c: usize, tlps_back: f64) -> f64 {
         let l = &self.sys.links[c / 2];
         if l.flit || tlps_back <= 0.0 {
@@ -710,6 +740,7 @@ impl<'a> Model<'a> {
         let mut hol = vec![0.0; self.streams.len()];
         let limits: Vec<Vec<Limit>> = self.streams.iter().map(|s| s.limits.clone()).collect();
         let paced = limits.iter().flatten().any(|l| l.paced.is_some());
+        let owed = self.owed();
         for round in 0..200 {
             let held = !victims.is_empty() && {
                 hol = self.hol(&victims, &rates, &bounds);
@@ -718,14 +749,14 @@ impl<'a> Model<'a> {
             if fifos.is_empty() && !held && round >= 4 {
                 break;
             }
-            let mut tlps = vec![0.0; chans];
-            for (s, &r) in self.streams.iter().zip(&rates) {
-                for (&c, &n) in &s.mix.tlps {
-                    tlps[c] += n * r;
+            let mut owing = vec![0.0; chans];
+            for (s, &r) in owed.iter().zip(&rates) {
+                for &(c, n) in s {
+                    owing[c] += n * r;
                 }
             }
             for c in 0..chans {
-                dllp[c] = self.dllp_load(c, tlps[c ^ 1]);
+                dllp[c] = self.dllp_load(c, owing[c ^ 1]);
                 cap[c] = (base[c] - dllp[c]).max(0.0);
             }
             if paced {
