@@ -537,3 +537,138 @@ def test_completions_wait_behind_another_readers_backlog() -> None:
         assert abs(f["throughput_gbps"] - d["throughput_gbps"]) <= tolerance * d["throughput_gbps"], (d, f)
     assert des.flows[1]["bottleneck"]["kind"] == "credits"
     assert fluid["flows"][1]["throughput_gbps"] < 0.3
+
+
+#: A writer and a "both" endpoint under one switch whose Gen3 x1 uplink they fill (random
+#: fabric seed 61 of bench/fluid_random.py, its other reader left out): the completions of
+#: each read request come back to back, and the switch's receiver acks them and returns their
+#: credits once per Ack timer interval, not once per TLP, so the uplink carries fewer DLLPs
+#: than one Ack and one UpdateFC per completion (the timer's share of the link).
+COMPLETION_BURSTS = """
+[simulation]
+duration = "1ms"
+warmup = "20us"
+[pcie]
+mps = 256
+mrrs = 256
+[[root_complex]]
+name = "rc"
+[[switch]]
+name = "sw0"
+forwarding = "store-and-forward"
+[[link]]
+between = ["rc", "sw0"]
+gen = 3
+width = 1
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = 32
+[[link]]
+between = ["sw0", "ep0"]
+gen = 1
+width = 8
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep0"
+direction = "write"
+transfer_size = "16KiB"
+outstanding = 2
+[[endpoint]]
+name = "ep1"
+kind = "dma"
+tags = 32
+[[link]]
+between = ["sw0", "ep1"]
+gen = 4
+width = 4
+[[workload]]
+name = "w1"
+kind = "dma"
+endpoint = "ep1"
+direction = "both"
+transfer_size = "16KiB"
+outstanding = 2
+"""
+
+
+def test_completions_of_one_request_owe_one_ack_per_timer_interval() -> None:
+    """A DLLP pair per completion (at most one per interval) left the uplink 1.6 % short and
+    put 2.9 times the simulator's DLLPs on it."""
+    des = run(load_scenario(COMPLETION_BURSTS))
+    fluid = _fluid(COMPLETION_BURSTS)
+    for d, f in zip(des.flows, fluid["flows"], strict=True):
+        assert abs(f["throughput_gbps"] - d["throughput_gbps"]) <= 0.01 * d["throughput_gbps"], (d, f)
+    up = [(d["dllps"], f["dllps"]) for d, f in zip(des.links, fluid["links"], strict=True)][1]
+    assert up[1] < 2 * up[0], up
+
+
+#: A "both" endpoint and a writer under one switch, a round robin one hop before the full link
+#: (random fabric seed 54 of bench/fluid_random.py; 10 ms, the simulator's 1 ms run not yet
+#: converged): `sw1`'s uplink serves their ingress ports in turn while credit-stalled on
+#: `sw0`'s posted buffer, which the two writers share, and `ep0`'s read requests wait behind
+#: its writes in `sw1`'s ingress buffer, full up to what arrives over its credits' return.
+ROUND_ROBIN_BEFORE_THE_FULL_LINK = """
+[simulation]
+duration = "10ms"
+warmup = "20us"
+[pcie]
+mps = 128
+mrrs = 512
+[[root_complex]]
+name = "rc"
+[[switch]]
+name = "sw0"
+forwarding = "store-and-forward"
+[[link]]
+between = ["rc", "sw0"]
+gen = 4
+width = 2
+[[switch]]
+name = "sw1"
+forwarding = "store-and-forward"
+[[link]]
+between = ["sw0", "sw1"]
+gen = 5
+width = 8
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = 16
+[[link]]
+between = ["sw1", "ep0"]
+gen = 1
+width = 8
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep0"
+direction = "both"
+transfer_size = "16KiB"
+outstanding = 1
+[[endpoint]]
+name = "ep1"
+kind = "dma"
+tags = 32
+[[link]]
+between = ["sw1", "ep1"]
+gen = 5
+width = 4
+[[workload]]
+name = "w1"
+kind = "dma"
+endpoint = "ep1"
+direction = "write"
+transfer_size = "16KiB"
+outstanding = 2
+"""
+
+
+def test_writers_share_a_switchs_posted_buffer_and_hold_the_requests_behind_them() -> None:
+    """Each writer with the whole buffer and no wait in `sw1` gave `w0` 6 % too much."""
+    des = run(load_scenario(ROUND_ROBIN_BEFORE_THE_FULL_LINK))
+    fluid = _fluid(ROUND_ROBIN_BEFORE_THE_FULL_LINK)
+    for d, f in zip(des.flows, fluid["flows"], strict=True):
+        assert abs(f["throughput_gbps"] - d["throughput_gbps"]) <= 0.02 * d["throughput_gbps"], (d, f)
+        assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == "rc-sw0 up"

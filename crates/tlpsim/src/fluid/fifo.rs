@@ -17,14 +17,17 @@
 //! A posted writer's window is what holds its TLPs in the queue while they wait: at its own
 //! egress, the writes its flow keeps queued (the next queued as one leaves: no round trip
 //! of its own); behind a switch's egress, the posted credits it took at the hop before,
-//! freed as the TLP leaves (over the credit round trip). Each such window waits behind that
-//! one FIFO only (`Limit::at`). Where a link's egress serves several inputs round robin and
+//! freed as the TLP leaves (over the credit round trip), one buffer that the writers crossing
+//! that link share by the TLPs each sends into it (`Limit::shared`). Each such window waits
+//! behind that one FIFO only (`Limit::at`), and a writer it holds backs up to its source
+//! ([`held_at`]). Where a link's egress serves several inputs round robin and
 //! one of them holds two or more windowed streams, each input is a FIFO with its own delay,
 //! and every input that would send more gets the same TLP rate: the one that fills the link.
 
 use std::collections::BTreeMap;
 
 use super::{Bound, Model, Stream};
+use crate::pcie::flow_control::FcClass;
 
 /// The egress input of the TLPs that start at the transmitting node.
 pub(super) const OWN: usize = usize::MAX;
@@ -240,6 +243,51 @@ pub(super) fn settle(
         }
         k += n;
     }
+}
+
+/// `bounds` with each posted writer that a window behind a full FIFO holds (not max-min)
+/// taken as held at that FIFO's link: its writes back up from there to its source, and
+/// what joins their queues on the way waits behind them ([`super::hol`]).
+pub(super) fn held_at(
+    fifos: &[Fifo],
+    q: &[f64],
+    streams: &[Stream],
+    bounds: &[Bound],
+) -> Vec<Bound> {
+    let mut out = bounds.to_vec();
+    for (s, b) in out.iter_mut().enumerate() {
+        let st = &streams[s];
+        let posted = (st.backlog.as_ref()).is_some_and(|b| b.class == FcClass::Posted);
+        if *b != Bound::Limit || !posted {
+            continue;
+        }
+        // The least of its limits, and the full FIFO's link if a window behind it is that.
+        let mut least = (f64::INFINITY, None);
+        for l in &st.limits {
+            let here = match (l.window, l.at) {
+                (Some((w, t)), Some(c)) => {
+                    let d: f64 = (fifos.iter().zip(q))
+                        .filter(|(f, _)| f.chan == c && f.streams.contains(&s))
+                        .map(|(_, &q)| q)
+                        .sum();
+                    let window = if t + d > 0.0 {
+                        w / (t + d)
+                    } else {
+                        f64::INFINITY
+                    };
+                    (l.rate.min(window), (d > 0.0).then_some(c))
+                }
+                _ => (l.rate, None),
+            };
+            if here.0 < least.0 {
+                least = here;
+            }
+        }
+        if let Some(c) = least.1 {
+            *b = Bound::Resource(c);
+        }
+    }
+    out
 }
 
 /// Names the link of its fullest FIFO as what bound a stream its window held back behind a

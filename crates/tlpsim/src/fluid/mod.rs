@@ -10,8 +10,8 @@
 //! - **Link directions** carry wire bytes: each TLP's header, data and framing (flit-mode
 //!   packing, SKP and line encoding taken off the capacity, as [`crate::analytic`] does).
 //!   DLLPs are charged to a direction for the TLPs coming the other way: one Ack and one
-//!   UpdateFC per TLP, at most one of each per timer interval of the spec (none in flit
-//!   mode). That charge depends on the rates, so the solve repeats until it settles
+//!   UpdateFC per TLP (per timer interval a burst of one request's completions spans), at
+//!   most one of each per timer interval of the spec (none in flit mode). That charge depends on the rates, so the solve repeats until it settles
 //!   (a fixed point; four rounds).
 //! - **Node resources**, named as the simulator names them: a root complex's memory,
 //!   posted-write sink, read and data paths, peer-to-peer forwarding (payload of TLPs that
@@ -61,7 +61,9 @@ use std::time::Instant;
 
 use crate::engine::SimTime;
 use crate::fabric::{AckPolicy, NodeId, NodeKind, System, TargetKind, WorkloadSpec};
-use crate::pcie::dll::{spec_dllp_fraction, update_fc_latency_symbols, DLLP_BYTES};
+use crate::pcie::dll::{
+    ack_latency_symbols, spec_dllp_fraction, update_fc_latency_symbols, DLLP_BYTES,
+};
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::symbol_ticks;
 use crate::pcie::{flit, phy};
@@ -253,6 +255,9 @@ struct Limit {
     /// place of `at`'s (a transfer's requests, which wait together in each FIFO on their
     /// way out).
     behind: Vec<usize>,
+    /// The link direction whose receiver's posted buffer the window is, which every
+    /// writer crossing it shares (`None`: a window of the stream's own).
+    shared: Option<usize>,
     kind: &'static str,
     resource: String,
     detail: String,
@@ -652,8 +657,36 @@ impl<'a> Model<'a> {
         ser + 2.0 * secs(l.propagation) + timer + self.ser(c ^ 1, DLLP_BYTES as f64)
     }
 
+    /// Per stream, each link direction it crosses and the arrivals there per payload byte
+    /// that owe an Ack and an UpdateFC: its TLPs, but a read's completions of one request,
+    /// which come back to back, one per Ack timer interval their burst spans (the
+    /// simulator's receiver sends the Ack and UpdateFCs owed when its timer fires, at most
+    /// one of each per interval: `on_dll_timer` in `sim/transmit.rs`).
+    fn owed(&self) -> Vec<Vec<(usize, f64)>> {
+        let completions = hol::bit(crate::pcie::flow_control::FcClass::Completion);
+        let owed = |s: &Stream, c: usize, n: f64| {
+            let l = &self.sys.links[c / 2];
+            let burst = s.mix.classes.get(&c) == Some(&completions) && s.requests_per_byte > 0.0;
+            if !burst || l.flit || l.ack != AckPolicy::Timer {
+                return n;
+            }
+            let sym = ack_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
+            let interval = secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)));
+            let span = self.ser(c, s.mix.uses[&c] / s.requests_per_byte);
+            let tlps = n / s.requests_per_byte;
+            s.requests_per_byte * (1.0 + span / interval).min(tlps)
+        };
+        (self.streams.iter())
+            .map(|s| {
+                (s.mix.tlps.iter())
+                    .map(|(&c, &n)| (c, owed(s, c, n)))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// DLLP bytes per second channel `c` carries for `tlps_back` TLPs per second coming
-    /// the other way.
+    /// the other way (arrivals owing an Ack and an UpdateFC, [`Model::owed`]).
     fn dllp_load(&self, c: usize, tlps_back: f64) -> f64 {
         let l = &self.sys.links[c / 2];
         if l.flit || tlps_back <= 0.0 {
@@ -710,28 +743,34 @@ impl<'a> Model<'a> {
         let mut hol = vec![0.0; self.streams.len()];
         let limits: Vec<Vec<Limit>> = self.streams.iter().map(|s| s.limits.clone()).collect();
         let paced = limits.iter().flatten().any(|l| l.paced.is_some());
+        let shared = limits.iter().flatten().any(|l| l.shared.is_some());
+        let owed = self.owed();
         for round in 0..200 {
             let held = !victims.is_empty() && {
-                hol = self.hol(&victims, &rates, &bounds);
+                let held_at = fifo::held_at(&fifos, &q, &self.streams, &bounds);
+                hol = self.hol(&victims, &rates, &held_at);
                 hol.iter().any(|&h| h > 0.0)
             };
             if fifos.is_empty() && !held && round >= 4 {
                 break;
             }
-            let mut tlps = vec![0.0; chans];
-            for (s, &r) in self.streams.iter().zip(&rates) {
-                for (&c, &n) in &s.mix.tlps {
-                    tlps[c] += n * r;
+            let mut owing = vec![0.0; chans];
+            for (s, &r) in owed.iter().zip(&rates) {
+                for &(c, n) in s {
+                    owing[c] += n * r;
                 }
             }
             for c in 0..chans {
-                dllp[c] = self.dllp_load(c, tlps[c ^ 1]);
+                dllp[c] = self.dllp_load(c, owing[c ^ 1]);
                 cap[c] = (base[c] - dllp[c]).max(0.0);
             }
             if paced {
                 stretch(&mut self.streams, &limits, (&base, &cap));
             }
-            if !fifos.is_empty() || held || paced {
+            if shared {
+                share(&mut self.streams, &limits, &rates);
+            }
+            if !fifos.is_empty() || held || paced || shared {
                 let last = (&rates[..], &bounds[..], &hol[..]);
                 fifo::settle(&fifos, &mut q, &self.streams, last, &cap);
                 // Settled when no stream's limit moves (two FIFOs in series that the same
@@ -765,6 +804,35 @@ fn stretch(streams: &mut [Stream], base: &[Vec<Limit>], (full, cap): (&[f64], &[
             let t = t + bytes / cap[c].max(1.0) - bytes / full[c];
             l.window = Some((w, t));
             l.rate = w / t;
+        }
+    }
+}
+
+/// Sets each window of a posted buffer that several writers share (`Limit::shared`) to
+/// its writer's part of `base`'s: the part of the TLPs coming into it, at the last
+/// `rates`, that are its writer's (the simulator's switch holds a TLP in the buffer it
+/// came into until it leaves, whoever sent it).
+fn share(streams: &mut [Stream], base: &[Vec<Limit>], rates: &[f64]) {
+    let mut into: BTreeMap<usize, f64> = BTreeMap::new();
+    let tlps = |mix: &Mix, c: usize, r: f64| mix.tlps.get(&c).copied().unwrap_or(0.0) * r;
+    for ((st, base), &r) in streams.iter().zip(base).zip(rates) {
+        for c in base.iter().filter_map(|l| l.shared) {
+            *into.entry(c).or_default() += tlps(&st.mix, c, r);
+        }
+    }
+    for ((st, base), &r) in streams.iter_mut().zip(base).zip(rates) {
+        for (l, b) in st.limits.iter_mut().zip(base) {
+            let (Some(c), Some((w, t))) = (b.shared, b.window) else {
+                continue;
+            };
+            let (total, mine) = (into.get(&c).copied().unwrap_or(0.0), tlps(&st.mix, c, r));
+            let part = if total > 0.0 && mine > 0.0 {
+                mine / total
+            } else {
+                1.0
+            };
+            l.window = Some((w * part, t));
+            l.rate = w * part / t;
         }
     }
 }

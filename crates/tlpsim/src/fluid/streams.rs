@@ -38,6 +38,7 @@ impl Model<'_> {
             at: None,
             paced: None,
             behind: Vec::new(),
+            shared: None,
             kind: "rate",
             resource: format!("{} rate", w.name),
             detail: format!("its rate of {:.3} GB/s{per} holds it back", rate / 1e9),
@@ -63,6 +64,7 @@ impl Model<'_> {
             at: Some(c),
             paced: None,
             behind: Vec::new(),
+            shared: None,
             kind: "link",
             resource: format!("{name}'s queued writes"),
             detail: format!(
@@ -117,6 +119,7 @@ impl Model<'_> {
                 at,
                 paced: None,
                 behind: Vec::new(),
+                shared: at.map(|_| c),
                 kind: "credits",
                 resource: format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
                 detail: format!(
@@ -261,6 +264,7 @@ impl Model<'_> {
                 at: Some(first),
                 paced: None,
                 behind: chans(req),
+                shared: None,
                 kind: "requests",
                 resource: format!("{} read requests", w.name),
                 detail: format!(
@@ -284,6 +288,7 @@ impl Model<'_> {
             at: None,
             paced: None,
             behind: Vec::new(),
+            shared: None,
             kind: "requests",
             resource: format!("{} read requests", w.name),
             detail: format!(
@@ -325,6 +330,7 @@ impl Model<'_> {
                 .then(|| self.pace(cpl, bytes(requests)))
                 .flatten(),
             behind: Vec::new(),
+            shared: None,
             kind: "requests",
             resource: format!("{} read requests", w.name),
             detail: format!(
@@ -364,6 +370,7 @@ impl Model<'_> {
             at: None,
             paced: None,
             behind: Vec::new(),
+            shared: None,
             kind: "iodepth",
             resource: format!("{ios} I/O{} in flight", if ios == 1.0 { "" } else { "s" }),
             detail: format!(
