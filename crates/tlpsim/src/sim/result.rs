@@ -553,6 +553,7 @@ impl LatencyRecorder {
 
     /// `record_span`'s span unlike the last: the last one's samples counted, this one's
     /// recorded and kept as the last.
+    #[cold]
     #[inline(never)]
     fn record_new_span(&mut self, span: SimTime) {
         let last = LastSpan::of(span);
