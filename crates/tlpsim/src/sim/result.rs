@@ -6,6 +6,7 @@ use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
 use super::bottleneck::{Bottleneck, ResourceResult};
+use crate::engine::SimTime;
 
 /// Latency summary in nanoseconds; every field `None` (JSON null) when nothing was measured
 /// in the window. The percentiles come from an HDR histogram of 3 significant digits (exact
@@ -447,13 +448,49 @@ const LATENCY_MAX_NS: u64 = 3_600_000_000_000;
 /// (2,048 sub-buckets from 1 ns, each further bucket twice as wide), indexed with a shift
 /// and a leading-zero count; the `hdrhistogram` that gives the percentiles is built from the
 /// counts once, at the end.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LatencyRecorder {
     /// Samples per bucket, grown as far as the largest sample needs (at most up to
     /// `LATENCY_MAX_NS`, 270 KB): a flow's recorders cost little until they hold samples.
     counts: Vec<u64>,
     sum_ns: f64,
     count: u64,
+    /// The last span `record_span` took, and the samples of it since, not yet in `counts`
+    /// and `count`.
+    last: LastSpan,
+}
+
+/// A span in ticks, its nanoseconds and bucket, and the samples of it not yet counted.
+#[derive(Debug, Clone, Copy)]
+struct LastSpan {
+    ticks: u64,
+    ns: f64,
+    index: usize,
+    run: u64,
+}
+
+impl LastSpan {
+    /// No samples yet of `span`.
+    fn of(span: SimTime) -> Self {
+        let ns = span.as_ns_f64();
+        LastSpan {
+            ticks: span.ticks(),
+            ns,
+            index: bucket_of(ns),
+            run: 0,
+        }
+    }
+}
+
+impl Default for LatencyRecorder {
+    fn default() -> Self {
+        LatencyRecorder {
+            counts: Vec::new(),
+            sum_ns: 0.0,
+            count: 0,
+            last: LastSpan::of(SimTime::ZERO),
+        }
+    }
 }
 
 /// log2 of the half count of sub-buckets: 3 significant digits need 2,048 sub-buckets.
@@ -480,45 +517,93 @@ fn bucket_value(index: usize) -> u64 {
     }
 }
 
+/// The bucket of a latency of `ns` nanoseconds.
+#[inline(always)]
+fn bucket_of(ns: f64) -> usize {
+    // Rounded half up, as `f64::round` rounds a positive value, without its libm call:
+    // latencies are whole ticks (1/64,000 ns apart), so `ns + 0.5` is never rounded up
+    // to the next integer; a negative or NaN value gives 0 either way.
+    bucket_index(((ns + 0.5) as u64).clamp(1, LATENCY_MAX_NS))
+}
+
 impl LatencyRecorder {
     /// Records one latency in nanoseconds.
     pub fn record(&mut self, ns: f64) {
         self.sum_ns += ns;
         self.count += 1;
-        // Rounded half up, as `f64::round` rounds a positive value, without its libm call:
-        // latencies are whole ticks (1/64,000 ns apart), so `ns + 0.5` is never rounded up
-        // to the next integer; a negative or NaN value gives 0 either way.
-        let i = bucket_index(((ns + 0.5) as u64).clamp(1, LATENCY_MAX_NS));
+        let i = bucket_of(ns);
         if i >= self.counts.len() {
             self.counts.resize(i + 1, 0);
         }
         self.counts[i] += 1;
     }
 
+    /// Records one latency of `span`, as `record(span.as_ns_f64())` would: a span equal to
+    /// the last one this took adds its nanoseconds to the sum and counts it later.
+    #[inline(always)]
+    pub fn record_span(&mut self, span: SimTime) {
+        if span.ticks() == self.last.ticks {
+            // The sum grows sample by sample, so that it stays `record`'s to the last bit.
+            self.sum_ns += self.last.ns;
+            self.last.run += 1;
+        } else {
+            self.record_new_span(span);
+        }
+    }
+
+    /// `record_span`'s span unlike the last: the last one's samples counted, this one's
+    /// recorded and kept as the last.
+    #[cold]
+    #[inline(never)]
+    fn record_new_span(&mut self, span: SimTime) {
+        let last = LastSpan::of(span);
+        self.count_last();
+        self.record(last.ns);
+        self.last = last;
+    }
+
+    /// Puts the last span's uncounted samples into `counts` and `count`.
+    fn count_last(&mut self) {
+        let LastSpan { index, run, .. } = self.last;
+        if run > 0 {
+            if index >= self.counts.len() {
+                // Only the first span, zero ticks, is counted before `record` took it.
+                self.counts.resize(index + 1, 0);
+            }
+            self.counts[index] += run;
+            self.count += run;
+            self.last.run = 0;
+        }
+    }
+
     /// Samples recorded.
     pub fn count(&self) -> u64 {
-        self.count
+        self.count + self.last.run
     }
 
     /// The samples as an `hdrhistogram`, each at its bucket's lowest value.
     fn histogram(&self) -> Histogram<u64> {
         let mut hist = Histogram::new(3).expect("valid bounds");
-        for (i, &n) in self.counts.iter().enumerate().filter(|(_, &n)| n > 0) {
-            hist.record_n(bucket_value(i), n)
-                .expect("a value up to an hour fits");
+        let pending = (self.last.index, self.last.run);
+        for (i, n) in self.counts.iter().copied().enumerate().chain([pending]) {
+            if n > 0 {
+                hist.record_n(bucket_value(i), n)
+                    .expect("a value up to an hour fits");
+            }
         }
         hist
     }
 
     /// Mean, p50, p95, p99, p99.9, max (all `None` when nothing was recorded).
     pub fn summary(&self) -> LatencySummary {
-        if self.count == 0 {
+        let count = self.count();
+        if count == 0 {
             return LatencySummary::default();
         }
         let hist = self.histogram();
         let at = |q: f64| Some(hist.value_at_quantile(q) as f64);
         LatencySummary {
-            mean: Some(self.sum_ns / self.count as f64),
+            mean: Some(self.sum_ns / count as f64),
             p50: at(0.5),
             p95: at(0.95),
             p99: at(0.99),
@@ -541,6 +626,49 @@ mod tests {
         fn latencies_of_whole_ticks_round_as_f64_round(ticks in 0u64..(1 << 50)) {
             let ns = SimTime::from_ticks(ticks).as_ns_f64();
             prop_assert_eq!((ns + 0.5) as u64, ns.round() as u64);
+        }
+    }
+
+    proptest! {
+        /// Spans recorded by `record_span`, runs of one span among them and `record`s in
+        /// between, summarise as `record` alone summarises them, the mean to the last bit.
+        #[test]
+        fn spans_recorded_in_runs_summarise_as_recorded_one_by_one(
+            spans in proptest::collection::vec((0u64..(1 << 40), 1usize..6, any::<bool>()), 1..40),
+        ) {
+            let (mut runs, mut each) = (LatencyRecorder::default(), LatencyRecorder::default());
+            for (ticks, times, plain) in spans {
+                let span = SimTime::from_ticks(ticks);
+                for _ in 0..times {
+                    if plain {
+                        runs.record(span.as_ns_f64());
+                    } else {
+                        runs.record_span(span);
+                    }
+                    each.record(span.as_ns_f64());
+                }
+            }
+            let (got, want) = (runs.summary(), each.summary());
+            prop_assert_eq!(got.mean.map(f64::to_bits), want.mean.map(f64::to_bits));
+            prop_assert_eq!(
+                [got.p50, got.p95, got.p99, got.p99_9, got.max],
+                [want.p50, want.p95, want.p99, want.p99_9, want.max]
+            );
+            prop_assert_eq!(runs.count(), each.count());
+        }
+
+        /// A first span of zero ticks, repeated, counts in the bucket of 1 ns.
+        #[test]
+        fn zero_spans_first_count_as_recorded(times in 1usize..5, ns in 0u64..3) {
+            let (mut runs, mut each) = (LatencyRecorder::default(), LatencyRecorder::default());
+            for _ in 0..times {
+                runs.record_span(SimTime::ZERO);
+                each.record(0.0);
+            }
+            runs.record_span(SimTime::from_ticks(ns * 64_000));
+            each.record(SimTime::from_ticks(ns * 64_000).as_ns_f64());
+            prop_assert_eq!(runs.summary(), each.summary());
+            prop_assert_eq!(runs.count(), each.count());
         }
     }
 

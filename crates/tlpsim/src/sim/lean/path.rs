@@ -273,7 +273,7 @@ impl Simulator<'_> {
         flow.done += 1;
         if measuring {
             flow.bytes += size as u64;
-            flow.latency.record((now - born).as_ns_f64());
+            flow.latency.record_span(now - born);
         }
         if flow.write_taken == 0 {
             flow.write_issued = born;
