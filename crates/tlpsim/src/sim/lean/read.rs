@@ -132,6 +132,9 @@ impl Simulator<'_> {
             return self.lean_send_switch(c, kind);
         }
         let ch = &mut self.chans[c as usize];
+        if ch.tx_dll.is_replaying() {
+            return self.lean_replay(c);
+        }
         let Some(&word) = self.lean.queues[c as usize].front() else {
             ch.note_blocked(Blocked::Empty, now);
             return;
@@ -170,6 +173,19 @@ impl Simulator<'_> {
         let start = self.lean_transmit::<false>(c, e);
         if kind == MRD {
             self.lean_mrd_left(word, start);
+        }
+    }
+
+    /// Resends channel `c`'s next TLP to replay (after a replay timer's expiry: without bit
+    /// errors only an Ack held past three Ack intervals), before anything new, as `send_now`
+    /// does; out of line, so that the read send's common path stays as it was.
+    #[cold]
+    #[inline(never)]
+    fn lean_replay(&mut self, c: u32) {
+        let ch = &mut self.chans[c as usize];
+        if let Some(e) = ch.tx_dll.next_replay() {
+            ch.counters.replays += 1;
+            self.lean_transmit::<false>(c, e);
         }
     }
 
@@ -344,7 +360,7 @@ impl Simulator<'_> {
         if measuring {
             flow.bytes += size as u64;
             if !r.answered {
-                flow.latency.record((a.head - r.issued).as_ns_f64());
+                flow.latency.record_span(a.head - r.issued);
             }
         }
         let req = &mut self.work.reqs[slot as usize];
