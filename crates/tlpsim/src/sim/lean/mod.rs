@@ -91,9 +91,6 @@ pub(in crate::sim) struct Lean {
     req_writes: Vec<u64>,
     /// A look found a flow quiet: the run starts again on the general engine.
     gave_up: bool,
-    /// Every channel carries posted writes one link long, or their DLLPs back (kind
-    /// `WRITE`): the loop takes the write send without testing the kind.
-    writes_only: bool,
     /// How the switch at the end of each channel into it forwards its TLPs (and, at each
     /// `SW_DOWN` channel, the completions toward its requester).
     sw: Vec<SwitchIn>,
@@ -239,7 +236,6 @@ impl Simulator<'_> {
             }
         }
         self.lean_switch_start();
-        self.lean.writes_only = self.lean.chans.iter().all(|l| l.kind == WRITE);
     }
 
     /// Runs the event loop on the lean kernel; None if it gave up (see the module).
@@ -247,23 +243,10 @@ impl Simulator<'_> {
         &mut self,
         progress: &mut dyn FnMut(f64) -> bool,
     ) -> Option<Result<(), RunError>> {
-        if self.lean.writes_only {
-            self.lean_loop_of::<true>(progress)
-        } else {
-            self.lean_loop_of::<false>(progress)
-        }
-    }
-
-    /// `lean_loop`, its transmitters woken by the write send inlined if `WRITES` (every
-    /// channel of kind `WRITE`).
-    fn lean_loop_of<const WRITES: bool>(
-        &mut self,
-        progress: &mut dyn FnMut(f64) -> bool,
-    ) -> Option<Result<(), RunError>> {
         let end = self.sys.duration;
         let fraction = |t: SimTime| t.ticks() as f64 / end.ticks().max(1) as f64;
         while let Some((now, ev)) = self.q.pop_small_until(end) {
-            if let Err(e) = self.handle_lean::<WRITES>(ev) {
+            if let Err(e) = self.handle_lean(ev) {
                 return Some(Err(e));
             }
             if self.lean.gave_up {
@@ -287,22 +270,21 @@ impl Simulator<'_> {
     }
 
     /// One event on the lean kernel: the link events and a flow's start by its own path,
-    /// the run's looks as the general engine takes them (they send nothing); a transmitter
-    /// woken by the write send inlined if `WRITES`.
+    /// the run's looks as the general engine takes them (they send nothing).
     #[inline(always)]
-    fn handle_lean<const WRITES: bool>(&mut self, ev: Ev) -> Result<(), RunError> {
+    fn handle_lean(&mut self, ev: Ev) -> Result<(), RunError> {
         match ev {
             Ev::TxFree(c) => {
                 self.chans[c as usize].tx_event = false;
-                self.lean_wake::<WRITES>(c);
+                self.lean_try_send(c);
             }
             Ev::TlpArrive(c) => {
                 if let Some(a) = self.chans[c as usize].phy.arriving.pop_front() {
                     let frees_wire = a.frees_wire;
-                    self.lean_on_tlp::<WRITES>(c, a);
+                    self.lean_on_tlp(c, a);
                     if frees_wire {
                         self.chans[c as usize].tx_event = false;
-                        self.lean_wake::<WRITES>(c);
+                        self.lean_try_send(c);
                     }
                 }
             }
@@ -315,7 +297,7 @@ impl Simulator<'_> {
                         break;
                     }
                 }
-                self.lean_wake::<WRITES>(c);
+                self.lean_try_send(c);
             }
             Ev::DllTimer(c) => self.on_dll_timer::<true>(c),
             Ev::FcRefresh(c) => self.on_fc_refresh::<true>(c),

@@ -51,13 +51,6 @@ impl Simulator<'_> {
     /// Wakes channel `c`'s transmitter (`try_send`).
     #[inline(always)]
     pub(in crate::sim) fn lean_try_send(&mut self, c: u32) {
-        self.lean_wake::<false>(c);
-    }
-
-    /// Wakes channel `c`'s transmitter (`try_send`); in a run whose channels all carry
-    /// writes (`WRITES`), by the write send inlined here, with no test of the kind.
-    #[inline(always)]
-    pub(super) fn lean_wake<const WRITES: bool>(&mut self, c: u32) {
         let ch = &self.chans[c as usize];
         if ch.tx_event {
             return;
@@ -68,16 +61,13 @@ impl Simulator<'_> {
             }
             return;
         }
-        if WRITES {
-            self.lean_send_now_writes(c);
-        } else {
-            self.lean_send_now(c);
-        }
+        self.lean_send_now(c);
     }
 
-    /// Sends channel `c`'s DLLPs back to back (`send_now`'s first part).
-    #[inline(always)]
-    fn lean_send_dllps(&mut self, c: u32, now: SimTime) {
+    /// Sends channel `c`'s DLLPs back to back, then one write (`send_now`).
+    #[inline(never)]
+    fn lean_send_now(&mut self, c: u32) {
+        let now = self.now();
         while let Some(d) = self.chans[c as usize].phy.dllp_out.pop_front() {
             let ch = &mut self.chans[c as usize];
             let (_, end) = ch.phy.wire.send(now, DLLP_BYTES);
@@ -92,39 +82,15 @@ impl Simulator<'_> {
                 self.q.schedule_inline(at, Ev::DllpArrive(c ^ 1));
             }
         }
-    }
-
-    /// Wakes channel `c`'s transmitter when its wire, busy after a send, frees with work
-    /// left (`send_now`'s last part).
-    #[inline(always)]
-    fn lean_sent(&mut self, c: u32, now: SimTime) {
-        let ch = &self.chans[c as usize];
-        if ch.phy.wire.free_at() > now && ch.has_work() {
-            self.lean_tx_free(c);
-        }
-    }
-
-    /// Sends channel `c`'s DLLPs back to back, then one write (`send_now`).
-    #[inline(never)]
-    fn lean_send_now(&mut self, c: u32) {
-        let now = self.now();
-        self.lean_send_dllps(c, now);
         match self.lean.chans[c as usize].kind {
             WRITE => self.lean_send_tlp::<false>(c),
             BOTH => self.lean_send_both::<false>(c),
             _ => self.lean_send_queued(c),
         }
-        self.lean_sent(c, now);
-    }
-
-    /// `lean_send_now` of a run whose channels all carry writes: no kind to test, and the
-    /// write's send inlined (no nested out-of-line call).
-    #[inline(always)]
-    fn lean_send_now_writes(&mut self, c: u32) {
-        let now = self.now();
-        self.lean_send_dllps(c, now);
-        self.lean_send_tlp_inline::<false>(c);
-        self.lean_sent(c, now);
+        let ch = &self.chans[c as usize];
+        if ch.phy.wire.free_at() > now && ch.has_work() {
+            self.lean_tx_free(c);
+        }
     }
 
     /// Puts channel `c`'s next write (a replay, or its ring's head if the credits and the
@@ -134,12 +100,6 @@ impl Simulator<'_> {
     // pushes were no longer inlined (`/tmp/link1_5ms.toml` 58.05 M -> 56.57 M instructions).
     #[inline(never)]
     pub(super) fn lean_send_tlp<const SW: bool>(&mut self, c: u32) {
-        self.lean_send_tlp_inline::<SW>(c);
-    }
-
-    /// `lean_send_tlp`'s body, inlined where the run has only writes.
-    #[inline(always)]
-    fn lean_send_tlp_inline<const SW: bool>(&mut self, c: u32) {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
         if let Some(e) = ch.tx_dll.next_replay() {
@@ -223,10 +183,9 @@ impl Simulator<'_> {
         self.q.schedule_inline(a.tail, Ev::TlpArrive(c));
     }
 
-    /// A write's last byte reaches channel `c`'s receiver (`on_tlp`, `dll_receive`); in a
-    /// run whose channels all carry writes (`WRITES`), with no test of the kind.
+    /// A write's last byte reaches channel `c`'s receiver (`on_tlp`, `dll_receive`).
     #[inline(always)]
-    pub(super) fn lean_on_tlp<const WRITES: bool>(&mut self, c: u32, a: Arrival) {
+    pub(super) fn lean_on_tlp(&mut self, c: u32, a: Arrival) {
         use crate::pcie::dll::receive::Received;
         let now = self.now();
         let ch = &mut self.chans[c as usize];
@@ -235,9 +194,6 @@ impl Simulator<'_> {
                 if ch.rx_dll.start_timer() {
                     let at = (a.tail + ch.rx_dll.ack_interval).max(now);
                     self.q.schedule_inline(at, Ev::DllTimer(c));
-                }
-                if WRITES {
-                    return self.lean_written(c, a);
                 }
                 match self.lean.chans[c as usize].kind {
                     WRITE => self.lean_written(c, a),
