@@ -11,6 +11,13 @@ impl Simulator<'_> {
             // Came across a socket link: its buffer freed as it crossed.
             return;
         }
+        self.rx_free(c, class, h, d);
+    }
+
+    /// [`Self::rx_release`] on a link's channel (the lean kernel's, which has no socket
+    /// link): the credits freed, the Ack/UpdateFC timer started if it was stopped.
+    #[inline(always)]
+    pub(in crate::sim) fn rx_free(&mut self, c: u32, class: FcClass, h: u32, d: u32) {
         let now = self.now();
         let ch = &mut self.chans[c as usize];
         if ch.rx_credits.free(class, h, d) && ch.rx_dll.start_timer() {

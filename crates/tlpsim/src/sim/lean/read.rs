@@ -300,12 +300,7 @@ impl Simulator<'_> {
         }
         self.audit.payload_created += length as u64;
         self.q.schedule(ready, Ev::Enqueue { ch: c ^ 1, tlp: r });
-        let now = self.now();
-        let ch = &mut self.chans[c as usize];
-        if ch.rx_credits.free(FcClass::NonPosted, 1, 0) && ch.rx_dll.start_timer() {
-            let at = now + ch.rx_dll.ack_interval;
-            self.q.schedule(at, Ev::DllTimer(c));
-        }
+        self.rx_free(c, FcClass::NonPosted, 1, 0);
         self.audit.tlps_delivered += 1;
     }
 

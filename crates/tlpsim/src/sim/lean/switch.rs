@@ -204,13 +204,8 @@ impl Simulator<'_> {
     pub(super) fn lean_transmit_down(&mut self, c: u32, e: ReplayEntry, dc: Option<u32>) {
         self.lean_transmit::<false>(c, e);
         let Some(dc) = dc else { return };
-        let now = self.now();
         let ingress = self.lean.sw[c as usize].up;
-        let ch = &mut self.chans[ingress as usize];
-        if ch.rx_credits.free(FcClass::Completion, 1, dc) && ch.rx_dll.start_timer() {
-            let at = now + ch.rx_dll.ack_interval;
-            self.q.schedule(at, Ev::DllTimer(ingress));
-        }
+        self.rx_free(ingress, FcClass::Completion, 1, dc);
     }
 
     /// The switch's channel down to the requester of completion `word`.
@@ -370,11 +365,7 @@ impl Simulator<'_> {
                 };
                 let ingress = self.work.flows[f as usize].out;
                 self.lean_transmit::<false>(c, e);
-                let ch = &mut self.chans[ingress as usize];
-                if ch.rx_credits.free(class, 1, q.data_credits) && ch.rx_dll.start_timer() {
-                    let at = now + ch.rx_dll.ack_interval;
-                    self.q.schedule(at, Ev::DllTimer(ingress));
-                }
+                self.rx_free(ingress, class, 1, q.data_credits);
             }
             Err(b) => ch.note_blocked(b, now),
         }
