@@ -9,6 +9,13 @@ reading, writing or both, links of Gen1-Gen5 x1-x16) and runs it on both engines
 misses when the fluid engine is more than 2 % off the simulator's throughput (5 % where the
 simulator's verdict is a window: credits, requests). Prints each miss and a summary.
 
+The issue's 5 % holds "where a credit or tag limit binds". The simulator's verdict names one
+resource: where a link is full and the readers' windows set how a FIFO before it is shared,
+it names the link. So a flow over 2 % off whose verdict is not a window is run once more on the
+simulator with its endpoint's tags and its workload's transfers in flight doubled; if that
+raises its throughput by more than 2 %, its window binds and 5 % applies
+(`window binds: +X %`). The summary gives the misses by both classings.
+
 `--duration` sets the simulated time of every run (`simulation.duration`, 120 us unless
 given; the warmup stays 20 us). Large windows behind a slow link take longer than that to
 fill their queues (seed 14 keeps 176 KiB of reads queued behind a Gen3 x1 link), so a
@@ -21,6 +28,7 @@ misses against the longer runs, and how many the short runs alone had.
 import argparse
 import json
 import random
+import tomllib
 
 from tlpsim import _core
 from tlpsim.simulate import load_scenario, run
@@ -61,7 +69,22 @@ def fabric(rng, duration="120us"):
     return "".join(lines)
 
 
+def window_rise(text, name, gbps):
+    """How much flow `name`'s simulator throughput rises with its window doubled: its
+    endpoint's tags (up to 256) and its workload's transfers in flight."""
+    spec = tomllib.loads(text)
+    w = next(w for w in spec["workload"] if w["name"] == name)
+    ep = next(e for e in spec["endpoint"] if e["name"] == w["endpoint"])
+    values = {f"workload.{name}.outstanding": 2 * w["outstanding"]}
+    if ep["tags"] < 256:
+        values[f"endpoint.{ep['name']}.tags"] = min(2 * ep["tags"], 256)
+    wider = run(load_scenario(text, values=values))
+    return next(f["throughput_gbps"] for f in wider.flows if f["name"] == name) / gbps - 1
+
+
 def compare(text):
+    """Each flow's fluid error against the simulator: (name, error, tolerance, simulator's
+    verdict, fluid's verdict, the window's rise or None, the verdict's tolerance)."""
     des = run(load_scenario(text))
     fl = json.loads(_core.run_scenario(load_scenario(text, values={"simulation.engine": "fluid"}), None, None)[0])
     out = []
@@ -69,8 +92,13 @@ def compare(text):
         if d["throughput_gbps"] <= 0:
             continue
         err = (f["throughput_gbps"] - d["throughput_gbps"]) / d["throughput_gbps"]
-        tol = 0.05 if d["bottleneck"]["kind"] in WINDOW_KINDS else 0.02
-        out.append((d["name"], err, tol, d["bottleneck"]["kind"], f["bottleneck"]["kind"]))
+        by_verdict = 0.05 if d["bottleneck"]["kind"] in WINDOW_KINDS else 0.02
+        tol, rise = by_verdict, None
+        if abs(err) > 0.02 and by_verdict == 0.02:
+            rise = window_rise(text, d["name"], d["throughput_gbps"])
+            if rise > 0.02:
+                tol = 0.05
+        out.append((d["name"], err, tol, d["bottleneck"]["kind"], f["bottleneck"]["kind"], rise, by_verdict))
     return out
 
 
@@ -80,28 +108,33 @@ def main():
     ap.add_argument("--duration", default="120us", help="simulated time of each run (120us)")
     ap.add_argument("--recheck", help="rerun each seed with a miss for this long, judge against it")
     args = ap.parse_args()
-    bad = short_bad = 0
+    bad = short_bad = verdict_bad = 0
     errs = []
     for seed in range(args.n):
         try:
             res = compare(fabric(random.Random(seed), args.duration))
             long = None
-            if args.recheck and any(abs(err) > tol for _, err, tol, _, _ in res):
+            if args.recheck and any(abs(r[1]) > min(r[2], r[6]) for r in res):
                 long = compare(fabric(random.Random(seed), args.recheck))
         except Exception as e:
             print(seed, "ERR", str(e)[:150])
             continue
-        short_bad += sum(abs(err) > tol for _, err, tol, _, _ in res)
-        short = {name: err for name, err, *_ in res}
-        for name, err, tol, dk, fk in long or res:
+        short_bad += sum(abs(r[1]) > r[2] for r in res)
+        short = {r[0]: r[1] for r in res}
+        for name, err, tol, dk, fk, rise, by_verdict in long or res:
             errs.append(abs(err))
-            if abs(err) > tol:
-                bad += 1
+            verdict_bad += abs(err) > by_verdict
+            if abs(err) > min(tol, by_verdict):
+                bad += abs(err) > tol
                 first = f"{short[name]:+.2%} at {args.duration}, " if long and name in short else ""
                 at = f" at {args.recheck}" if long else ""
-                print(f"seed {seed} {name}: {first}{err:+.2%}{at} (tol {tol:.0%}) des={dk} fluid={fk}")
+                why = f", window binds: {rise:+.1%}" if rise is not None and tol > by_verdict else ""
+                why += f", window doubled: {rise:+.1%}" if rise is not None and tol == by_verdict else ""
+                state = "miss" if abs(err) > tol else "within"
+                print(f"seed {seed} {name}: {first}{err:+.2%}{at} (tol {tol:.0%}{why}) des={dk} fluid={fk} {state}")
     errs.sort()
     print("flows", len(errs), "bad", bad, "median", errs[len(errs) // 2] if errs else None)
+    print(f"bad by the simulator's verdict alone (5 % only where it names a window): {verdict_bad}")
     if args.recheck:
         print(f"bad at {args.duration} alone: {short_bad}")
 
