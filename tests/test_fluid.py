@@ -47,6 +47,16 @@ def _fluid(path: Path | str) -> dict:
     return json.loads(_core.run_scenario(scenario, None, None)[0])
 
 
+def _both(source: Path | str, tolerance: float) -> tuple:
+    """The simulator's and the fluid engine's results for a scenario, each flow's fluid
+    throughput asserted within `tolerance` (a fraction) of the simulator's."""
+    des = run(load_scenario(source))
+    fluid = _fluid(source)
+    for d, f in zip(des.flows, fluid["flows"], strict=True):
+        assert abs(f["throughput_gbps"] - d["throughput_gbps"]) <= tolerance * d["throughput_gbps"], (d, f)
+    return des, fluid
+
+
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
 def test_fluid_throughput_matches_the_simulator(path: Path) -> None:
     if path.name in REFUSED:
@@ -144,10 +154,8 @@ outstanding = 2
 
 def test_readers_behind_one_fifo_share_its_link_by_their_windows() -> None:
     """4 tags against 16 requests in flight: about 1 to 4 (max-min would give 1 to 1)."""
-    des = run(load_scenario(FIFO_READERS))
-    fluid = _fluid(FIFO_READERS)
+    des, fluid = _both(FIFO_READERS, 0.02)
     for d, f in zip(des.flows, fluid["flows"], strict=True):
-        assert abs(f["throughput_gbps"] - d["throughput_gbps"]) <= 0.02 * d["throughput_gbps"], (d, f)
         assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == "rc-sw0 down"
     assert fluid["flows"][1]["throughput_gbps"] > 3.5 * fluid["flows"][0]["throughput_gbps"]
 
@@ -347,10 +355,8 @@ outstanding = 4
 def test_posted_writes_in_a_fifo_share_it_by_what_they_keep_queued(text: str, link: str) -> None:
     """Max-min per TLP gave 17 % too little (own egress), 35 % too much (ingress), 58 % too much
     (each endpoint of the round robin)."""
-    des = run(load_scenario(text))
-    fluid = _fluid(text)
+    des, fluid = _both(text, 0.02)
     for d, f in zip(des.flows, fluid["flows"], strict=True):
-        assert abs(f["throughput_gbps"] - d["throughput_gbps"]) <= 0.02 * d["throughput_gbps"], (d, f)
         assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == link
 
 
@@ -596,10 +602,7 @@ outstanding = 2
 def test_completions_of_one_request_owe_one_ack_per_timer_interval() -> None:
     """A DLLP pair per completion (at most one per interval) left the uplink 1.6 % short and
     put 2.9 times the simulator's DLLPs on it."""
-    des = run(load_scenario(COMPLETION_BURSTS))
-    fluid = _fluid(COMPLETION_BURSTS)
-    for d, f in zip(des.flows, fluid["flows"], strict=True):
-        assert abs(f["throughput_gbps"] - d["throughput_gbps"]) <= 0.01 * d["throughput_gbps"], (d, f)
+    des, fluid = _both(COMPLETION_BURSTS, 0.01)
     up = [(d["dllps"], f["dllps"]) for d, f in zip(des.links, fluid["links"], strict=True)][1]
     assert up[1] < 2 * up[0], up
 
@@ -667,8 +670,6 @@ outstanding = 2
 
 def test_writers_share_a_switchs_posted_buffer_and_hold_the_requests_behind_them() -> None:
     """Each writer with the whole buffer and no wait in `sw1` gave `w0` 6 % too much."""
-    des = run(load_scenario(ROUND_ROBIN_BEFORE_THE_FULL_LINK))
-    fluid = _fluid(ROUND_ROBIN_BEFORE_THE_FULL_LINK)
+    des, fluid = _both(ROUND_ROBIN_BEFORE_THE_FULL_LINK, 0.02)
     for d, f in zip(des.flows, fluid["flows"], strict=True):
-        assert abs(f["throughput_gbps"] - d["throughput_gbps"]) <= 0.02 * d["throughput_gbps"], (d, f)
         assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == "rc-sw0 up"
