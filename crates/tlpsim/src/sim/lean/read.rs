@@ -139,35 +139,12 @@ impl Simulator<'_> {
             ch.note_blocked(Blocked::Empty, now);
             return;
         };
-        let (class, dc, bytes) = if kind == MRD {
-            (FcClass::NonPosted, 0, overhead)
-        } else {
-            let data = cpl_payload(word) + (word >> 30);
-            (
-                FcClass::Completion,
-                cpl_credits(word),
-                overhead + data.next_multiple_of(4),
-            )
+        let Some(e) = self.lean_take_head(c, word, queued_cost(word, kind == MRD, overhead), now)
+        else {
+            return;
         };
-        if let Err(ty) = ch.tx_credits.check(class, dc) {
-            ch.note_blocked(Blocked::Credits(ty), now);
-            return;
-        }
-        if !ch.tx_dll.has_room(bytes) {
-            ch.note_blocked(Blocked::ReplayBuffer, now);
-            return;
-        }
-        self.lean.queues[c as usize].pop_front();
-        ch.arbiter.lean_leave(now);
-        ch.end_stall(now);
-        ch.end_replay_stall(now);
-        if !ch.tx_credits.consume(class, dc) {
-            self.audit.credit_violations += 1;
-        }
-        let e = ch.tx_dll.push(word, bytes);
-        ch.counters.tlps += 1;
         if kind != MRD {
-            ch.counters.payload_bytes += cpl_payload(word) as u64;
+            self.chans[c as usize].counters.payload_bytes += cpl_payload(word) as u64;
         }
         // One call: each inlined copy of the transmit path weighs on the write path's.
         let start = self.lean_transmit::<false>(c, e);
@@ -189,13 +166,45 @@ impl Simulator<'_> {
         }
     }
 
+    /// Channel `c`'s queue head `word` (its class, data credits and wire bytes) goes into
+    /// the replay buffer if the credits and the replay buffer let it, else the channel notes
+    /// why not: the step both read sends share, inlined into each.
+    #[inline(always)]
+    fn lean_take_head(
+        &mut self,
+        c: u32,
+        word: u32,
+        (class, dc, bytes): (FcClass, u32, u32),
+        now: SimTime,
+    ) -> Option<ReplayEntry> {
+        let ch = &mut self.chans[c as usize];
+        if let Err(ty) = ch.tx_credits.check(class, dc) {
+            ch.note_blocked(Blocked::Credits(ty), now);
+            return None;
+        }
+        if !ch.tx_dll.has_room(bytes) {
+            ch.note_blocked(Blocked::ReplayBuffer, now);
+            return None;
+        }
+        self.lean.queues[c as usize].pop_front();
+        ch.arbiter.lean_leave(now);
+        ch.end_stall(now);
+        ch.end_replay_stall(now);
+        if !ch.tx_credits.consume(class, dc) {
+            self.audit.credit_violations += 1;
+        }
+        ch.counters.tlps += 1;
+        Some(ch.tx_dll.push(word, bytes))
+    }
+
     /// Puts channel `c`'s next MRd (`kind` `SW_MRD`) or completion (`SW_CPL`), its queue's
     /// head, into a switch (which forwards it: a completion by the crossing toward its
     /// requester), or a completion out of one down to its requester (`SW_DOWN`), if the
     /// credits and the replay buffer let it go (`lean_send_queued`'s work).
-    // `lean_send_queued`'s lines again: with them shared (this function generic over the
-    // switch and inlined there), the one-link read path cost +2.1 % (its arrival push no
-    // longer inlined: `/tmp/leanrd-read5.toml` 125.46 M against 122.86 M instructions).
+    // Its own function beside `lean_send_queued`, sharing only the inlined steps
+    // (`queued_cost`, `lean_take_head`): one function generic over the switch and inlined
+    // there cost the one-link read path +2.1 % (its arrival push no longer inlined:
+    // `/tmp/leanrd-read5.toml` 125.46 M against 122.86 M instructions).
     #[inline(never)]
     pub(super) fn lean_send_into(&mut self, c: u32, kind: u32, overhead: u32) {
         let (mrd, down) = (
@@ -217,39 +226,17 @@ impl Simulator<'_> {
             ch.note_blocked(Blocked::Empty, now);
             return;
         };
-        let (class, dc, bytes) = if mrd {
-            (FcClass::NonPosted, 0, overhead)
-        } else {
-            let data = cpl_payload(word) + (word >> 30);
-            (
-                FcClass::Completion,
-                cpl_credits(word),
-                overhead + data.next_multiple_of(4),
-            )
+        let cost = queued_cost(word, mrd, overhead);
+        let Some(e) = self.lean_take_head(c, word, cost, now) else {
+            return;
         };
-        if let Err(ty) = ch.tx_credits.check(class, dc) {
-            ch.note_blocked(Blocked::Credits(ty), now);
-            return;
+        if !mrd {
+            self.chans[c as usize].counters.payload_bytes += cpl_payload(word) as u64;
         }
-        if !ch.tx_dll.has_room(bytes) {
-            ch.note_blocked(Blocked::ReplayBuffer, now);
-            return;
-        }
-        self.lean.queues[c as usize].pop_front();
-        ch.arbiter.lean_leave(now);
-        ch.end_stall(now);
-        ch.end_replay_stall(now);
-        if !ch.tx_credits.consume(class, dc) {
-            self.audit.credit_violations += 1;
-        }
-        let e = ch.tx_dll.push(word, bytes);
-        ch.counters.tlps += 1;
         if down {
-            ch.counters.payload_bytes += cpl_payload(word) as u64;
-            return self.lean_transmit_down(c, e, Some(dc));
+            return self.lean_transmit_down(c, e, Some(cost.1));
         }
         if !mrd {
-            ch.counters.payload_bytes += cpl_payload(word) as u64;
             self.lean_route_completion(c, word);
         }
         let start = self.lean_transmit_into(c, e);
@@ -375,5 +362,21 @@ impl Simulator<'_> {
         self.audit.tlps_delivered += 1;
         self.audit.payload_delivered += size as u64;
         self.lean_issue_reads(f as u32);
+    }
+}
+
+/// The flow-control class, data credits and wire bytes of queued word `word` with `overhead`
+/// bytes of framing and header: an MRd's if `mrd`, else a completion code word's.
+#[inline(always)]
+fn queued_cost(word: u32, mrd: bool, overhead: u32) -> (FcClass, u32, u32) {
+    if mrd {
+        (FcClass::NonPosted, 0, overhead)
+    } else {
+        let data = cpl_payload(word) + (word >> 30);
+        (
+            FcClass::Completion,
+            cpl_credits(word),
+            overhead + data.next_multiple_of(4),
+        )
     }
 }
