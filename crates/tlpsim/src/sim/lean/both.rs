@@ -68,16 +68,7 @@ impl Simulator<'_> {
     fn lean_send_mrd<const SW: bool>(&mut self, c: u32, r: u32) {
         let now = self.now();
         let bytes = self.lean.chans[c as usize].overhead;
-        self.lean.queues[c as usize].pop_front();
-        let ch = &mut self.chans[c as usize];
-        ch.arbiter.lean_leave(now);
-        ch.end_stall(now);
-        ch.end_replay_stall(now);
-        if !ch.tx_credits.consume(FcClass::NonPosted, 0) {
-            self.audit.credit_violations += 1;
-        }
-        let e = ch.tx_dll.push(r | MRD_WORD, bytes);
-        ch.counters.tlps += 1;
+        let e = self.lean_pop_head(c, r | MRD_WORD, (FcClass::NonPosted, 0, bytes), now);
         let start = if SW {
             self.lean_transmit_into(c, e)
         } else {

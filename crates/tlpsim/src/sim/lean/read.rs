@@ -186,7 +186,21 @@ impl Simulator<'_> {
             ch.note_blocked(Blocked::ReplayBuffer, now);
             return None;
         }
+        Some(self.lean_pop_head(c, word, (class, dc, bytes), now))
+    }
+
+    /// Channel `c`'s queue head `word`, which the credits and the replay buffer let go,
+    /// leaves its queue into the replay buffer: the credits taken, the stalls ended.
+    #[inline(always)]
+    pub(super) fn lean_pop_head(
+        &mut self,
+        c: u32,
+        word: u32,
+        (class, dc, bytes): (FcClass, u32, u32),
+        now: SimTime,
+    ) -> ReplayEntry {
         self.lean.queues[c as usize].pop_front();
+        let ch = &mut self.chans[c as usize];
         ch.arbiter.lean_leave(now);
         ch.end_stall(now);
         ch.end_replay_stall(now);
@@ -194,7 +208,7 @@ impl Simulator<'_> {
             self.audit.credit_violations += 1;
         }
         ch.counters.tlps += 1;
-        Some(ch.tx_dll.push(word, bytes))
+        ch.tx_dll.push(word, bytes)
     }
 
     /// Puts channel `c`'s next MRd (`kind` `SW_MRD`) or completion (`SW_CPL`), its queue's
