@@ -23,16 +23,9 @@ SCENARIOS = sorted((Path(__file__).parent.parent / "scenarios").glob("*.toml"))
 #: fio I/Os); each queue below also holds posted writes, whose share follows the credits they
 #: hold while queued, which it does not model.
 EXCEPTIONS = {
-    **{
-        ("gen5-2socket-8gpu.toml", f): "a socket link is one FIFO: flows share it in proportion to the bytes each "
-        "keeps queued (512 reads of the GPUs against the NIC's posted credits), not fairly"
-        for f in ("h2d-remote", "h2d-remote2", "nic1-rx")
-    },
-    **{
-        ("gen5-8gpu-acs.toml", f): "the root complex's peer-to-peer path is one FIFO fed through switch ports "
-        "whose egress is shared with reads' completions: head-of-line blocking sets the split"
-        for f in ("p2p-in-switch", "p2p-across-rc", "h2d-gpu3", "h2d-gpu7")
-    },
+    ("gen5-8gpu-acs.toml", f): "the root complex's peer-to-peer path is one FIFO fed through switch ports "
+    "whose egress is shared with reads' completions: head-of-line blocking sets the split"
+    for f in ("p2p-in-switch", "p2p-across-rc", "h2d-gpu3", "h2d-gpu7")
 }
 
 WINDOW_KINDS = {"credits", "requests", "iodepth", "replay_buffer", "sequence_window"}
@@ -158,6 +151,71 @@ def test_readers_behind_one_fifo_share_its_link_by_their_windows() -> None:
     for d, f in zip(des.flows, fluid["flows"], strict=True):
         assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == "rc-sw0 down"
     assert fluid["flows"][1]["throughput_gbps"] > 3.5 * fluid["flows"][0]["throughput_gbps"]
+
+
+#: A reader of the other socket's memory and a writer into it from there: the reader's
+#: completions and the writer's posted writes cross the socket link rc1 -> rc0, which passes
+#: TLPs in the order they are ready, one FIFO. The writer keeps there what rc1's posted
+#: credits toward it hold (rc1 frees them once a write is across).
+SOCKET_FIFO = """
+[simulation]
+duration = "200us"
+warmup = "50us"
+[pcie]
+gen = 4
+width = 16
+mps = 256
+mrrs = 512
+[[root_complex]]
+name = "rc0"
+memory_read_latency = "650ns"
+completion = "mps"
+[[root_complex]]
+name = "rc1"
+memory_read_latency = "650ns"
+completion = "mps"
+[[socket_link]]
+between = ["rc0", "rc1"]
+bandwidth = "20GB/s"
+[[endpoint]]
+name = "rd0"
+kind = "dma"
+tags = 256
+[[endpoint]]
+name = "nic0"
+kind = "dma"
+tags = 256
+[[link]]
+between = ["rc0", "rd0"]
+[[link]]
+between = ["rc1", "nic0"]
+[[workload]]
+name = "rd"
+kind = "dma"
+endpoint = "rd0"
+direction = "read"
+memory = "rc1"
+transfer_size = "64KiB"
+outstanding = 4
+[[workload]]
+name = "rx"
+kind = "dma"
+endpoint = "nic0"
+direction = "write"
+memory = "rc0"
+transfer_size = "4KiB"
+outstanding = 64
+"""
+
+
+def test_a_socket_link_is_one_fifo_shared_by_what_each_keeps_queued() -> None:
+    """256 reads of 512 B against rc1's posted credits: about 7 to 1 (max-min gave 1 to 1)."""
+    des, fluid = _both(SOCKET_FIFO, 0.02)
+    for d, f in zip(des.flows, fluid["flows"], strict=True):
+        assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == "rc1->rc0 socket link"
+    rd, rx = (f["throughput_gbps"] for f in fluid["flows"])
+    assert rd > 5 * rx
+    assert rd + rx == pytest.approx(160.0, rel=0.01), "the link's 20 GB/s of payload, full"
 
 
 #: A DMA endpoint that reads and writes host memory at once (random fabric seed 19 of

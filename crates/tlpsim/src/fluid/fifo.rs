@@ -34,7 +34,7 @@ pub(super) const OWN: usize = usize::MAX;
 
 /// A link direction whose egress queue is one FIFO for the window-limited streams on it.
 pub(super) struct Fifo {
-    /// The link direction.
+    /// The link direction (or the socket link direction's resource).
     chan: usize,
     /// The streams through it (indices into `Model::streams`).
     streams: Vec<usize>,
@@ -86,6 +86,23 @@ impl Model<'_> {
             }
             if by.values().any(|v| v.len() > 1) {
                 out.extend(by.into_values().map(|streams| Fifo { chan: c, streams }));
+            }
+        }
+        // A socket link direction passes TLPs in the order they are ready, whoever sent
+        // them (`socket_cross` in `sim/socket.rs`): one FIFO of its payload.
+        for r in (0..self.res.len()).filter(|&r| self.res[r].kind == "socket_link") {
+            let on: Vec<usize> = (0..self.streams.len())
+                .filter(|&s| self.streams[s].mix.uses.get(&r).is_some_and(|&u| u > 0.0))
+                .collect();
+            let windows = on.iter().all(|&s| {
+                let s = &self.streams[s];
+                (s.limits.iter()).any(|l| l.window.is_some() && l.at.is_none_or(|a| a == r))
+            });
+            if on.len() >= 2 && windows {
+                out.push(Fifo {
+                    chan: r,
+                    streams: on,
+                });
             }
         }
         out

@@ -407,6 +407,12 @@ impl<'a> Model<'a> {
         bytes / self.tlp_cap(c)
     }
 
+    /// The resource of the socket link direction from root complex `from` to `to`.
+    fn socket_res(&self, from: NodeId, to: NodeId) -> Option<usize> {
+        let s = &self.sys.nodes;
+        self.named(&format!("{}->{} socket link", s[from].name, s[to].name))
+    }
+
     /// The resource called `name`, if the system has it.
     fn named(&self, name: &str) -> Option<usize> {
         self.by_name.get(name).copied()
@@ -443,9 +449,7 @@ impl<'a> Model<'a> {
                     *mix.payload.entry(c).or_default() += payload as f64 * count;
                 }
                 Hop::Socket { from, to, .. } => {
-                    let s = &self.sys.nodes;
-                    let name = format!("{}->{} socket link", s[from].name, s[to].name);
-                    if let Some(r) = self.named(&name) {
+                    if let Some(r) = self.socket_res(from, to) {
                         *mix.uses.entry(r).or_default() += payload as f64 * count;
                     }
                 }

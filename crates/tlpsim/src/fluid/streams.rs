@@ -94,23 +94,35 @@ impl Model<'_> {
                     }
                 }
             };
-            // The receiver holds the buffer until it passes the TLP on.
+            // The receiver holds the buffer until it passes the TLP on; a root complex
+            // that hands it to a socket link, until it is across (`socket_arrived` in
+            // `sim/node/root.rs` frees it at the far root complex).
+            let socket = match p.hops.get(i + 1) {
+                Some(&Hop::Socket { link, from, to }) => Some((link, self.socket_res(from, to))),
+                _ => None,
+            };
             let hold = match (
                 self.sys.nodes[rx].kind.holds_until_forwarded(),
                 p.hops.get(i + 1),
+                socket,
             ) {
-                (Some(latency), Some(Hop::Chan(next))) => {
+                (_, _, Some((link, _))) => {
+                    let s = &self.sys.socket_links[link];
+                    max as f64 / s.bandwidth + secs(s.latency)
+                }
+                (Some(latency), Some(Hop::Chan(next)), None) => {
                     secs(latency) + self.ser(*next, self.wire(*next, TlpKind::MWr, max))
                 }
-                (Some(_), Some(Hop::Socket { .. }) | None) | (None, _) => 0.0,
+                (Some(_), Some(Hop::Socket { .. }) | None, None) | (None, _, None) => 0.0,
             };
             let rtt = self.credit_return(c, max) + hold;
             let window = tlps * max as f64;
-            // Held in the receiver's ingress buffer until it leaves on the next link: a
-            // window behind that link's FIFO, if it is one.
-            let at = match p.hops.get(i + 1) {
-                Some(Hop::Chan(next)) => Some(*next),
-                Some(Hop::Socket { .. }) | None => None,
+            // Held in the receiver's ingress buffer until it leaves on the next link (or
+            // is across the socket link): a window behind that FIFO, if it is one.
+            let at = match (p.hops.get(i + 1), socket) {
+                (Some(Hop::Chan(next)), _) => Some(*next),
+                (_, Some((_, r))) => r,
+                (Some(Hop::Socket { .. }) | None, None) => None,
             };
             let names = &self.sys.nodes;
             out.push(Limit {
