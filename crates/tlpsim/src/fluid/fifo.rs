@@ -40,6 +40,13 @@ pub(super) struct Fifo {
     streams: Vec<usize>,
 }
 
+impl Fifo {
+    /// Whether stream `s` queues in it.
+    pub(super) fn holds(&self, s: usize) -> bool {
+        self.streams.contains(&s)
+    }
+}
+
 impl Model<'_> {
     /// The link directions where two or more streams, each with a window of its own (read
     /// requests, fio I/Os in flight), share one FIFO and nothing else uses the link there.

@@ -48,6 +48,7 @@
 //! (LLC, IOMMU), shared outbound queues, DMA engine costs, descriptors and status writes,
 //! mixed read-write streams, scratchpad and NIC register targets.
 
+mod duty;
 mod fifo;
 mod hol;
 mod path;
@@ -275,6 +276,8 @@ struct Stream {
     interrupts_per_byte: f64,
     /// What it keeps queued on its way when held downstream (writes, completions).
     backlog: Option<hol::Backlog>,
+    /// A reader of one transfer at a time: its cycle ([`duty`]).
+    duty: Option<duty::Duty>,
 }
 
 /// The system being turned into streams and resources.
@@ -791,6 +794,7 @@ impl<'a> Model<'a> {
             }
             (rates, bounds) = solve(&cap, &demands);
         }
+        let rates = duty::mix(&self.streams, &fifos, (&cap, &demands, &hol), rates);
         fifo::bounds(&fifos, (&q, &hol), &self.streams, &mut bounds);
         self.report(rates, bounds, &cap, &dllp)
     }

@@ -157,12 +157,20 @@ impl Model<'_> {
                 } else {
                     (l.down, l.up)
                 };
+                let busy = self.busy(load, k);
+                // Not full on average where a reader of one transfer at a time leaves it
+                // idle in its gaps (`duty`).
+                let how = if busy < 0.995 {
+                    format!("is busy {:.0} % of the time", busy * 100.0)
+                } else {
+                    "is full".to_string()
+                };
                 Bottleneck {
                     kind: "link",
                     resource: self.res[k].name.clone(),
-                    busy: self.busy(load, k),
+                    busy,
                     detail: format!(
-                        "the wire {} -> {} is full ({:.3} Gb/s of TLP payload)",
+                        "the wire {} -> {} {how} ({:.3} Gb/s of TLP payload)",
                         sys.nodes[tx].name,
                         sys.nodes[rx].name,
                         load.payload[k] * 8.0 / 1e9

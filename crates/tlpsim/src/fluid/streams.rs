@@ -2,6 +2,7 @@
 //! I/Os on each resource, and the limits of its own (its rate, a read window over the
 //! unloaded round trip, posted credits at each hop, an fio job set's I/Os in flight).
 
+use super::duty::Duty;
 use super::hol::Backlog;
 use super::{secs, Hop, Limit, Mix, Model, Path, Refused, Stream};
 use crate::fabric::{DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadSpec};
@@ -207,9 +208,12 @@ impl Model<'_> {
             let (first, _) = self.read_round_trip(&req, &cpl, per_request.ceil() as u32);
             self.unloaded[i] = Some(first * 1e9);
             let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
-            let (window, share) = self.read_window(w, (&req, &cpl), requests);
+            let (window, share, duty) = self.read_window(w, (&req, &cpl), requests);
             limits.extend(window);
             self.push(i, mix, t as f64, limits, requests, 0.0);
+            if let Some(s) = self.streams.last_mut() {
+                s.duty = duty;
+            }
             let cs = self.cpl_size(dst).min(per_request.ceil() as u32) as f64;
             self.held_back(cpl, FcClass::Completion, (cs, f64::INFINITY), share);
         }
@@ -233,7 +237,7 @@ impl Model<'_> {
         w: &WorkloadSpec,
         ways: (&Path, &Path),
         requests: f64,
-    ) -> (Vec<Limit>, f64) {
+    ) -> (Vec<Limit>, f64, Option<Duty>) {
         let (req, cpl, src, t) = (ways.0, ways.1, w.source, w.transfer_size);
         let per_request = (t as f64 / requests).min(self.sys.pcie.mrrs as f64);
         let (_, rtt) = self.read_round_trip(req, cpl, per_request.ceil() as u32);
@@ -262,14 +266,20 @@ impl Model<'_> {
         let window = in_flight * per_request;
         let mut out = Vec::with_capacity(2);
         let mut share = 1.0;
+        let mut duty = None;
         if let (true, Some(&Hop::Chan(first))) = (
             requests > 1.0 && in_flight >= transfers * requests,
             req.hops.first(),
         ) {
             share = (transfers - 0.5) / transfers;
-            let whole = self
-                .read_round_trip(req, cpl, t.min(u32::MAX as u64) as u32)
-                .1;
+            let (first_in, whole) = self.read_round_trip(req, cpl, t.min(u32::MAX as u64) as u32);
+            if transfers == 1.0 && w.rate.is_none() {
+                duty = Some(Duty {
+                    bytes: t as f64,
+                    first: first_in,
+                    limit: f64::INFINITY,
+                });
+            }
             out.push(Limit {
                 rate: window / whole,
                 window: Some((window, whole)),
@@ -292,6 +302,13 @@ impl Model<'_> {
             transfers == 1.0 && requests > in_flight && in_flight >= 1.0,
             req.hops.first(),
         ) {
+            if w.rate.is_none() {
+                duty = Some(Duty {
+                    bytes: t as f64,
+                    first: self.read_round_trip(req, cpl, per_request.ceil() as u32).0,
+                    limit: window / rtt,
+                });
+            }
             out.extend(self.drained_transfer(w, ways, (requests, in_flight, per_request), first));
         }
         out.push(Limit {
@@ -309,7 +326,7 @@ impl Model<'_> {
                 rtt * 1e9
             ),
         });
-        (out, share)
+        (out, share, duty)
     }
 
     /// A lone transfer whose requests outnumber its window `n` (`(requests, n, bytes per
@@ -539,6 +556,7 @@ impl Model<'_> {
             requests_per_byte: requests / bytes,
             interrupts_per_byte: interrupts / bytes,
             backlog: None,
+            duty: None,
         });
     }
 }

@@ -1,0 +1,175 @@
+//! Readers that move one transfer at a time: their links idle for a round trip at each
+//! transfer's end, and the streams beside them take that time.
+//!
+//! A reader with one transfer in flight whose requests all fit its tags (a GPU copy engine
+//! copying one buffer after another, a DMA reader with `outstanding = 1`) issues a
+//! transfer's requests at once and starts the next transfer only when the last completion
+//! is in (`sim/flow.rs`). Alone, a transfer takes its first completion's round trip, then
+//! the rest of its completions back to back at the narrowest link's pace (the
+//! whole-transfer limit of `streams.rs`). Beside other streams on a full link, its
+//! completions get only their share of it while they flow, so the rest takes longer by
+//! what it gets alone over that share, and in its gaps the others get what they get
+//! without it.
+//!
+//! [`mix`] solves the phases apart, each with the max-min solve of the converged model:
+//! every combination of these readers flowing or idle, weighted by their duties as if
+//! independent. A reader's rate while flowing, `a`, is its mean over the phases it flows
+//! in; its cycle is `first + rest × alone / a` (`rest`: its transfer's time after the
+//! first completion at its own limits' rate; `alone`: its rate while flowing with nothing
+//! else), its duty the part of the cycle its transfer's bytes take at `a`. The rates
+//! are the phases' weighted mean, so a reader alone keeps the whole-transfer limit's rate
+//! exactly and its neighbours are unchanged where it shares nothing.
+
+use super::fifo::Fifo;
+use super::solve::{solve, Bound, Demand};
+use super::Stream;
+
+/// The most readers of one transfer at a time taken apart (`2^MAX_DUTY` phases).
+const MAX_DUTY: usize = 6;
+
+/// One transfer at a time: what a reader's cycle is made of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Duty {
+    /// Payload bytes of one transfer.
+    pub bytes: f64,
+    /// Seconds from the transfer's first request to its first completion's arrival (an
+    /// idle fabric's).
+    pub first: f64,
+    /// Its rate while it flows where nothing else holds it: none where all of a transfer's
+    /// requests are out at once, its tags over a request's round trip where they are
+    /// fewer.
+    pub limit: f64,
+}
+
+impl Duty {
+    /// The part of its cycle a reader spends flowing at `active` bytes per second, where
+    /// alone it flows at `alone` and runs at `limit` on average (its own limits': the
+    /// first completion's round trip, then the rest of the transfer, its completions back
+    /// to back at the narrowest link's pace or its rounds of tags where those take longer).
+    fn of(&self, active: f64, (alone, limit): (f64, f64)) -> f64 {
+        let finite = |x: f64| x > 0.0 && x.is_finite();
+        if !finite(active) || !finite(alone) || !finite(limit) {
+            return 1.0;
+        }
+        let rest = (self.bytes / limit - self.first).max(0.0);
+        let cycle = self.first + rest * alone / active;
+        (self.bytes / active / cycle).clamp(0.0, 1.0)
+    }
+}
+
+/// `rates` with each reader of one transfer at a time (not in a FIFO, whose delay already
+/// holds its window, nor waiting behind another stream's backlog, `hol`) taken as flowing
+/// for its duty and idle otherwise, at [`Duty::limit`] at most while it flows. Unchanged where there is no such reader or more
+/// than [`MAX_DUTY`].
+pub(super) fn mix(
+    streams: &[Stream],
+    fifos: &[Fifo],
+    (cap, demands, hol): (&[f64], &[Demand], &[f64]),
+    rates: Vec<f64>,
+) -> Vec<f64> {
+    let readers: Vec<(usize, Duty)> = (streams.iter().enumerate())
+        .filter(|(s, _)| fifos.iter().all(|f| !f.holds(*s)) && hol[*s] == 0.0)
+        .filter_map(|(s, st)| st.duty.map(|d| (s, d)))
+        .collect();
+    if readers.is_empty() || readers.len() > MAX_DUTY {
+        return rates;
+    }
+    let k = readers.len();
+    // The readers flowing in `m` (bit j: reader j), the others at their converged limits
+    // (`only`: no other stream at all).
+    let phase = |m: usize, only: bool| -> Option<Vec<f64>> {
+        let mut d = demands.to_vec();
+        if only {
+            for x in d.iter_mut() {
+                x.limit = 0.0;
+            }
+        }
+        for (j, &(s, duty)) in readers.iter().enumerate() {
+            d[s].limit = if m & (1 << j) != 0 { duty.limit } else { 0.0 };
+        }
+        let (r, b) = solve(cap, &d);
+        // A reader that nothing bounds while flowing has no rate to take apart.
+        let unbound = |&(s, _): &(usize, Duty)| b[s] == Bound::Unbound && r[s] > 0.0;
+        (!readers.iter().any(unbound)).then_some(r)
+    };
+    let Some(phases) = (0..1usize << k)
+        .map(|m| phase(m, false))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return rates;
+    };
+    let Some(alone) = (0..k)
+        .map(|j| phase(1 << j, true).map(|r| r[readers[j].0]))
+        .collect::<Option<Vec<f64>>>()
+    else {
+        return rates;
+    };
+    let weights = |duty: &[f64]| -> Vec<f64> {
+        (0..1usize << k)
+            .map(|m| {
+                (0..k)
+                    .map(|j| {
+                        if m & (1 << j) != 0 {
+                            duty[j]
+                        } else {
+                            1.0 - duty[j]
+                        }
+                    })
+                    .product()
+            })
+            .collect()
+    };
+    let mut duty = vec![1.0; k];
+    for _ in 0..200 {
+        let w = weights(&duty);
+        let mut moved = 0.0f64;
+        for (j, &(s, cycle)) in readers.iter().enumerate() {
+            let (mut sum, mut on) = (0.0, 0.0);
+            for (m, r) in phases.iter().enumerate().filter(|(m, _)| m & (1 << j) != 0) {
+                sum += w[m] * r[s];
+                on += w[m];
+            }
+            let active = if on > 0.0 { sum / on } else { alone[j] };
+            let d = cycle.of(active, (alone[j], demands[s].limit));
+            moved = moved.max((d - duty[j]).abs());
+            duty[j] = d;
+        }
+        if moved < 1e-12 {
+            break;
+        }
+    }
+    let w = weights(&duty);
+    (0..rates.len())
+        .map(|i| {
+            // A stream no reader touches keeps its rate to the last bit.
+            if phases.iter().all(|r| r[i] == phases[0][i]) && readers.iter().all(|&(s, _)| s != i) {
+                rates[i]
+            } else {
+                phases.iter().zip(&w).map(|(r, w)| w * r[i]).sum()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reader_alone_keeps_its_limit_and_half_a_link_stretches_the_rest_of_its_transfer() {
+        // 64 KiB: 1 us to the first completion, the rest 1 us back to back.
+        let d = Duty {
+            bytes: 65536.0,
+            first: 1e-6,
+            limit: f64::INFINITY,
+        };
+        let limit = 65536.0 / 2e-6;
+        let alone = 65536.0 / 1e-6;
+        let mean = |active: f64| d.of(active, (alone, limit)) * active;
+        assert!((mean(alone) - limit).abs() < 1e-9 * limit);
+        // At half its rate alone the rest takes 2 us: one transfer in 3 us.
+        assert!((mean(alone / 2.0) - 65536.0 / 3e-6).abs() < 1e-9 * limit);
+        // No rate while flowing: always flowing, nothing to take apart.
+        assert_eq!(d.of(0.0, (alone, limit)), 1.0);
+    }
+}
