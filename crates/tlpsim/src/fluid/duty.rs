@@ -59,8 +59,8 @@ impl Duty {
 
 /// `rates` with each reader of one transfer at a time (not in a FIFO, whose delay already
 /// holds its window, nor waiting behind another stream's backlog, `hol`) taken as flowing
-/// for its duty and idle otherwise, at [`Duty::limit`] at most while it flows. Unchanged where there is no such reader or more
-/// than [`MAX_DUTY`].
+/// for its duty, at [`Duty::limit`] at most, and idle otherwise. Unchanged where there is
+/// no such reader or more than [`MAX_DUTY`].
 pub(super) fn mix(
     streams: &[Stream],
     fifos: &[Fifo],

@@ -231,7 +231,8 @@ impl Model<'_> {
     /// hold its own window, which its per-request window waits behind). With them, the share
     /// of its window in flight on average where its completions queue: a transfer-bound
     /// reader's next transfer waits for the last completion of one whose others came in one
-    /// after another, so half a transfer is missing.
+    /// after another, so half a transfer is missing. And, for a reader of one transfer at a
+    /// time, its cycle ([`Duty`]: its links idle at each transfer's end).
     fn read_window(
         &self,
         w: &WorkloadSpec,
