@@ -104,6 +104,11 @@ impl Model<'_> {
         out
     }
 
+    /// Whether `h` crosses the socket link direction that is resource `r`.
+    fn is_socket(&self, h: super::Hop, r: usize) -> bool {
+        matches!(h, super::Hop::Socket { from, to, .. } if self.socket_res(from, to) == Some(r))
+    }
+
     /// The bytes stream `a` (at `rate`, bound by `bound`) keeps queued at each hop of its
     /// way before the one its bound holds it at: empty where nothing downstream holds it.
     fn held(&self, a: usize, rate: f64, bound: Bound) -> Vec<f64> {
@@ -119,6 +124,11 @@ impl Model<'_> {
                     Some(j) => j,
                     None => return Vec::new(),
                 }
+            }
+            // A socket link direction: they back up from the root complex that hands them
+            // to it.
+            Bound::Resource(r) if hops.iter().any(|h| self.is_socket(*h, r)) => {
+                hops.iter().take_while(|h| !self.is_socket(**h, r)).count()
             }
             // A target's write rate: the writes back up from its own ingress buffer.
             Bound::Resource(r) if bl.class == FcClass::Posted && st.mix.uses.contains_key(&r) => {
