@@ -232,9 +232,11 @@ def test_a_copy_of_one_buffer_at_a_time_leaves_its_link_to_the_others_between_co
     fl = {f["name"]: f for f in fluid["flows"]}
     copy, across = fl["h2d-gpu3"], fl["p2p-across-rc"]
     assert copy["throughput_gbps"] == pytest.approx(des["h2d-gpu3"]["throughput_gbps"], rel=0.02)
-    # gpu6 takes the gaps: more than the link's half, less than the simulator, whose gpu6
-    # also sends in the gaps what queued while gpu3's completions shared the link.
-    assert 1.05 * 239.7 < across["throughput_gbps"] < des["p2p-across-rc"]["throughput_gbps"]
+    # gpu6 takes the gaps: more than gpu3 (max-min gave both the link's half); within 7 %
+    # of the simulator, whose gpu6 also sends in the gaps what queued while gpu3's
+    # completions shared the link (docs/validation-gaps.md).
+    assert across["throughput_gbps"] > 1.4 * copy["throughput_gbps"]
+    assert across["throughput_gbps"] == pytest.approx(des["p2p-across-rc"]["throughput_gbps"], rel=0.07)
     assert copy["bottleneck"]["resource"] == "rc-sw0 down"
     assert 0.85 < copy["bottleneck"]["busy"] < 0.95, "idle while copies wait for their first completion"
 

@@ -58,18 +58,34 @@ impl Duty {
 }
 
 /// `rates` with each reader of one transfer at a time (not in a FIFO, whose delay already
-/// holds its window, nor waiting behind another stream's backlog, `hol`) taken as flowing
+/// holds its window, nor waiting behind another stream's backlog, `hol`) that a link
+/// direction (one of the first `chans` resources) holds while it flows, taken as flowing
 /// for its duty, at [`Duty::limit`] at most, and idle otherwise. Unchanged where there is
-/// no such reader or more than [`MAX_DUTY`].
+/// no such reader or more than [`MAX_DUTY`] in all.
 pub(super) fn mix(
     streams: &[Stream],
-    fifos: &[Fifo],
+    (fifos, chans): (&[Fifo], usize),
     (cap, demands, hol): (&[f64], &[Demand], &[f64]),
     rates: Vec<f64>,
 ) -> Vec<f64> {
-    let readers: Vec<(usize, Duty)> = (streams.iter().enumerate())
+    let candidates: Vec<(usize, Duty)> = (streams.iter().enumerate())
         .filter(|(s, _)| fifos.iter().all(|f| !f.holds(*s)) && hol[*s] == 0.0)
         .filter_map(|(s, st)| st.duty.map(|d| (s, d)))
+        .collect();
+    if candidates.is_empty() {
+        return rates;
+    }
+    // Only where a link holds them while they flow: a link's egress serves its inputs in
+    // turn, one TLP each, which the max-min solve is; a node's throttle (a memory, a
+    // peer-to-peer path) serves TLPs in the order they come, where a reader's transfer
+    // goes through faster than its share.
+    let mut flowing = demands.to_vec();
+    for &(s, duty) in &candidates {
+        flowing[s].limit = duty.limit;
+    }
+    let (_, bound) = solve(cap, &flowing);
+    let readers: Vec<(usize, Duty)> = (candidates.into_iter())
+        .filter(|&(s, _)| matches!(bound[s], Bound::Resource(r) if r < chans))
         .collect();
     if readers.is_empty() || readers.len() > MAX_DUTY {
         return rates;

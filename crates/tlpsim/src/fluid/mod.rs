@@ -794,7 +794,12 @@ impl<'a> Model<'a> {
             }
             (rates, bounds) = solve(&cap, &demands);
         }
-        let rates = duty::mix(&self.streams, &fifos, (&cap, &demands, &hol), rates);
+        let rates = duty::mix(
+            &self.streams,
+            (&fifos, chans),
+            (&cap, &demands, &hol),
+            rates,
+        );
         fifo::bounds(&fifos, (&q, &hol), &self.streams, &mut bounds);
         self.report(rates, bounds, &cap, &dllp)
     }
