@@ -68,25 +68,7 @@ pub(super) fn mix(
     (cap, demands, hol): (&[f64], &[Demand], &[f64]),
     rates: Vec<f64>,
 ) -> Vec<f64> {
-    let candidates: Vec<(usize, Duty)> = (streams.iter().enumerate())
-        .filter(|(s, _)| fifos.iter().all(|f| !f.holds(*s)) && hol[*s] == 0.0)
-        .filter_map(|(s, st)| st.duty.map(|d| (s, d)))
-        .collect();
-    if candidates.is_empty() {
-        return rates;
-    }
-    // Only where a link holds them while they flow: a link's egress serves its inputs in
-    // turn, one TLP each, which the max-min solve is; a node's throttle (a memory, a
-    // peer-to-peer path) serves TLPs in the order they come, where a reader's transfer
-    // goes through faster than its share.
-    let mut flowing = demands.to_vec();
-    for &(s, duty) in &candidates {
-        flowing[s].limit = duty.limit;
-    }
-    let (_, bound) = solve(cap, &flowing);
-    let readers: Vec<(usize, Duty)> = (candidates.into_iter())
-        .filter(|&(s, _)| matches!(bound[s], Bound::Resource(r) if r < chans))
-        .collect();
+    let readers = readers(streams, (fifos, chans), (cap, demands, hol));
     if readers.is_empty() || readers.len() > MAX_DUTY {
         return rates;
     }
@@ -120,22 +102,73 @@ pub(super) fn mix(
     else {
         return rates;
     };
-    let weights = |duty: &[f64]| -> Vec<f64> {
-        (0..1usize << k)
-            .map(|m| {
-                (0..k)
-                    .map(|j| {
-                        if m & (1 << j) != 0 {
-                            duty[j]
-                        } else {
-                            1.0 - duty[j]
-                        }
-                    })
-                    .product()
-            })
-            .collect()
-    };
-    let mut duty = vec![1.0; k];
+    let duty = duties(&readers, (&phases, &alone), demands);
+    let w = weights(&duty);
+    (0..rates.len())
+        .map(|i| {
+            // A stream no reader touches keeps its rate to the last bit.
+            if phases.iter().all(|r| r[i] == phases[0][i]) && readers.iter().all(|&(s, _)| s != i) {
+                rates[i]
+            } else {
+                phases.iter().zip(&w).map(|(r, w)| w * r[i]).sum()
+            }
+        })
+        .collect()
+}
+
+/// The readers of one transfer at a time to take apart (stream, cycle): not in a FIFO, not
+/// behind a backlog, and held by a link direction (one of the first `chans` resources) when
+/// all of them flow. A link's egress serves its inputs in turn, one TLP each, which the
+/// max-min solve is; a node's throttle (a memory, a peer-to-peer path) serves TLPs in the
+/// order they come, where a reader's transfer goes through faster than its share.
+fn readers(
+    streams: &[Stream],
+    (fifos, chans): (&[Fifo], usize),
+    (cap, demands, hol): (&[f64], &[Demand], &[f64]),
+) -> Vec<(usize, Duty)> {
+    let candidates: Vec<(usize, Duty)> = (streams.iter().enumerate())
+        .filter(|(s, _)| fifos.iter().all(|f| !f.holds(*s)) && hol[*s] == 0.0)
+        .filter_map(|(s, st)| st.duty.map(|d| (s, d)))
+        .collect();
+    if candidates.is_empty() {
+        return candidates;
+    }
+    let mut flowing = demands.to_vec();
+    for &(s, duty) in &candidates {
+        flowing[s].limit = duty.limit;
+    }
+    let (_, bound) = solve(cap, &flowing);
+    (candidates.into_iter())
+        .filter(|&(s, _)| matches!(bound[s], Bound::Resource(r) if r < chans))
+        .collect()
+}
+
+/// Each phase's weight (phase `m`: bit j set where reader j flows) at the readers' `duty`.
+fn weights(duty: &[f64]) -> Vec<f64> {
+    let k = duty.len();
+    (0..1usize << k)
+        .map(|m| {
+            (0..k)
+                .map(|j| {
+                    if m & (1 << j) != 0 {
+                        duty[j]
+                    } else {
+                        1.0 - duty[j]
+                    }
+                })
+                .product()
+        })
+        .collect()
+}
+
+/// The readers' duties: the fixed point, from all flowing, of each duty from its reader's
+/// mean rate over the `phases` it flows in (its rate `alone` where it flows in none).
+fn duties(
+    readers: &[(usize, Duty)],
+    (phases, alone): (&[Vec<f64>], &[f64]),
+    demands: &[Demand],
+) -> Vec<f64> {
+    let mut duty = vec![1.0; readers.len()];
     for _ in 0..200 {
         let w = weights(&duty);
         let mut moved = 0.0f64;
@@ -154,17 +187,7 @@ pub(super) fn mix(
             break;
         }
     }
-    let w = weights(&duty);
-    (0..rates.len())
-        .map(|i| {
-            // A stream no reader touches keeps its rate to the last bit.
-            if phases.iter().all(|r| r[i] == phases[0][i]) && readers.iter().all(|&(s, _)| s != i) {
-                rates[i]
-            } else {
-                phases.iter().zip(&w).map(|(r, w)| w * r[i]).sum()
-            }
-        })
-        .collect()
+    duty
 }
 
 #[cfg(test)]
