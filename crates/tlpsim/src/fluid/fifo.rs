@@ -48,6 +48,15 @@ impl Fifo {
 }
 
 impl Model<'_> {
+    /// Whether every stream of `on` has a window that waits behind a FIFO at resource `c`
+    /// (one of its own, or one behind every FIFO it crosses).
+    fn windowed(&self, on: &[usize], c: usize) -> bool {
+        on.iter().all(|&s| {
+            let s = &self.streams[s];
+            (s.limits.iter()).any(|l| l.window.is_some() && l.at.is_none_or(|a| a == c))
+        })
+    }
+
     /// The link directions where two or more streams, each with a window of its own (read
     /// requests, fio I/Os in flight), share one FIFO and nothing else uses the link there.
     pub(super) fn fifos(&self) -> Vec<Fifo> {
@@ -66,11 +75,7 @@ impl Model<'_> {
             let one_input = on
                 .iter()
                 .all(|&s| inputs(s).is_some_and(|i| i.len() == 1 && Some(i) == inputs(on[0])));
-            let windows = on.iter().all(|&s| {
-                let s = &self.streams[s];
-                (s.limits.iter()).any(|l| l.window.is_some() && l.at.is_none_or(|a| a == c))
-            });
-            if !windows {
+            if !self.windowed(&on, c) {
                 continue;
             }
             if oldest || one_input {
@@ -101,11 +106,7 @@ impl Model<'_> {
             let on: Vec<usize> = (0..self.streams.len())
                 .filter(|&s| self.streams[s].mix.uses.get(&r).is_some_and(|&u| u > 0.0))
                 .collect();
-            let windows = on.iter().all(|&s| {
-                let s = &self.streams[s];
-                (s.limits.iter()).any(|l| l.window.is_some() && l.at.is_none_or(|a| a == r))
-            });
-            if on.len() >= 2 && windows {
+            if on.len() >= 2 && self.windowed(&on, r) {
                 out.push(Fifo {
                     chan: r,
                     streams: on,

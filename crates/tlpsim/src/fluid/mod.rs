@@ -69,6 +69,7 @@ use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::symbol_ticks;
 use crate::pcie::{flit, phy};
 use crate::sim::result::RunResult;
+use crate::sim::socket_way_name;
 pub use path::{Hop, Path, Tree};
 pub use solve::{solve, Bound, Demand};
 
@@ -367,8 +368,7 @@ impl<'a> Model<'a> {
         }
         for s in &sys.socket_links {
             for (a, b) in [(s.a, s.b), (s.b, s.a)] {
-                let name = format!("{}->{} socket link", sys.nodes[a].name, sys.nodes[b].name);
-                m.add_res("socket_link", name, s.bandwidth);
+                m.add_res("socket_link", socket_way_name(sys, a, b), s.bandwidth);
             }
         }
         for b in &sys.host_bridges {
@@ -412,8 +412,7 @@ impl<'a> Model<'a> {
 
     /// The resource of the socket link direction from root complex `from` to `to`.
     fn socket_res(&self, from: NodeId, to: NodeId) -> Option<usize> {
-        let s = &self.sys.nodes;
-        self.named(&format!("{}->{} socket link", s[from].name, s[to].name))
+        self.named(&socket_way_name(self.sys, from, to))
     }
 
     /// The resource called `name`, if the system has it.

@@ -279,7 +279,7 @@ impl Model<'_> {
         for s in &sys.socket_links {
             for (a, b) in [(s.a, s.b), (s.b, s.a)] {
                 let dir = format!("{}->{}", sys.nodes[a].name, sys.nodes[b].name);
-                let k = self.named(&format!("{dir} socket link"));
+                let k = self.socket_res(a, b);
                 out.push(SocketLinkResult {
                     name: s.name.clone(),
                     direction: dir,

@@ -42,6 +42,7 @@ mod watchdog_tests;
 
 pub use lean::Kernel;
 pub use rfc2544::rfc2544;
+pub(crate) use socket::socket_way_name;
 
 use std::fmt;
 use std::time::Instant;

@@ -94,7 +94,7 @@ impl SocketLinks {
 }
 
 /// The name of one direction of a socket link: "rc0->rc1 socket link".
-pub(in crate::sim) fn socket_way_name(sys: &System, from: usize, to: usize) -> String {
+pub(crate) fn socket_way_name(sys: &System, from: usize, to: usize) -> String {
     format!(
         "{}->{} socket link",
         sys.nodes[from].name, sys.nodes[to].name
