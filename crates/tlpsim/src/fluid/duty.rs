@@ -35,9 +35,9 @@ pub(super) struct Duty {
     /// Seconds from the transfer's first request to its first completion's arrival (an
     /// idle fabric's).
     pub first: f64,
-    /// Its rate while it flows where nothing else holds it: none where all of a transfer's
-    /// requests are out at once, its tags over a request's round trip where they are
-    /// fewer.
+    /// Its rate while it flows where nothing else holds it: its completion credits' (none
+    /// where they are infinite) where all of a transfer's requests are out at once, its
+    /// tags over a request's round trip where they are fewer.
     pub limit: f64,
 }
 

@@ -145,7 +145,9 @@ impl Model<'_> {
             // The buffer is short of what arrives over its credits' return.
             let refill = match hops[i - 1] {
                 // From a TLP leaving the buffer to the next taking its place.
-                super::Hop::Chan(c) => rate * self.credit_return(c, bl.tlp as u32),
+                super::Hop::Chan(c) => {
+                    rate * self.credit_return(c, crate::pcie::tlp::TlpKind::MWr, bl.tlp as u32)
+                }
                 super::Hop::Socket { .. } => 0.0,
             };
             let room = (self.buffer(bl.path.nodes[i], bl.class, bl.tlp) - refill).max(0.0);

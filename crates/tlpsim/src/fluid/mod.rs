@@ -259,7 +259,7 @@ struct Limit {
     behind: Vec<usize>,
     /// The link direction whose receiver's posted buffer the window is, which every
     /// writer crossing it shares (`None`: a window of the stream's own).
-    shared: Option<usize>,
+    shared: Option<(usize, crate::pcie::flow_control::FcClass)>,
     kind: &'static str,
     resource: String,
     detail: String,
@@ -396,6 +396,16 @@ impl<'a> Model<'a> {
         };
         let packing = if l.flit { flit::tlp_fraction() } else { 1.0 };
         phy::encoded_gbps(l.gen, l.width) * 1e9 / 8.0 * (1.0 - skp) * packing
+    }
+
+    /// Whether switch `n` passes a TLP from channel `from` on to channel `to` as it comes
+    /// in: it cuts through and `to` is no faster (as the simulator's `Crossing` decides).
+    fn cuts_through(&self, n: NodeId, from: usize, to: usize) -> bool {
+        let rate = |c: usize| {
+            let l = &self.sys.links[c / 2];
+            phy::encoded_gbps(l.gen, l.width) * if l.flit { flit::tlp_fraction() } else { 1.0 }
+        };
+        !self.sys.nodes[n].kind.stores_and_forwards() && rate(to) <= rate(from) + 1e-9
     }
 
     /// Wire bytes of a TLP on channel `c`.
@@ -647,10 +657,11 @@ impl<'a> Model<'a> {
         Some((c, (all - self.wire(c0, TlpKind::CplD, cs)).max(0.0)))
     }
 
-    /// Seconds a posted credit of link direction `c` takes round, a write of `payload`
-    /// bytes: the write over the link, the UpdateFC timer at the receiver, the DLLP back,
-    /// and the propagation both ways (a receiver that holds the buffer adds its hold).
-    pub(super) fn credit_return(&self, c: usize, payload: u32) -> f64 {
+    /// Seconds a credit of link direction `c` takes round for a TLP of `kind` with
+    /// `payload` bytes: the TLP over the link, the UpdateFC timer at the receiver, the DLLP
+    /// back, and the propagation both ways (a receiver that holds the buffer adds its
+    /// hold: [`Model::credit_round_trip`]).
+    pub(super) fn credit_return(&self, c: usize, kind: TlpKind, payload: u32) -> f64 {
         let l = &self.sys.links[c / 2];
         let timer = match l.ack {
             AckPolicy::Timer if !l.flit => {
@@ -659,7 +670,7 @@ impl<'a> Model<'a> {
             }
             _ => 0.0,
         };
-        let ser = self.ser(c, self.wire(c, TlpKind::MWr, payload));
+        let ser = self.ser(c, self.wire(c, kind, payload));
         ser + 2.0 * secs(l.propagation) + timer + self.ser(c ^ 1, DLLP_BYTES as f64)
     }
 
@@ -825,19 +836,20 @@ fn stretch(streams: &mut [Stream], base: &[Vec<Limit>], (full, cap): (&[f64], &[
 /// `rates`, that are its writer's (the simulator's switch holds a TLP in the buffer it
 /// came into until it leaves, whoever sent it).
 fn share(streams: &mut [Stream], base: &[Vec<Limit>], rates: &[f64]) {
-    let mut into: BTreeMap<usize, f64> = BTreeMap::new();
+    let mut into: BTreeMap<(usize, u8), f64> = BTreeMap::new();
     let tlps = |mix: &Mix, c: usize, r: f64| mix.tlps.get(&c).copied().unwrap_or(0.0) * r;
     for ((st, base), &r) in streams.iter().zip(base).zip(rates) {
-        for c in base.iter().filter_map(|l| l.shared) {
-            *into.entry(c).or_default() += tlps(&st.mix, c, r);
+        for (c, class) in base.iter().filter_map(|l| l.shared) {
+            *into.entry((c, class as u8)).or_default() += tlps(&st.mix, c, r);
         }
     }
     for ((st, base), &r) in streams.iter_mut().zip(base).zip(rates) {
         for (l, b) in st.limits.iter_mut().zip(base) {
-            let (Some(c), Some((w, t))) = (b.shared, b.window) else {
+            let (Some((c, class)), Some((w, t))) = (b.shared, b.window) else {
                 continue;
             };
-            let (total, mine) = (into.get(&c).copied().unwrap_or(0.0), tlps(&st.mix, c, r));
+            let total = into.get(&(c, class as u8)).copied().unwrap_or(0.0);
+            let mine = tlps(&st.mix, c, r);
             let part = if total > 0.0 && mine > 0.0 {
                 mine / total
             } else {

@@ -74,55 +74,50 @@ impl Model<'_> {
         })
     }
 
-    /// A writer's posted credits at each hop of `p` over that hop's credit round trip.
-    fn credit_limits(&self, p: &Path, max: u32) -> Vec<Limit> {
+    /// A stream's credits of `class` (posted for writes, completion for a read's
+    /// completions) at each hop of `p`, TLPs of `max` bytes, over that hop's credit round
+    /// trip.
+    fn credit_limits(&self, p: &Path, max: u32, class: FcClass) -> Vec<Limit> {
+        let (kind, names, what) = match class {
+            FcClass::Completion => (TlpKind::CplD, ["CplH", "CplD"], "completion"),
+            FcClass::Posted | FcClass::NonPosted => (TlpKind::MWr, ["PH", "PD"], "posted"),
+        };
         let mut out = Vec::new();
         for (i, hop) in p.hops.iter().enumerate() {
             let Hop::Chan(c) = *hop else { continue };
             let (tx, rx) = (p.nodes[i], p.nodes[i + 1]);
             let credits = self.sys.nodes[rx].credits.0;
-            let by_header = credits[0].map(|h| h as f64);
-            let by_data = credits[1].map(|d| (d as f64 / max.div_ceil(16) as f64).floor());
+            let by_header = credits[2 * class as usize].map(|h| h as f64);
+            let by_data = credits[2 * class as usize + 1]
+                .map(|d| (d as f64 / max.div_ceil(16) as f64).floor());
             let (tlps, ty) = match (by_header, by_data) {
                 (None, None) => continue,
-                (Some(h), None) => (h, "PH"),
-                (None, Some(d)) => (d, "PD"),
+                (Some(h), None) => (h, names[0]),
+                (None, Some(d)) => (d, names[1]),
                 (Some(h), Some(d)) => {
                     if h <= d {
-                        (h, "PH")
+                        (h, names[0])
                     } else {
-                        (d, "PD")
+                        (d, names[1])
                     }
                 }
             };
-            // The receiver holds the buffer until it passes the TLP on; a root complex
-            // that hands it to a socket link, until it is across (`socket_arrived` in
-            // `sim/node/root.rs` frees it at the far root complex).
+            let rtt = self.credit_round_trip(p, i, kind, max);
             let socket = match p.hops.get(i + 1) {
-                Some(&Hop::Socket { link, from, to }) => Some((link, self.socket_res(from, to))),
+                Some(&Hop::Socket { from, to, .. }) => Some(self.socket_res(from, to)),
                 _ => None,
             };
-            let hold = match (
-                self.sys.nodes[rx].kind.holds_until_forwarded(),
-                p.hops.get(i + 1),
-                socket,
-            ) {
-                (_, _, Some((link, _))) => {
-                    let s = &self.sys.socket_links[link];
-                    max as f64 / s.bandwidth + secs(s.latency)
-                }
-                (Some(latency), Some(Hop::Chan(next)), None) => {
-                    secs(latency) + self.ser(*next, self.wire(*next, TlpKind::MWr, max))
-                }
-                (Some(_), Some(Hop::Socket { .. }) | None, None) | (None, _, None) => 0.0,
-            };
-            let rtt = self.credit_return(c, max) + hold;
             let window = tlps * max as f64;
             // Held in the receiver's ingress buffer until it leaves on the next link (or
             // is across the socket link): a window behind that FIFO, if it is one.
             let at = match (p.hops.get(i + 1), socket) {
+                // Completions: a window of the reader's own over the unloaded round trip.
+                // How readers split a switch's completion buffer they share follows from
+                // the order their completions come in (their own windows behind the FIFO
+                // before it), not from their rates, so it is not split by them.
+                _ if class == FcClass::Completion => None,
                 (Some(Hop::Chan(next)), _) => Some(*next),
-                (_, Some((_, r))) => r,
+                (_, Some(r)) => r,
                 (Some(Hop::Socket { .. }) | None, None) => None,
             };
             let names = &self.sys.nodes;
@@ -132,11 +127,11 @@ impl Model<'_> {
                 at,
                 paced: None,
                 behind: Vec::new(),
-                shared: at.map(|_| c),
+                shared: at.map(|_| (c, class)),
                 kind: "credits",
                 resource: format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
                 detail: format!(
-                    "{} advertises {tlps:.0} TLPs of {max} B of posted credits toward {}, and \
+                    "{} advertises {tlps:.0} TLPs of {max} B of {what} credits toward {}, and \
                      their round trip is {:.0} ns: at most {:.3} GB/s",
                     names[rx].name,
                     names[tx].name,
@@ -146,6 +141,39 @@ impl Model<'_> {
             });
         }
         out
+    }
+
+    /// Seconds a credit of hop `i` of `p` (a link direction) is out for a TLP of `kind`
+    /// with `max` bytes: [`Model::credit_return`] and what the receiver holds it for. A
+    /// switch frees it as the TLP starts on its way out (`send_tlp` in `sim/transmit.rs`):
+    /// its latency after the TLP's first byte if it cuts through, after its last
+    /// otherwise (`Crossing` in `sim/node/switch.rs`); a root complex that hands a write
+    /// to a socket link, once it is across (`socket_arrived` in `sim/node/root.rs`).
+    pub(super) fn credit_round_trip(&self, p: &Path, i: usize, kind: TlpKind, max: u32) -> f64 {
+        let Hop::Chan(c) = p.hops[i] else {
+            return 0.0;
+        };
+        let rx = p.nodes[i + 1];
+        let hold = match (
+            self.sys.nodes[rx].kind.holds_until_forwarded(),
+            p.hops.get(i + 1),
+        ) {
+            (_, Some(&Hop::Socket { link, .. })) => {
+                let s = &self.sys.socket_links[link];
+                max as f64 / s.bandwidth + secs(s.latency)
+            }
+            (Some(latency), Some(&Hop::Chan(next))) => {
+                let ser = self.ser(c, self.wire(c, kind, max));
+                secs(latency)
+                    - if self.cuts_through(rx, c, next) {
+                        ser
+                    } else {
+                        0.0
+                    }
+            }
+            (Some(_), None) | (None, _) => 0.0,
+        };
+        self.credit_return(c, kind, max) + hold
     }
 
     /// Read tags of node `n`.
@@ -191,7 +219,7 @@ impl Model<'_> {
             }
             let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
             limits.extend(self.queue_window(&p, max));
-            limits.extend(self.credit_limits(&p, max));
+            limits.extend(self.credit_limits(&p, max, FcClass::Posted));
             if self.unloaded[i].is_none() {
                 self.unloaded[i] = Some(self.one_way(&p, TlpKind::MWr, max) * 1e9);
             }
@@ -208,14 +236,17 @@ impl Model<'_> {
             let (first, _) = self.read_round_trip(&req, &cpl, per_request.ceil() as u32);
             self.unloaded[i] = Some(first * 1e9);
             let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
-            let (window, share, duty) = self.read_window(w, (&req, &cpl), requests);
+            let cs = self.cpl_size(dst).min(per_request.ceil() as u32);
+            let credits = self.credit_limits(&cpl, cs, FcClass::Completion);
+            let held = credits.iter().map(|l| l.rate).fold(f64::INFINITY, f64::min);
+            let (window, share, duty) = self.read_window(w, (&req, &cpl), requests, held);
             limits.extend(window);
+            limits.extend(credits);
             self.push(i, mix, t as f64, limits, requests, 0.0);
             if let Some(s) = self.streams.last_mut() {
                 s.duty = duty;
             }
-            let cs = self.cpl_size(dst).min(per_request.ceil() as u32) as f64;
-            self.held_back(cpl, FcClass::Completion, (cs, f64::INFINITY), share);
+            self.held_back(cpl, FcClass::Completion, (cs as f64, f64::INFINITY), share);
         }
         Ok(())
     }
@@ -238,6 +269,7 @@ impl Model<'_> {
         w: &WorkloadSpec,
         ways: (&Path, &Path),
         requests: f64,
+        held: f64,
     ) -> (Vec<Limit>, f64, Option<Duty>) {
         let (req, cpl, src, t) = (ways.0, ways.1, w.source, w.transfer_size);
         let per_request = (t as f64 / requests).min(self.sys.pcie.mrrs as f64);
@@ -274,11 +306,13 @@ impl Model<'_> {
         ) {
             share = (transfers - 0.5) / transfers;
             let (first_in, whole) = self.read_round_trip(req, cpl, t.min(u32::MAX as u64) as u32);
+            // The rest of its completions no faster than its completion credits go round.
+            let whole = whole.max(first_in + t as f64 / held);
             if transfers == 1.0 && w.rate.is_none() {
                 duty = Some(Duty {
                     bytes: t as f64,
                     first: first_in,
-                    limit: f64::INFINITY,
+                    limit: held,
                 });
             }
             out.push(Limit {
@@ -307,10 +341,11 @@ impl Model<'_> {
                 duty = Some(Duty {
                     bytes: t as f64,
                     first: self.read_round_trip(req, cpl, per_request.ceil() as u32).0,
-                    limit: window / rtt,
+                    limit: (window / rtt).min(held),
                 });
             }
-            out.extend(self.drained_transfer(w, ways, (requests, in_flight, per_request), first));
+            let n = (requests, in_flight, per_request, held);
+            out.extend(self.drained_transfer(w, ways, n, first));
         }
         out.push(Limit {
             rate: window / rtt,
@@ -331,17 +366,18 @@ impl Model<'_> {
     }
 
     /// A lone transfer whose requests outnumber its window `n` (`(requests, n, bytes per
-    /// request)`): it goes out in `m` rounds of its window, each waiting for the last
-    /// round's completions, and the next transfer starts only when its last completion is
-    /// in, so the window drains at every transfer's end: `m - 1` request round trips and
-    /// the round trip of the last round's requests together, each round behind every FIFO
-    /// on its way; and at least all its completions back to back (where they, not the
-    /// window, pace it), behind the FIFO its requests leave the source by, once.
+    /// request, the rate its completion credits allow)`): it goes out in `m` rounds of its
+    /// window, each waiting for the last round's completions, and the next transfer starts
+    /// only when its last completion is in, so the window drains at every transfer's end:
+    /// `m - 1` request round trips and the round trip of the last round's requests
+    /// together, each round behind every FIFO on its way; and at least all its completions
+    /// back to back (where they, not the window, pace it; no faster than its completion
+    /// credits go round), behind the FIFO its requests leave the source by, once.
     fn drained_transfer(
         &self,
         w: &WorkloadSpec,
         ways: (&Path, &Path),
-        (requests, n, per_request): (f64, f64, f64),
+        (requests, n, per_request, held): (f64, f64, f64, f64),
         first: usize,
     ) -> [Limit; 2] {
         let (req, cpl) = ways;
@@ -350,8 +386,9 @@ impl Model<'_> {
         let m = (requests / n).ceil();
         let last = requests - (m - 1.0) * n;
         let rounds = (m - 1.0) * rtt + self.read_round_trip(req, cpl, bytes(last)).1;
-        let whole = self.read_round_trip(req, cpl, bytes(requests)).1;
+        let (first_in, whole) = self.read_round_trip(req, cpl, bytes(requests));
         let window = requests * per_request;
+        let whole = whole.max(first_in + window / held);
         let limit = |t: f64, parts: f64, how: String| Limit {
             rate: window / t,
             window: Some((window / parts, t / parts)),

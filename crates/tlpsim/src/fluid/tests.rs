@@ -295,3 +295,57 @@ fn read_requests_wait_behind_the_posted_writes_a_slow_target_holds() {
     assert!(reads > 24.0 && reads < 26.0, "{reads}");
     assert_eq!(r.flows[0].bottleneck.kind, "memory");
 }
+
+/// A writer under a switch forwarding `fwd`, its own link `width` lanes wide, the switch's
+/// link to the root complex eight.
+fn under_switch(fwd: &str, width: u32) -> System {
+    system(&format!(
+        r#"
+[[root_complex]]
+name = "rc"
+[[switch]]
+name = "sw"
+forwarding = "{fwd}"
+latency = "100ns"
+[[endpoint]]
+name = "ep"
+kind = "dma"
+[[link]]
+between = ["rc", "sw"]
+gen = 3
+width = 8
+[[link]]
+between = ["sw", "ep"]
+gen = 3
+width = {width}
+{WRITE}"#
+    ))
+}
+
+#[test]
+fn a_switch_frees_a_posted_credit_as_the_tlp_starts_out() {
+    // The simulator's switch frees the ingress buffer when the TLP starts on its egress:
+    // its latency after the first byte if it cuts through, after the last otherwise; not
+    // after the next link's wire time.
+    let trip = |fwd: &str, width: u32| {
+        let sys = under_switch(fwd, width);
+        let m = Model::new(&sys);
+        let p = m
+            .tree
+            .path(sys.node("ep").unwrap(), sys.node("rc").unwrap())
+            .unwrap();
+        let Hop::Chan(c) = p.hops[0] else {
+            panic!("a link first")
+        };
+        let ser = m.ser(c, m.wire(c, TlpKind::MWr, 256));
+        let back = m.credit_return(c, TlpKind::MWr, 256);
+        (m.credit_round_trip(&p, 0, TlpKind::MWr, 256), back, ser)
+    };
+    let (cut, back, ser) = trip("cut-through", 8);
+    assert!((cut - (back - ser + 100e-9)).abs() < 1e-15);
+    let (stored, back, _) = trip("store-and-forward", 8);
+    assert!((stored - (back + 100e-9)).abs() < 1e-15);
+    // A faster egress than the ingress: the switch stores the TLP first.
+    let (up_faster, back, _) = trip("cut-through", 4);
+    assert!((up_faster - (back + 100e-9)).abs() < 1e-15);
+}
