@@ -7,6 +7,12 @@ fn system(text: &str) -> System {
 
 /// One endpoint under a root complex on a Gen3 x8 link, with `workloads` appended.
 fn one_link(workloads: &str) -> System {
+    switched("", 8, workloads)
+}
+
+/// Endpoints `ep` (`width` lanes) and `ep2` (eight) under switch `sw` (with the `switch`
+/// lines), the switch under a root complex on a Gen3 x8 link, with `workloads` appended.
+fn switched(switch: &str, width: u32, workloads: &str) -> System {
     system(&format!(
         r#"
 [pcie]
@@ -24,6 +30,7 @@ name = "ep2"
 kind = "dma"
 [[switch]]
 name = "sw"
+{switch}
 [[link]]
 between = ["rc", "sw"]
 gen = 3
@@ -31,7 +38,7 @@ width = 8
 [[link]]
 between = ["sw", "ep"]
 gen = 3
-width = 8
+width = {width}
 [[link]]
 between = ["sw", "ep2"]
 gen = 3
@@ -296,39 +303,17 @@ fn read_requests_wait_behind_the_posted_writes_a_slow_target_holds() {
     assert_eq!(r.flows[0].bottleneck.kind, "memory");
 }
 
-/// A writer under a switch forwarding `fwd`, its own link `width` lanes wide, the switch's
-/// link to the root complex eight.
-fn under_switch(fwd: &str, width: u32) -> System {
-    system(&format!(
-        r#"
-[[root_complex]]
-name = "rc"
-[[switch]]
-name = "sw"
-forwarding = "{fwd}"
-latency = "100ns"
-[[endpoint]]
-name = "ep"
-kind = "dma"
-[[link]]
-between = ["rc", "sw"]
-gen = 3
-width = 8
-[[link]]
-between = ["sw", "ep"]
-gen = 3
-width = {width}
-{WRITE}"#
-    ))
-}
-
 #[test]
 fn a_switch_frees_a_posted_credit_as_the_tlp_starts_out() {
     // The simulator's switch frees the ingress buffer when the TLP starts on its egress:
     // its latency after the first byte if it cuts through, after the last otherwise; not
     // after the next link's wire time.
     let trip = |fwd: &str, width: u32| {
-        let sys = under_switch(fwd, width);
+        let sys = switched(
+            &format!("forwarding = \"{fwd}\"\nlatency = \"100ns\""),
+            width,
+            WRITE,
+        );
         let m = Model::new(&sys);
         let p = m
             .tree
