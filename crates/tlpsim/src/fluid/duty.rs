@@ -27,6 +27,21 @@ use super::Stream;
 /// The most readers of one transfer at a time taken apart (`2^MAX_DUTY` phases).
 const MAX_DUTY: usize = 6;
 
+/// Where a writer's posted writes can queue before one link direction of their way.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Room {
+    /// The link direction (a resource index).
+    pub link: usize,
+    /// Bytes of the buffer that feeds it.
+    pub buffer: f64,
+    /// Seconds a write holds that buffer when nothing queues.
+    pub hold: f64,
+    /// The resources before it on the way (link directions, socket links, peer-to-peer
+    /// forwarding and shared buses up to its transmitter): what may hold the writer
+    /// while the link has room, so that what queued before the link can go.
+    pub before: Vec<usize>,
+}
+
 /// One transfer at a time: what a reader's cycle is made of.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Duty {
@@ -55,6 +70,19 @@ impl Duty {
         let cycle = self.first + rest * alone / active;
         (self.bytes / active / cycle).clamp(0.0, 1.0)
     }
+
+    /// Seconds of its cycle it flows and it is idle (`of`'s parts; all flowing where a
+    /// rate is not finite).
+    pub(super) fn times(&self, active: f64, (alone, limit): (f64, f64)) -> (f64, f64) {
+        let finite = |x: f64| x > 0.0 && x.is_finite();
+        if !finite(active) || !finite(alone) || !finite(limit) {
+            return (1.0, 0.0);
+        }
+        let rest = (self.bytes / limit - self.first).max(0.0);
+        let cycle = self.first + rest * alone / active;
+        let on = (self.bytes / active).min(cycle);
+        (on, cycle - on)
+    }
 }
 
 /// `rates` with each reader of one transfer at a time (not in a FIFO, whose delay already
@@ -63,7 +91,7 @@ impl Duty {
 /// for its duty, at [`Duty::limit`] at most, and idle otherwise. Unchanged where there is
 /// no such reader or more than [`MAX_DUTY`] in all.
 pub(super) fn mix(
-    streams: &[Stream],
+    (streams, rooms): (&[Stream], &[Vec<Room>]),
     (fifos, chans): (&[Fifo], usize),
     (cap, demands, hol): (&[f64], &[Demand], &[f64]),
     rates: Vec<f64>,
@@ -104,7 +132,7 @@ pub(super) fn mix(
     };
     let duty = duties(&readers, (&phases, &alone), demands);
     let w = weights(&duty);
-    (0..rates.len())
+    let mut mixed: Vec<f64> = (0..rates.len())
         .map(|i| {
             // A stream no reader touches keeps its rate to the last bit.
             if phases.iter().all(|r| r[i] == phases[0][i]) && readers.iter().all(|&(s, _)| s != i) {
@@ -113,7 +141,77 @@ pub(super) fn mix(
                 phases.iter().zip(&w).map(|(r, w)| w * r[i]).sum()
             }
         })
-        .collect()
+        .collect();
+    // Each reader's gaps apart, beside all the others flowing.
+    let all = (1usize << k) - 1;
+    for (j, &(s, cycle)) in readers.iter().enumerate() {
+        let active = active(j, s, (&phases, &w), alone[j]);
+        let times = cycle.times(active, (alone[j], demands[s].limit));
+        let both = (&phases[all][..], &phases[all ^ (1 << j)][..]);
+        carry(&mut mixed, (streams, rooms, s), (cap, demands), both, times);
+    }
+    mixed
+}
+
+/// Adds to each writer beside one reader of one transfer at a time what it carries from
+/// the reader's flowing phase into its gap: held by a link while the reader flows
+/// (`phases.0`) and by something before that link while it is idle (`phases.1`: its
+/// rate, or a resource [`Room::before`] it), it
+/// queues the difference before the link during the reader's `times.0` seconds, as far as
+/// the buffer feeding the link holds beyond what the writer keeps in it anyway (its rate
+/// over the buffer's hold), and sends that backlog in the gap's `times.1` seconds as far
+/// as the link has room (the simulator's root complex queues a peer-to-peer writer's
+/// writes past its forwarding while the reader's completions share the link, and they go
+/// in its gaps).
+fn carry(
+    rates: &mut [f64],
+    (streams, rooms, reader): (&[Stream], &[Vec<Room>], usize),
+    (cap, demands): (&[f64], &[Demand]),
+    (on, off): (&[f64], &[f64]),
+    (t_on, t_off): (f64, f64),
+) {
+    let cycle = t_on + t_off;
+    let (_, held) = solve(cap, &flowing(demands, reader, on));
+    let (_, free) = solve(cap, &flowing(demands, reader, off));
+    for (i, room) in rooms.iter().enumerate() {
+        let Bound::Resource(link) = held[i] else {
+            continue;
+        };
+        let Some(r) = room.iter().find(|r| r.link == link) else {
+            continue;
+        };
+        let (buffer, hold) = (r.buffer, r.hold);
+        // Held before the link in the gap (or by its own rate), not by it or after it.
+        let before = match free[i] {
+            Bound::Resource(x) => r.before.contains(&x),
+            Bound::Limit => streams[i]
+                .limits
+                .iter()
+                .any(|l| l.kind == "rate" && l.rate <= off[i]),
+            Bound::Unbound => false,
+        };
+        if i == reader || !before || off[i] <= on[i] {
+            continue;
+        }
+        let used: f64 = (demands.iter().zip(off))
+            .flat_map(|(d, &r)| d.uses.iter().filter(|u| u.0 == link).map(move |u| r * u.1))
+            .sum();
+        let queued = (buffer - off[i] * hold).max(0.0);
+        let carried = queued
+            .min((off[i] - on[i]) * t_on)
+            .min((cap[link] - used).max(0.0) * t_off);
+        if cycle > 0.0 && carried > 0.0 {
+            rates[i] += carried / cycle;
+        }
+    }
+}
+
+/// `demands` with `reader` at its rate in `rates` (a phase's): the solve of that phase,
+/// for its bounds.
+fn flowing(demands: &[Demand], reader: usize, rates: &[f64]) -> Vec<Demand> {
+    let mut d = demands.to_vec();
+    d[reader].limit = rates[reader];
+    d
 }
 
 /// The readers of one transfer at a time to take apart (stream, cycle): not in a FIFO, not
@@ -141,6 +239,21 @@ fn readers(
     (candidates.into_iter())
         .filter(|&(s, _)| matches!(bound[s], Bound::Resource(r) if r < chans))
         .collect()
+}
+
+/// Reader `j`'s (stream `s`) mean rate over the `phases` it flows in at weights `w`, its
+/// rate `alone` where it flows in none.
+fn active(j: usize, s: usize, (phases, w): (&[Vec<f64>], &[f64]), alone: f64) -> f64 {
+    let (mut sum, mut on) = (0.0, 0.0);
+    for (m, r) in phases.iter().enumerate().filter(|(m, _)| m & (1 << j) != 0) {
+        sum += w[m] * r[s];
+        on += w[m];
+    }
+    if on > 0.0 {
+        sum / on
+    } else {
+        alone
+    }
 }
 
 /// Each phase's weight (phase `m`: bit j set where reader j flows) at the readers' `duty`.
@@ -173,12 +286,7 @@ fn duties(
         let w = weights(&duty);
         let mut moved = 0.0f64;
         for (j, &(s, cycle)) in readers.iter().enumerate() {
-            let (mut sum, mut on) = (0.0, 0.0);
-            for (m, r) in phases.iter().enumerate().filter(|(m, _)| m & (1 << j) != 0) {
-                sum += w[m] * r[s];
-                on += w[m];
-            }
-            let active = if on > 0.0 { sum / on } else { alone[j] };
+            let active = active(j, s, (phases, &w), alone[j]);
             let d = cycle.of(active, (alone[j], demands[s].limit));
             moved = moved.max((d - duty[j]).abs());
             duty[j] = d;
@@ -210,5 +318,11 @@ mod tests {
         assert!((mean(alone / 2.0) - 65536.0 / 3e-6).abs() < 1e-9 * limit);
         // No rate while flowing: always flowing, nothing to take apart.
         assert_eq!(d.of(0.0, (alone, limit)), 1.0);
+        // Its cycle's parts: at half its rate alone, 2 us flowing (its 64 KiB at 32.8 GB/s)
+        // and the rest of the 3 us idle; the duty is their ratio.
+        let (on, off) = d.times(alone / 2.0, (alone, limit));
+        assert!((on - 2e-6).abs() < 1e-15 && (on + off - 3e-6).abs() < 1e-15);
+        assert!((d.of(alone / 2.0, (alone, limit)) - on / (on + off)).abs() < 1e-12);
+        assert_eq!(d.times(0.0, (alone, limit)), (1.0, 0.0));
     }
 }

@@ -16,8 +16,10 @@
 //! 75), read requests behind posted writes a device's memory takes slowly
 //! (`gpu-bar-through-switch.toml`).
 
+use super::duty::Room;
 use super::{Bound, Model, Path, Stream};
 use crate::pcie::flow_control::FcClass;
+use crate::pcie::tlp::TlpKind;
 
 /// What a stream keeps queued on its way when something downstream holds it.
 #[derive(Clone)]
@@ -88,6 +90,53 @@ impl Model<'_> {
         by_header.min(by_data) * tlp
     }
 
+    /// Per stream, the room its posted writes have to queue before each link direction of
+    /// their way, and what lies before it. The buffer is the ingress buffer of the link's
+    /// transmitter (its writes queued at the source for the first link), held over the
+    /// credit round trip into it.
+    pub(super) fn rooms(&self) -> Vec<Vec<Room>> {
+        (self.streams.iter())
+            .map(|st| match st.backlog.as_ref() {
+                Some(bl) if bl.class == FcClass::Posted => self.rooms_of(bl),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// [`Self::rooms`] of one writer's backlog.
+    fn rooms_of(&self, bl: &Backlog) -> Vec<Room> {
+        let p = &bl.path;
+        let mut before = Vec::new();
+        let mut out = Vec::new();
+        for (h, hop) in p.hops.iter().enumerate() {
+            let name = &self.sys.nodes[p.nodes[h]].name;
+            for what in ["peer-to-peer forwarding", "shared bus"] {
+                before.extend(self.named(&format!("{name} {what}")));
+            }
+            let link = match *hop {
+                super::Hop::Chan(c) => c,
+                super::Hop::Socket { from, to, .. } => {
+                    before.extend(self.socket_res(from, to));
+                    continue;
+                }
+            };
+            let (buffer, hold) = if h == 0 {
+                (bl.source, 0.0)
+            } else {
+                let hold = self.credit_round_trip(p, h - 1, TlpKind::MWr, bl.tlp as u32);
+                (self.buffer(p.nodes[h], FcClass::Posted, bl.tlp), hold)
+            };
+            out.push(Room {
+                link,
+                buffer,
+                hold,
+                before: before.clone(),
+            });
+            before.push(link);
+        }
+        out
+    }
+
     /// Seconds each stream's round trip waits behind other streams' backlogs, at the
     /// rates and bounds of the last solve.
     pub(super) fn hol(&self, victims: &[Victim], rates: &[f64], bounds: &[Bound]) -> Vec<f64> {
@@ -145,9 +194,7 @@ impl Model<'_> {
             // The buffer is short of what arrives over its credits' return.
             let refill = match hops[i - 1] {
                 // From a TLP leaving the buffer to the next taking its place.
-                super::Hop::Chan(c) => {
-                    rate * self.credit_return(c, crate::pcie::tlp::TlpKind::MWr, bl.tlp as u32)
-                }
+                super::Hop::Chan(c) => rate * self.credit_return(c, TlpKind::MWr, bl.tlp as u32),
                 super::Hop::Socket { .. } => 0.0,
             };
             let room = (self.buffer(bl.path.nodes[i], bl.class, bl.tlp) - refill).max(0.0);

@@ -804,8 +804,9 @@ impl<'a> Model<'a> {
             }
             (rates, bounds) = solve(&cap, &demands);
         }
+        let rooms = self.rooms();
         let rates = duty::mix(
-            &self.streams,
+            (&self.streams, &rooms),
             (&fifos, chans),
             (&cap, &demands, &hol),
             rates,

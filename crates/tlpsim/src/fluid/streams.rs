@@ -147,8 +147,9 @@ impl Model<'_> {
     /// with `max` bytes: [`Model::credit_return`] and what the receiver holds it for. A
     /// switch frees it as the TLP starts on its way out (`send_tlp` in `sim/transmit.rs`):
     /// its latency after the TLP's first byte if it cuts through, after its last
-    /// otherwise (`Crossing` in `sim/node/switch.rs`); a root complex that hands a write
-    /// to a socket link, once it is across (`socket_arrived` in `sim/node/root.rs`).
+    /// otherwise (`Crossing` in `sim/node/switch.rs`); a root complex that passes it on,
+    /// after its forwarding latency, or that hands a write to a socket link, once it is
+    /// across (`socket_arrived` in `sim/node/root.rs`).
     pub(super) fn credit_round_trip(&self, p: &Path, i: usize, kind: TlpKind, max: u32) -> f64 {
         let Hop::Chan(c) = p.hops[i] else {
             return 0.0;
@@ -171,7 +172,14 @@ impl Model<'_> {
                         0.0
                     }
             }
-            (Some(_), None) | (None, _) => 0.0,
+            // A root complex passing it on (peer to peer): after its forwarding latency
+            // (`forward` in `sim/node/root.rs`).
+            (None, Some(&Hop::Chan(_))) => {
+                let (first, last) = (p.nodes[0], p.nodes[p.nodes.len() - 1]);
+                let peer = !self.is_root(first) && !self.is_root(last);
+                secs(self.sys.nodes[rx].kind.forwarding_latency(peer))
+            }
+            (Some(_), None) | (None, None) => 0.0,
         };
         self.credit_return(c, kind, max) + hold
     }
