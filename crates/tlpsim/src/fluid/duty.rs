@@ -148,31 +148,36 @@ pub(super) fn mix(
         let active = active(j, s, (&phases, &w), alone[j]);
         let times = cycle.times(active, (alone[j], demands[s].limit));
         let both = (&phases[all][..], &phases[all ^ (1 << j)][..]);
-        carry(&mut mixed, (streams, rooms, s), (cap, demands), both, times);
+        carry(
+            &mut mixed,
+            (streams, rooms, s),
+            (cap, demands, &readers),
+            both,
+            times,
+        );
     }
     mixed
 }
 
 /// Adds to each writer beside one reader of one transfer at a time what it carries from
-/// the reader's flowing phase into its gap: held by a link while the reader flows
+/// the reader's flowing phase into its gap. Held by a link while the reader flows
 /// (`phases.0`) and by something before that link while it is idle (`phases.1`: its
-/// rate, or a resource [`Room::before`] it), it
-/// queues the difference before the link during the reader's `times.0` seconds, as far as
-/// the buffer feeding the link holds beyond what the writer keeps in it anyway (its rate
-/// over the buffer's hold), and sends that backlog in the gap's `times.1` seconds as far
-/// as the link has room (the simulator's root complex queues a peer-to-peer writer's
-/// writes past its forwarding while the reader's completions share the link, and they go
-/// in its gaps).
+/// rate, or a resource [`Room::before`] it), it queues the difference before the link
+/// during the reader's `times.0` seconds, as far as the buffer feeding the link holds
+/// beyond what the writer keeps in it anyway (its rate over the buffer's hold), and sends
+/// that backlog in the gap's `times.1` seconds as far as the link has room (the
+/// simulator's root complex queues a peer-to-peer writer's writes past its forwarding
+/// while the reader's completions share the link, and they go in its gaps).
 fn carry(
     rates: &mut [f64],
     (streams, rooms, reader): (&[Stream], &[Vec<Room>], usize),
-    (cap, demands): (&[f64], &[Demand]),
+    (cap, demands, readers): (&[f64], &[Demand], &[(usize, Duty)]),
     (on, off): (&[f64], &[f64]),
     (t_on, t_off): (f64, f64),
 ) {
     let cycle = t_on + t_off;
-    let (_, held) = solve(cap, &flowing(demands, reader, on));
-    let (_, free) = solve(cap, &flowing(demands, reader, off));
+    let (_, held) = solve(cap, &at_rates(demands, readers, on));
+    let (_, free) = solve(cap, &at_rates(demands, readers, off));
     for (i, room) in rooms.iter().enumerate() {
         let Bound::Resource(link) = held[i] else {
             continue;
@@ -206,11 +211,13 @@ fn carry(
     }
 }
 
-/// `demands` with `reader` at its rate in `rates` (a phase's): the solve of that phase,
-/// for its bounds.
-fn flowing(demands: &[Demand], reader: usize, rates: &[f64]) -> Vec<Demand> {
+/// `demands` with each of the `readers` at its rate in `rates` (a phase's): the solve of
+/// that phase again, for its bounds.
+fn at_rates(demands: &[Demand], readers: &[(usize, Duty)], rates: &[f64]) -> Vec<Demand> {
     let mut d = demands.to_vec();
-    d[reader].limit = rates[reader];
+    for &(s, _) in readers {
+        d[s].limit = rates[s];
+    }
     d
 }
 
