@@ -259,7 +259,7 @@ struct Limit {
     behind: Vec<usize>,
     /// The link direction whose receiver's posted buffer the window is, which every
     /// writer crossing it shares (`None`: a window of the stream's own).
-    shared: Option<(usize, crate::pcie::flow_control::FcClass)>,
+    shared: Option<usize>,
     kind: &'static str,
     resource: String,
     detail: String,
@@ -837,20 +837,19 @@ fn stretch(streams: &mut [Stream], base: &[Vec<Limit>], (full, cap): (&[f64], &[
 /// `rates`, that are its writer's (the simulator's switch holds a TLP in the buffer it
 /// came into until it leaves, whoever sent it).
 fn share(streams: &mut [Stream], base: &[Vec<Limit>], rates: &[f64]) {
-    let mut into: BTreeMap<(usize, u8), f64> = BTreeMap::new();
+    let mut into: BTreeMap<usize, f64> = BTreeMap::new();
     let tlps = |mix: &Mix, c: usize, r: f64| mix.tlps.get(&c).copied().unwrap_or(0.0) * r;
     for ((st, base), &r) in streams.iter().zip(base).zip(rates) {
-        for (c, class) in base.iter().filter_map(|l| l.shared) {
-            *into.entry((c, class as u8)).or_default() += tlps(&st.mix, c, r);
+        for c in base.iter().filter_map(|l| l.shared) {
+            *into.entry(c).or_default() += tlps(&st.mix, c, r);
         }
     }
     for ((st, base), &r) in streams.iter_mut().zip(base).zip(rates) {
         for (l, b) in st.limits.iter_mut().zip(base) {
-            let (Some((c, class)), Some((w, t))) = (b.shared, b.window) else {
+            let (Some(c), Some((w, t))) = (b.shared, b.window) else {
                 continue;
             };
-            let total = into.get(&(c, class as u8)).copied().unwrap_or(0.0);
-            let mine = tlps(&st.mix, c, r);
+            let (total, mine) = (into.get(&c).copied().unwrap_or(0.0), tlps(&st.mix, c, r));
             let part = if total > 0.0 && mine > 0.0 {
                 mine / total
             } else {

@@ -127,7 +127,7 @@ impl Model<'_> {
                 at,
                 paced: None,
                 behind: Vec::new(),
-                shared: at.map(|_| (c, class)),
+                shared: at.map(|_| c),
                 kind: "credits",
                 resource: format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
                 detail: format!(
