@@ -374,6 +374,15 @@ pub struct LinkSpec {
     pub acs_redirect: bool,
 }
 
+impl LinkSpec {
+    /// Bit rate of the link after encoding (and flit packing), Gb/s: what a switch port
+    /// compares to decide whether it cuts through.
+    pub fn port_gbps(&self) -> f64 {
+        use crate::pcie::{flit, phy};
+        phy::encoded_gbps(self.gen, self.width) * if self.flit { flit::tlp_fraction() } else { 1.0 }
+    }
+}
+
 /// A bandwidth-capped, latency-adding hop between root complexes and memory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostBridgeSpec {

@@ -62,26 +62,28 @@ impl Duty {
     /// first completion's round trip, then the rest of the transfer, its completions back
     /// to back at the narrowest link's pace or its rounds of tags where those take longer).
     fn of(&self, active: f64, (alone, limit): (f64, f64)) -> f64 {
-        let finite = |x: f64| x > 0.0 && x.is_finite();
-        if !finite(active) || !finite(alone) || !finite(limit) {
-            return 1.0;
-        }
-        let rest = (self.bytes / limit - self.first).max(0.0);
-        let cycle = self.first + rest * alone / active;
-        (self.bytes / active / cycle).clamp(0.0, 1.0)
+        self.cycle(active, (alone, limit))
+            .map_or(1.0, |cycle| (self.bytes / active / cycle).clamp(0.0, 1.0))
     }
 
     /// Seconds of its cycle it flows and it is idle (`of`'s parts; all flowing where a
     /// rate is not finite).
     pub(super) fn times(&self, active: f64, (alone, limit): (f64, f64)) -> (f64, f64) {
+        self.cycle(active, (alone, limit))
+            .map_or((1.0, 0.0), |cycle| {
+                let on = (self.bytes / active).min(cycle);
+                (on, cycle - on)
+            })
+    }
+
+    /// Seconds of one cycle at `active` (`of`'s terms), if every rate is finite.
+    fn cycle(&self, active: f64, (alone, limit): (f64, f64)) -> Option<f64> {
         let finite = |x: f64| x > 0.0 && x.is_finite();
         if !finite(active) || !finite(alone) || !finite(limit) {
-            return (1.0, 0.0);
+            return None;
         }
         let rest = (self.bytes / limit - self.first).max(0.0);
-        let cycle = self.first + rest * alone / active;
-        let on = (self.bytes / active).min(cycle);
-        (on, cycle - on)
+        Some(self.first + rest * alone / active)
     }
 }
 

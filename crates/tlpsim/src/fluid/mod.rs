@@ -401,10 +401,7 @@ impl<'a> Model<'a> {
     /// Whether switch `n` passes a TLP from channel `from` on to channel `to` as it comes
     /// in: it cuts through and `to` is no faster (as the simulator's `Crossing` decides).
     fn cuts_through(&self, n: NodeId, from: usize, to: usize) -> bool {
-        let rate = |c: usize| {
-            let l = &self.sys.links[c / 2];
-            phy::encoded_gbps(l.gen, l.width) * if l.flit { flit::tlp_fraction() } else { 1.0 }
-        };
+        let rate = |c: usize| self.sys.links[c / 2].port_gbps();
         !self.sys.nodes[n].kind.stores_and_forwards() && rate(to) <= rate(from) + 1e-9
     }
 
@@ -443,10 +440,15 @@ impl<'a> Model<'a> {
         self.sys.nodes[n].kind.is_root_complex()
     }
 
+    /// Whether `p` runs between two devices (peer to peer), neither end a root complex.
+    fn peer(&self, p: &Path) -> bool {
+        let ends = (p.nodes[0], *p.nodes.last().unwrap_or(&p.nodes[0]));
+        !self.is_root(ends.0) && !self.is_root(ends.1)
+    }
+
     /// Adds `count` TLPs of `kind` with `payload` bytes along `p` to `mix`.
     fn add_tlp(&self, mix: &mut Mix, p: &Path, kind: TlpKind, payload: u32, count: f64) {
-        let ends = (p.nodes[0], *p.nodes.last().unwrap_or(&p.nodes[0]));
-        let peer = !self.is_root(ends.0) && !self.is_root(ends.1);
+        let peer = self.peer(p);
         for (i, hop) in p.hops.iter().enumerate() {
             match *hop {
                 Hop::Chan(c) => {
@@ -531,9 +533,7 @@ impl<'a> Model<'a> {
             let node = &self.sys.nodes[sender].kind;
             let store = i == 0 || node.stores_and_forwards();
             if i > 0 {
-                let ends = (p.nodes[0], *p.nodes.last().unwrap_or(&sender));
-                let peer = !self.is_root(ends.0) && !self.is_root(ends.1);
-                t += secs(node.forwarding_latency(peer));
+                t += secs(node.forwarding_latency(self.peer(p)));
             }
             match *hop {
                 Hop::Chan(c) => {
@@ -804,7 +804,12 @@ impl<'a> Model<'a> {
             }
             (rates, bounds) = solve(&cap, &demands);
         }
-        let rooms = self.rooms();
+        // Only a reader of one transfer at a time has gaps to carry writes into.
+        let rooms = if self.streams.iter().any(|s| s.duty.is_some()) {
+            self.rooms()
+        } else {
+            Vec::new()
+        };
         let rates = duty::mix(
             (&self.streams, &rooms),
             (&fifos, chans),

@@ -175,9 +175,7 @@ impl Model<'_> {
             // A root complex passing it on (peer to peer): after its forwarding latency
             // (`forward` in `sim/node/root.rs`).
             (None, Some(&Hop::Chan(_))) => {
-                let (first, last) = (p.nodes[0], p.nodes[p.nodes.len() - 1]);
-                let peer = !self.is_root(first) && !self.is_root(last);
-                secs(self.sys.nodes[rx].kind.forwarding_latency(peer))
+                secs(self.sys.nodes[rx].kind.forwarding_latency(self.peer(p)))
             }
             (Some(_), None) | (None, None) => 0.0,
         };

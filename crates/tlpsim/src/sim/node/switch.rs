@@ -5,7 +5,7 @@
 use super::{Context, Node};
 use crate::engine::SimTime;
 use crate::fabric::{Core, Forwarding, System};
-use crate::pcie::{flit, phy, tlp};
+use crate::pcie::tlp;
 use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::throttle::Throttle;
 use crate::sim::Tlp;
@@ -44,10 +44,7 @@ impl Crossing {
         latency: SimTime,
         by_width: &[(u32, SimTime)],
     ) -> Self {
-        let rate = |link: usize| {
-            let l = &sys.links[link];
-            phy::encoded_gbps(l.gen, l.width) * if l.flit { flit::tlp_fraction() } else { 1.0 }
-        };
+        let rate = |link: usize| sys.links[link].port_gbps();
         let mut c = Crossing {
             rate: ports.iter().map(|&p| rate(p)).collect(),
             width: ports.iter().map(|&p| sys.links[p].width).collect(),
