@@ -276,6 +276,80 @@ def test_a_writer_sends_in_a_readers_gaps_what_queued_while_it_flowed(pd: int) -
         assert fl[name]["throughput_gbps"] == pytest.approx(des[name]["throughput_gbps"], rel=0.02), name
 
 
+#: Two peer-to-peer writers into gpu3 on links narrower than its own, beside gpu3's 64 KiB
+#: copies from host memory: while a copy flows the three share sw0 -> gpu3, in its gaps the
+#: writers run at their own links' pace and what queued in sw0 goes on top.
+TWO_WRITERS = """
+[simulation]
+duration = "300us"
+warmup = "20us"
+[pcie]
+gen = 5
+width = 16
+mps = 512
+mrrs = 512
+[[root_complex]]
+name = "rc"
+memory_read_latency = "650ns"
+completion = "mps"
+[[switch]]
+name = "sw0"
+forwarding = "cut-through"
+latency = "120ns"
+[[endpoint]]
+name = "gpu0"
+kind = "gpu"
+[[endpoint]]
+name = "gpu1"
+kind = "gpu"
+[[endpoint]]
+name = "gpu3"
+kind = "gpu"
+[[link]]
+between = ["rc", "sw0"]
+[[link]]
+between = ["sw0", "gpu0"]
+gen = 4
+width = 12
+[[link]]
+between = ["sw0", "gpu1"]
+gen = 4
+width = 12
+[[link]]
+between = ["sw0", "gpu3"]
+[[workload]]
+name = "w0"
+kind = "memcpy"
+endpoint = "gpu0"
+target = "gpu3"
+size = "1MiB"
+[[workload]]
+name = "w1"
+kind = "memcpy"
+endpoint = "gpu1"
+target = "gpu3"
+size = "1MiB"
+[[workload]]
+name = "h2d"
+kind = "memcpy"
+endpoint = "gpu3"
+direction = "h2d"
+size = "64KiB"
+"""
+
+
+def test_two_writers_share_the_room_a_readers_gap_leaves_on_one_link() -> None:
+    """Each writer falls 8.4 KB behind while a copy flows, but the gap leaves sw0 -> gpu3
+    room for 13.1 KB in all: carried each as if alone, the two writers ran at their own
+    links' 180.1 Gb/s and sw0 -> gpu3 past its capacity (the simulator: 177.6 each)."""
+    des, fl = both_engines(TWO_WRITERS, {})
+    for name in ("w0", "w1", "h2d"):
+        assert fl[name]["throughput_gbps"] == pytest.approx(des[name]["throughput_gbps"], rel=0.01), name
+    # Payload on sw0 -> gpu3 no more than the simulator's, which fills the link.
+    total = sum(f["throughput_gbps"] for f in fl.values())
+    assert total <= sum(d["throughput_gbps"] for d in des.values())
+
+
 #: A DMA endpoint that reads and writes host memory at once (random fabric seed 19 of
 #: bench/fluid_random.py): its writes and its read requests leave it through one input of
 #: its egress, a FIFO in which it keeps two writes queued against its requests.

@@ -36,6 +36,11 @@ pub(super) struct Room {
     pub buffer: f64,
     /// Seconds a write holds that buffer when nothing queues.
     pub hold: f64,
+    /// The link direction whose receiver's buffer it is (`None`: the writer's own queue at
+    /// its source): the writers that come in over one link share it.
+    pub feed: Option<usize>,
+    /// Payload bytes of one of its writes (the round robin's turn).
+    pub tlp: f64,
     /// The resources before it on the way (link directions, socket links, peer-to-peer
     /// forwarding and shared buses up to its transmitter): what may hold the writer
     /// while the link has room, so that what queued before the link can go.
@@ -166,10 +171,12 @@ pub(super) fn mix(
 /// (`phases.0`) and by something before that link while it is idle (`phases.1`: its
 /// rate, or a resource [`Room::before`] it), it queues the difference before the link
 /// during the reader's `times.0` seconds, as far as the buffer feeding the link holds
-/// beyond what the writer keeps in it anyway (its rate over the buffer's hold), and sends
-/// that backlog in the gap's `times.1` seconds as far as the link has room (the
+/// beyond what the writers keep in it anyway (their rates over the buffer's hold), and
+/// sends that backlog in the gap's `times.1` seconds as far as the link has room (the
 /// simulator's root complex queues a peer-to-peer writer's writes past its forwarding
-/// while the reader's completions share the link, and they go in its gaps).
+/// while the reader's completions share the link, and they go in its gaps). Writers that
+/// share a buffer share its room, and writers that carry into one link share its gap, each
+/// by its turns of the round robin (`share`).
 fn carry(
     rates: &mut [f64],
     (streams, rooms, reader): (&[Stream], &[Vec<Room>], usize),
@@ -178,8 +185,13 @@ fn carry(
     (t_on, t_off): (f64, f64),
 ) {
     let cycle = t_on + t_off;
+    if cycle <= 0.0 {
+        return;
+    }
     let (_, held) = solve(cap, &at_rates(demands, readers, on));
     let (_, free) = solve(cap, &at_rates(demands, readers, off));
+    // Each writer that carries: its stream, its room before the link, what it falls behind.
+    let mut carriers: Vec<(usize, &Room)> = Vec::new();
     for (i, room) in rooms.iter().enumerate() {
         let Bound::Resource(link) = held[i] else {
             continue;
@@ -187,7 +199,6 @@ fn carry(
         let Some(r) = room.iter().find(|r| r.link == link) else {
             continue;
         };
-        let (buffer, hold) = (r.buffer, r.hold);
         // Held before the link in the gap (or by its own rate), not by it or after it.
         let before = match free[i] {
             Bound::Resource(x) => r.before.contains(&x),
@@ -197,18 +208,88 @@ fn carry(
                 .any(|l| l.kind == "rate" && l.rate <= off[i]),
             Bound::Unbound => false,
         };
-        if i == reader || !before || off[i] <= on[i] {
+        if i != reader && before && off[i] > on[i] {
+            carriers.push((i, r));
+        }
+    }
+    let mut carried: Vec<f64> = carriers
+        .iter()
+        .map(|&(i, _)| (off[i] - on[i]) * t_on)
+        .collect();
+    let turns: Vec<f64> = carriers.iter().map(|(_, r)| r.tlp).collect();
+    // The buffer before the link, less what its writers hold of it anyway; one writer's own
+    // queue at its source is its alone.
+    share(
+        &mut carried,
+        &turns,
+        |a, b| {
+            let (ra, rb) = (carriers[a].1, carriers[b].1);
+            a == b || (ra.feed.is_some() && ra.feed == rb.feed)
+        },
+        |group| {
+            let buffer = group
+                .iter()
+                .map(|&k| carriers[k].1.buffer)
+                .fold(f64::INFINITY, f64::min);
+            let held: f64 = group
+                .iter()
+                .map(|&k| off[carriers[k].0] * carriers[k].1.hold)
+                .sum();
+            (buffer - held).max(0.0)
+        },
+    );
+    // The link's room in the gap, with every stream at its rate there.
+    share(
+        &mut carried,
+        &turns,
+        |a, b| carriers[a].1.link == carriers[b].1.link,
+        |group| {
+            let link = carriers[group[0]].1.link;
+            let used: f64 = (demands.iter().zip(off))
+                .flat_map(|(d, &r)| d.uses.iter().filter(|u| u.0 == link).map(move |u| r * u.1))
+                .sum();
+            (cap[link] - used).max(0.0) * t_off
+        },
+    );
+    for (&(i, _), c) in carriers.iter().zip(carried) {
+        if c > 0.0 {
+            rates[i] += c / cycle;
+        }
+    }
+}
+
+/// Cuts `want` to what each group (the members `same` joins) has room for (`room` of the
+/// group), shared max-min in proportion to `turns`: a member that wants less than its
+/// part keeps what it wants and leaves the rest to the others.
+fn share(
+    want: &mut [f64],
+    turns: &[f64],
+    same: impl Fn(usize, usize) -> bool,
+    room: impl Fn(&[usize]) -> f64,
+) {
+    let mut done = vec![false; want.len()];
+    for first in 0..want.len() {
+        if done[first] {
             continue;
         }
-        let used: f64 = (demands.iter().zip(off))
-            .flat_map(|(d, &r)| d.uses.iter().filter(|u| u.0 == link).map(move |u| r * u.1))
-            .sum();
-        let queued = (buffer - off[i] * hold).max(0.0);
-        let carried = queued
-            .min((off[i] - on[i]) * t_on)
-            .min((cap[link] - used).max(0.0) * t_off);
-        if cycle > 0.0 && carried > 0.0 {
-            rates[i] += carried / cycle;
+        let mut group: Vec<usize> = (first..want.len())
+            .filter(|&k| !done[k] && same(first, k))
+            .collect();
+        for &k in &group {
+            done[k] = true;
+        }
+        let mut left = room(&group);
+        let mut weight: f64 = group.iter().map(|&k| turns[k]).sum();
+        group.sort_by(|&a, &b| (want[a] / turns[a]).total_cmp(&(want[b] / turns[b])));
+        for k in group {
+            let part = if weight > 0.0 {
+                left * turns[k] / weight
+            } else {
+                0.0
+            };
+            want[k] = want[k].min(part).max(0.0);
+            left -= want[k];
+            weight -= turns[k];
         }
     }
 }
@@ -333,5 +414,22 @@ mod tests {
         assert!((on - 2e-6).abs() < 1e-15 && (on + off - 3e-6).abs() < 1e-15);
         assert!((d.of(alone / 2.0, (alone, limit)) - on / (on + off)).abs() < 1e-12);
         assert_eq!(d.times(0.0, (alone, limit)), (1.0, 0.0));
+    }
+
+    #[test]
+    fn writers_share_a_room_by_their_turns_and_keep_what_they_want_below_their_part() {
+        // One group of three with room for 9: the first wants 1 (below its quarter), the
+        // third has two turns to the second's one, so it gets its 5 and the second the rest.
+        let mut want = [1.0, 5.0, 5.0];
+        share(&mut want, &[1.0, 1.0, 2.0], |_, _| true, |_| 9.0);
+        assert_eq!(want, [1.0, 3.0, 5.0]);
+        // Each alone: its own room, none shared.
+        let mut want = [4.0, 4.0];
+        share(&mut want, &[1.0, 1.0], |a, b| a == b, |g| [3.0, 5.0][g[0]]);
+        assert_eq!(want, [3.0, 4.0]);
+        // No room: nothing carried.
+        let mut want = [2.0, 2.0];
+        share(&mut want, &[1.0, 1.0], |_, _| true, |_| 0.0);
+        assert_eq!(want, [0.0, 0.0]);
     }
 }

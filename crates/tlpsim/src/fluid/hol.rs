@@ -126,10 +126,16 @@ impl Model<'_> {
                 let hold = self.credit_round_trip(p, h - 1, TlpKind::MWr, bl.tlp as u32);
                 (self.buffer(p.nodes[h], FcClass::Posted, bl.tlp), hold)
             };
+            let feed = match h.checked_sub(1).map(|k| p.hops[k]) {
+                Some(super::Hop::Chan(c)) => Some(c),
+                _ => None,
+            };
             out.push(Room {
                 link,
                 buffer,
                 hold,
+                feed,
+                tlp: bl.tlp,
                 before: before.clone(),
             });
             before.push(link);
