@@ -492,6 +492,18 @@ impl<'a> Model<'a> {
     /// Charges `bytes` of data written into (or read from) node `n`'s memory to its
     /// resources.
     fn charge_target(&self, mix: &mut Mix, n: NodeId, bytes: f64, write: bool) {
+        for r in self
+            .target_names(n, write)
+            .iter()
+            .filter_map(|s| self.named(s))
+        {
+            *mix.uses.entry(r).or_default() += bytes;
+        }
+    }
+
+    /// The names of the resources data written into (or read from) node `n`'s memory
+    /// passes.
+    fn target_names(&self, n: NodeId, write: bool) -> Vec<String> {
         let name = &self.sys.nodes[n].name;
         let mut names = Vec::new();
         let kind = &self.sys.nodes[n].kind;
@@ -517,9 +529,7 @@ impl<'a> Model<'a> {
             | TargetKind::Scratchpad
             | TargetKind::Nothing => {}
         }
-        for r in names.iter().filter_map(|s| self.named(s)) {
-            *mix.uses.entry(r).or_default() += bytes;
-        }
+        names
     }
 
     /// Seconds a TLP of `kind` with `payload` bytes takes along `p` on an idle fabric, to
@@ -622,26 +632,55 @@ impl<'a> Model<'a> {
     }
 
     /// Seconds one read request of `bytes` holds its tag: out, at the memory, its
-    /// completions back (the last at the narrowest link's pace).
+    /// completions back (the last at the pace of the narrowest link or of the target's
+    /// slowest throttle on the data's way out, whichever is slower: the simulator's root
+    /// complex passes each completion's data through its memory and data paths after the
+    /// read latency, one piece after another).
     fn read_round_trip(&self, req: &Path, cpl: &Path, bytes: u32) -> (f64, f64) {
         let target = *req.nodes.last().unwrap_or(&0);
         let cs = self.cpl_size(target).min(bytes.max(1));
+        let data = self.read_throttle(target);
         let first = self.one_way(req, TlpKind::MRd, 0)
             + self.memory_latency(target)
+            + cs as f64 / data
             + self.one_way(cpl, TlpKind::CplD, cs);
+        let (link, memory) = self.rest_of_read(cpl, bytes);
+        (first, first + link.max(memory))
+    }
+
+    /// Seconds the completions of a read of `bytes` after its first take back to back at
+    /// the narrowest link of `cpl`, and through the completer's slowest read throttle.
+    fn rest_of_read(&self, cpl: &Path, bytes: u32) -> (f64, f64) {
+        let target = *cpl.nodes.first().unwrap_or(&0);
+        let cs = self.cpl_size(target).min(bytes.max(1));
         let c0 = match cpl.hops.first() {
             Some(Hop::Chan(c)) => *c,
             _ => 0,
         };
         let all = tlp::sum_over_split(bytes as u64, cs, |c| self.wire(c0, TlpKind::CplD, c));
-        let rest = (all - self.wire(c0, TlpKind::CplD, cs)).max(0.0) / self.narrowest(cpl);
-        (first, first + rest)
+        let link = (all - self.wire(c0, TlpKind::CplD, cs)).max(0.0) / self.narrowest(cpl);
+        let memory = bytes.saturating_sub(cs) as f64 / self.read_throttle(target);
+        (link, memory)
+    }
+
+    /// Bytes per second the slowest resource a read's data passes at node `n` gives it (its
+    /// memory, data paths, host bridge); infinite where it has none.
+    fn read_throttle(&self, n: NodeId) -> f64 {
+        (self.target_names(n, false).iter())
+            .filter_map(|s| self.named(s))
+            .map(|r| self.res[r].cap)
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// The narrowest link direction of `cpl` and the wire bytes of a read of `bytes`'s
     /// completions after the first, which cross it back to back in
-    /// [`Model::read_round_trip`] (`None` where a socket link is narrowest).
+    /// [`Model::read_round_trip`] (`None` where a socket link is narrowest, or the
+    /// completer's read throttle paces them, not a link).
     fn pace(&self, cpl: &Path, bytes: u32) -> Option<(usize, f64)> {
+        let (link, memory) = self.rest_of_read(cpl, bytes);
+        if memory > link {
+            return None;
+        }
         let target = *cpl.nodes.first().unwrap_or(&0);
         let cs = self.cpl_size(target).min(bytes.max(1));
         let narrowest = self.narrowest(cpl);

@@ -135,6 +135,51 @@ outstanding = 1
     assert_eq!(out.unloaded_latency_ns[0], Some(first * 1e9));
 }
 
+/// A DMA endpoint reading 4 KiB at a time from a root complex with `memory` lines, on
+/// a Gen3 x8 link.
+fn with_memory(memory: &str) -> System {
+    system(&format!(
+        r#"
+[[root_complex]]
+name = "rc"
+memory_read_latency = "500ns"
+{memory}
+[[endpoint]]
+name = "ep"
+kind = "dma"
+[[link]]
+between = ["rc", "ep"]
+gen = 3
+width = 8
+[[workload]]
+name = "r"
+kind = "dma"
+endpoint = "ep"
+direction = "read"
+transfer_size = "4KiB"
+outstanding = 1
+"#
+    ))
+}
+
+#[test]
+fn a_memory_slower_than_the_link_paces_a_reads_completions_after_the_first() {
+    let round_trip = |sys: &System| {
+        let m = Model::new(sys);
+        let (ep, rc) = (sys.node("ep").unwrap(), sys.node("rc").unwrap());
+        let (req, cpl) = (m.tree.path(ep, rc).unwrap(), m.tree.path(rc, ep).unwrap());
+        (m.read_round_trip(&req, &cpl, 4096), m.cpl_size(rc) as f64)
+    };
+    let ((first, whole), _) = round_trip(&with_memory(""));
+    // 2 GB/s, a quarter of the link: each completion's data passes it after the latency.
+    let ((slow_first, slow_whole), cs) = round_trip(&with_memory(r#"memory_bandwidth = "2GB/s""#));
+    assert!((slow_first - (first + cs / 2e9)).abs() < 1e-15);
+    assert!((slow_whole - slow_first - (4096.0 - cs) / 2e9).abs() < 1e-15);
+    // 100 GB/s, faster than the link: the link paces the rest, as with no memory limit.
+    let ((fast_first, fast_whole), _) = round_trip(&with_memory(r#"memory_bandwidth = "100GB/s""#));
+    assert!((fast_whole - fast_first - (whole - first)).abs() < 1e-15);
+}
+
 #[test]
 fn what_it_cannot_run_is_refused_in_one_line() {
     let mut sys = one_link(WRITE);
