@@ -3,9 +3,13 @@
     python bench/fluid_random.py N                  # seeds 0 .. N-1, 120 us runs
     python bench/fluid_random.py N --duration 1ms   # each simulator run 1 ms long
     python bench/fluid_random.py N --duration 1ms --recheck 10ms
+    python bench/fluid_random.py N --host           # host throttles and rates too
 
 Each seed builds a tree (a root complex, up to three switches, one to four DMA endpoints
-reading, writing or both, links of Gen1-Gen5 x1-x16) and runs it on both engines. A flow
+reading, writing or both, links of Gen1-Gen5 x1-x16) and runs it on both engines. With
+`--host` the root complex also gets a random memory latency, completion size and memory,
+posted-write, read and shared data-path rates, and some workloads a rate (the same trees
+otherwise). A flow
 misses when the fluid engine is more than 2 % off the simulator's throughput (5 % where the
 simulator's verdict is a window: credits, requests). Prints each miss and a summary.
 
@@ -42,11 +46,24 @@ def link(rng, up, down):
     return f'[[link]]\nbetween = ["{up}", "{down}"]\ngen = {gen}\nwidth = {width}\n'
 
 
-def fabric(rng, duration="120us"):
+def host_lines(rng):
+    """A root complex's host side: each throttle on or off at a random rate, its memory
+    latency and completion size (`--host`)."""
+    lines = [f'memory_read_latency = "{rng.choice([200, 500, 1000])}ns"\n']
+    lines.append(f'completion = "{rng.choice(["rcb", "mps"])}"\n')
+    for key in ["memory_bandwidth", "posted_write_rate", "read_bandwidth", "data_path_bandwidth"]:
+        if rng.random() < 0.4:
+            lines.append(f'{key} = "{rng.choice([2, 5, 10, 20, 40])}GB/s"\n')
+    return "".join(lines)
+
+
+def fabric(rng, duration="120us", host=None):
+    """Scenario text of a random tree; `host` (a second generator) varies the root
+    complex's host side and the workloads' rates too, leaving the rest as without it."""
     lines = [
         f'[simulation]\nduration = "{duration}"\nwarmup = "20us"\n',
         f"[pcie]\nmps = {rng.choice([128, 256, 512])}\nmrrs = {rng.choice([256, 512, 4096])}\n",
-        '[[root_complex]]\nname = "rc"\n',
+        '[[root_complex]]\nname = "rc"\n' + (host_lines(host) if host else ""),
     ]
     nodes = ["rc"]
     for s in range(rng.randint(0, 3)):
@@ -66,6 +83,8 @@ def fabric(rng, duration="120us"):
             f'[[workload]]\nname = "w{e}"\nkind = "dma"\nendpoint = "ep{e}"\ndirection = "{d}"\n'
             f'transfer_size = "{rng.choice(["4KiB", "16KiB", "64KiB"])}"\noutstanding = {rng.choice([1, 2, 4, 8])}\n'
         )
+        if host and host.random() < 0.3:
+            lines.append(f'rate = "{host.choice([0.5, 1, 2, 4, 8])}GB/s"\n')
     return "".join(lines)
 
 
@@ -107,15 +126,20 @@ def main():
     ap.add_argument("n", type=int, help="seeds 0 .. N-1")
     ap.add_argument("--duration", default="120us", help="simulated time of each run (120us)")
     ap.add_argument("--recheck", help="rerun each seed with a miss for this long, judge against it")
+    ap.add_argument("--host", action="store_true", help="vary the root complex's host side and rates too")
     args = ap.parse_args()
+
+    def scenario(seed, duration):
+        return fabric(random.Random(seed), duration, random.Random(-1 - seed) if args.host else None)
+
     bad = short_bad = verdict_bad = 0
     errs = []
     for seed in range(args.n):
         try:
-            res = compare(fabric(random.Random(seed), args.duration))
+            res = compare(scenario(seed, args.duration))
             long = None
             if args.recheck and any(abs(r[1]) > r[6] for r in res):
-                long = compare(fabric(random.Random(seed), args.recheck))
+                long = compare(scenario(seed, args.recheck))
         except Exception as e:
             print(seed, "ERR", str(e)[:150])
             continue

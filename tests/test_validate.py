@@ -218,7 +218,7 @@ def test_validate_on_the_fluid_engine_lists_what_it_does_not_compute(cli):
     assert "t5220.dma_read_latency: 6 cells not run by the fluid engine (it gives no latencies" in " ".join(
         fluid.unmodelled_tables
     )
-    # On these DMA cells the two engines agree within 5 % (4.3 % at most, where reads and writes share a link).
+    # On these DMA cells the two engines agree within 5 % (2.0 % at most, where reads and writes share the memory).
     for r in fluid:
         d = des[(r["table"], r["series"], r["column"])]
         assert r["simulated"] == pytest.approx(d["simulated"], rel=0.05), (r["table"], r["series"], r["column"])

@@ -29,6 +29,17 @@ use std::collections::BTreeMap;
 use super::{Bound, Model, Stream};
 use crate::pcie::flow_control::FcClass;
 
+/// The kinds of resource that pass TLPs in the order they come, one FIFO of their payload.
+const THROTTLES: [&str; 7] = [
+    "socket_link",
+    "memory",
+    "read_path",
+    "data_path",
+    "write_sink",
+    "host_bridge",
+    "p2p",
+];
+
 /// The egress input of the TLPs that start at the transmitting node.
 pub(super) const OWN: usize = usize::MAX;
 
@@ -101,8 +112,10 @@ impl Model<'_> {
             }
         }
         // A socket link direction passes TLPs in the order they are ready, whoever sent
-        // them (`socket_cross` in `sim/socket.rs`): one FIFO of its payload.
-        for r in (0..self.res.len()).filter(|&r| self.res[r].kind == "socket_link") {
+        // them (`socket_cross` in `sim/socket.rs`), and so does a node's throttle (a
+        // memory, a data path, a host bridge: `Throttle::pass` books each piece after the
+        // ones before it): one FIFO of its payload.
+        for r in (0..self.res.len()).filter(|&r| THROTTLES.contains(&self.res[r].kind)) {
             let on: Vec<usize> = (0..self.streams.len())
                 .filter(|&s| self.streams[s].mix.uses.get(&r).is_some_and(|&u| u > 0.0))
                 .collect();

@@ -672,6 +672,16 @@ impl<'a> Model<'a> {
             .fold(f64::INFINITY, f64::min)
     }
 
+    /// The slowest resource a write's data passes at node `n` and its bytes per second
+    /// (of equal ones, one that reads pass too, whose queue is the longer).
+    fn write_throttle(&self, n: NodeId) -> Option<(usize, f64)> {
+        let reads: Vec<String> = self.target_names(n, false);
+        (self.target_names(n, true).iter())
+            .filter_map(|s| self.named(s).map(|r| (r, !reads.contains(s))))
+            .min_by(|a, b| (self.res[a.0].cap.total_cmp(&self.res[b.0].cap)).then(a.1.cmp(&b.1)))
+            .map(|(r, _)| (r, self.res[r].cap))
+    }
+
     /// The narrowest link direction of `cpl` and the wire bytes of a read of `bytes`'s
     /// completions after the first, which cross it back to back in
     /// [`Model::read_round_trip`] (`None` where a socket link is narrowest, or the

@@ -102,9 +102,15 @@ impl Model<'_> {
                     }
                 }
             };
-            let rtt = self.credit_round_trip(p, i, kind, max);
+            let mut rtt = self.credit_round_trip(p, i, kind, max);
             let socket = match p.hops.get(i + 1) {
                 Some(&Hop::Socket { from, to, .. }) => Some(self.socket_res(from, to)),
+                // The root complex frees a write's credits once its memory has it: a
+                // window behind the slowest throttle the write passes (one FIFO).
+                None if class == FcClass::Posted => self.write_throttle(rx).map(|(r, cap)| {
+                    rtt += max as f64 / cap;
+                    Some(r)
+                }),
                 _ => None,
             };
             let window = tlps * max as f64;
