@@ -318,14 +318,29 @@ impl RootComplex {
         if let Some(b) = self.bridge {
             done = cx.host_bridge_pass(b, done, t.payload);
         }
-        if let Some(w) = &mut self.write_sink {
-            done = w.pass(done, t.payload);
-        }
-        if let Some(m) = &mut self.memory {
-            done = m.pass(done, t.payload);
-        }
-        if let Some(p) = &mut self.data_path {
-            done = p.pass(done, t.payload);
+        match &mut self.write_sink {
+            // The memory and the shared data path serve reads and writes in the order they
+            // come, so a write behind the sink books them as it arrives, beside the sink:
+            // booked when it leaves the sink, a sink's backlog would hold every read behind
+            // writes that have not reached the memory yet.
+            Some(w) => {
+                let arrived = done;
+                done = w.pass(arrived, t.payload);
+                if let Some(m) = &mut self.memory {
+                    done = done.max(m.pass(arrived, t.payload));
+                }
+                if let Some(p) = &mut self.data_path {
+                    done = done.max(p.pass(arrived, t.payload));
+                }
+            }
+            None => {
+                if let Some(m) = &mut self.memory {
+                    done = m.pass(done, t.payload);
+                }
+                if let Some(p) = &mut self.data_path {
+                    done = p.pass(done, t.payload);
+                }
+            }
         }
         if let Some(h) = &mut self.host {
             let addr = host_address(cx.tlp_workload(&t), t.addr);
