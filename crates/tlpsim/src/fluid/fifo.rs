@@ -49,12 +49,31 @@ pub(super) struct Fifo {
     chan: usize,
     /// The streams through it (indices into `Model::streams`).
     streams: Vec<usize>,
+    /// Seconds of its queueing delay each of `streams` spends anyway (a read's memory
+    /// latency, where the queue is booked as the request arrives): none in most.
+    hidden: Vec<f64>,
 }
 
 impl Fifo {
+    /// One FIFO of `streams` at `chan`, its delay added whole to each.
+    fn new(chan: usize, streams: Vec<usize>) -> Self {
+        let hidden = vec![0.0; streams.len()];
+        Fifo {
+            chan,
+            streams,
+            hidden,
+        }
+    }
+
     /// Whether stream `s` queues in it.
     pub(super) fn holds(&self, s: usize) -> bool {
         self.streams.contains(&s)
+    }
+
+    /// What its delay `q` adds to stream `s`'s round trip (`None`: `s` does not cross it).
+    fn wait(&self, s: usize, q: f64) -> Option<f64> {
+        let k = self.streams.iter().position(|&x| x == s)?;
+        Some((q - self.hidden[k]).max(0.0))
     }
 }
 
@@ -90,10 +109,7 @@ impl Model<'_> {
                 continue;
             }
             if oldest || one_input {
-                out.push(Fifo {
-                    chan: c,
-                    streams: on,
-                });
+                out.push(Fifo::new(c, on));
                 continue;
             }
             // Round robin between inputs, each one FIFO (every stream joins through one).
@@ -108,7 +124,7 @@ impl Model<'_> {
                 }
             }
             if by.values().any(|v| v.len() > 1) {
-                out.extend(by.into_values().map(|streams| Fifo { chan: c, streams }));
+                out.extend(by.into_values().map(|streams| Fifo::new(c, streams)));
             }
         }
         // A socket link direction passes TLPs in the order they are ready, whoever sent
@@ -120,10 +136,24 @@ impl Model<'_> {
                 .filter(|&s| self.streams[s].mix.uses.get(&r).is_some_and(|&u| u > 0.0))
                 .collect();
             if on.len() >= 2 && self.windowed(&on, r) {
-                out.push(Fifo {
-                    chan: r,
-                    streams: on,
-                });
+                let mut f = Fifo::new(r, on);
+                // A root complex's shared data path is booked as a read request arrives
+                // (`RootComplex::read`): its wait overlaps the memory's latency.
+                if self.res[r].kind == "data_path" {
+                    let node = (0..self.sys.nodes.len()).find(|&n| {
+                        let name = &self.sys.nodes[n].name;
+                        self.named(&format!("{name} data path (reads and writes)")) == Some(r)
+                    });
+                    for (k, &s) in f.streams.iter().enumerate() {
+                        let st = &self.streams[s];
+                        let posted =
+                            (st.backlog.as_ref()).is_some_and(|b| b.class == FcClass::Posted);
+                        if let (Some(n), false) = (node, posted) {
+                            f.hidden[k] = self.memory_latency(n);
+                        }
+                    }
+                }
+                out.push(f);
             }
         }
         out
@@ -141,14 +171,13 @@ pub(super) fn limit_at(fifos: &[Fifo], q: &[f64], (s, hol): (usize, f64), st: &S
             Some((w, t)) => {
                 let d: f64 = (fifos.iter().zip(q))
                     .filter(|(f, _)| {
-                        f.streams.contains(&s)
-                            && if l.behind.is_empty() {
-                                l.at.is_none_or(|a| a == f.chan)
-                            } else {
-                                l.behind.contains(&f.chan)
-                            }
+                        if l.behind.is_empty() {
+                            l.at.is_none_or(|a| a == f.chan)
+                        } else {
+                            l.behind.contains(&f.chan)
+                        }
                     })
-                    .map(|(_, &q)| q)
+                    .filter_map(|(f, &q)| f.wait(s, q))
                     .sum::<f64>()
                     + if l.at.is_none() { hol } else { 0.0 };
                 if t + d > 0.0 {
@@ -348,5 +377,22 @@ pub(super) fn bounds(
         if let (Bound::Limit, Some((f, _)), true) = (*b, fullest, windowed) {
             *b = Bound::Resource(f.chan);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_the_round_trip_spends_anyway_adds_only_its_excess() {
+        // Stream 7 reads through a data path booked as its request arrives, 500 ns before
+        // its memory has the data; stream 3 writes through it.
+        let mut f = Fifo::new(9, vec![3, 7]);
+        f.hidden[1] = 500e-9;
+        assert_eq!(f.wait(3, 2e-6), Some(2e-6));
+        assert!((f.wait(7, 2e-6).unwrap() - 1.5e-6).abs() < 1e-18);
+        assert_eq!(f.wait(7, 300e-9), Some(0.0));
+        assert_eq!(f.wait(5, 2e-6), None);
     }
 }
