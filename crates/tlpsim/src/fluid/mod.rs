@@ -639,7 +639,8 @@ impl<'a> Model<'a> {
     fn read_round_trip(&self, req: &Path, cpl: &Path, bytes: u32) -> (f64, f64) {
         let target = *req.nodes.last().unwrap_or(&0);
         let cs = self.cpl_size(target).min(bytes.max(1));
-        let data = self.read_throttle(target);
+        // The shared data path is booked as the request arrives, beside the latency.
+        let data = self.read_throttle(target, &["data_path"]);
         let first = self.one_way(req, TlpKind::MRd, 0)
             + self.memory_latency(target)
             + cs as f64 / data
@@ -659,15 +660,17 @@ impl<'a> Model<'a> {
         };
         let all = tlp::sum_over_split(bytes as u64, cs, |c| self.wire(c0, TlpKind::CplD, c));
         let link = (all - self.wire(c0, TlpKind::CplD, cs)).max(0.0) / self.narrowest(cpl);
-        let memory = bytes.saturating_sub(cs) as f64 / self.read_throttle(target);
+        let memory = bytes.saturating_sub(cs) as f64 / self.read_throttle(target, &[]);
         (link, memory)
     }
 
     /// Bytes per second the slowest resource a read's data passes at node `n` gives it (its
-    /// memory, data paths, host bridge); infinite where it has none.
-    fn read_throttle(&self, n: NodeId) -> f64 {
+    /// memory, data paths, host bridge), but those of the kinds in `but`; infinite where it
+    /// has none.
+    fn read_throttle(&self, n: NodeId, but: &[&str]) -> f64 {
         (self.target_names(n, false).iter())
             .filter_map(|s| self.named(s))
+            .filter(|&r| !but.contains(&self.res[r].kind))
             .map(|r| self.res[r].cap)
             .fold(f64::INFINITY, f64::min)
     }
