@@ -30,7 +30,8 @@ use super::{Bound, Model, Stream};
 use crate::pcie::flow_control::FcClass;
 
 /// The kinds of resource that pass TLPs in the order they come, one FIFO of their payload.
-const THROTTLES: [&str; 7] = [
+const THROTTLES: [&str; 8] = [
+    "switch_bus",
     "socket_link",
     "memory",
     "read_path",
@@ -129,8 +130,8 @@ impl Model<'_> {
         }
         // A socket link direction passes TLPs in the order they are ready, whoever sent
         // them (`socket_cross` in `sim/socket.rs`), and so does a node's throttle (a
-        // memory, a data path, a host bridge: `Throttle::pass` books each piece after the
-        // ones before it): one FIFO of its payload.
+        // memory, a data path, a host bridge, a switch's shared bus: `Throttle::pass` books
+        // each piece after the ones before it): one FIFO of its payload.
         for r in (0..self.res.len()).filter(|&r| THROTTLES.contains(&self.res[r].kind)) {
             let on: Vec<usize> = (0..self.streams.len())
                 .filter(|&s| self.streams[s].mix.uses.get(&r).is_some_and(|&u| u > 0.0))
