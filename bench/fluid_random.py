@@ -4,6 +4,7 @@
     python bench/fluid_random.py N --duration 1ms   # each simulator run 1 ms long
     python bench/fluid_random.py N --duration 1ms --recheck 10ms
     python bench/fluid_random.py N --host           # host throttles and rates too
+    python bench/fluid_random.py 300 --start 100    # seeds 100 .. 299 only
 
 Each seed builds a tree (a root complex, up to three switches, one to four DMA endpoints
 reading, writing or both, links of Gen1-Gen5 x1-x16) and runs it on both engines. With
@@ -124,6 +125,7 @@ def compare(text):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("n", type=int, help="seeds 0 .. N-1")
+    ap.add_argument("--start", type=int, default=0, help="first seed (0): seeds START .. N-1")
     ap.add_argument("--duration", default="120us", help="simulated time of each run (120us)")
     ap.add_argument("--recheck", help="rerun each seed with a miss for this long, judge against it")
     ap.add_argument("--host", action="store_true", help="vary the root complex's host side and rates too")
@@ -134,7 +136,7 @@ def main():
 
     bad = short_bad = verdict_bad = 0
     errs = []
-    for seed in range(args.n):
+    for seed in range(args.start, args.n):
         try:
             res = compare(scenario(seed, args.duration))
             long = None
