@@ -138,26 +138,36 @@ impl Model<'_> {
                 .collect();
             if on.len() >= 2 && self.windowed(&on, r) {
                 let mut f = Fifo::new(r, on);
-                // A root complex's shared data path is booked as a read request arrives
-                // (`RootComplex::read`): its wait overlaps the memory's latency.
-                if self.res[r].kind == "data_path" {
-                    let node = (0..self.sys.nodes.len()).find(|&n| {
-                        let name = &self.sys.nodes[n].name;
-                        self.named(&format!("{name} data path (reads and writes)")) == Some(r)
-                    });
-                    for (k, &s) in f.streams.iter().enumerate() {
-                        let st = &self.streams[s];
-                        let posted =
-                            (st.backlog.as_ref()).is_some_and(|b| b.class == FcClass::Posted);
-                        if let (Some(n), false) = (node, posted) {
-                            f.hidden[k] = self.memory_latency(n);
-                        }
-                    }
-                }
+                f.hidden = self.hidden(r, &f.streams);
                 out.push(f);
             }
         }
         out
+    }
+}
+
+impl Model<'_> {
+    /// Seconds of throttle `r`'s queueing delay each of `streams` spends anyway: a root
+    /// complex's shared data path is booked as a read request arrives (`RootComplex::read`),
+    /// so a reader's wait there overlaps the memory's latency; none elsewhere.
+    fn hidden(&self, r: usize, streams: &[usize]) -> Vec<f64> {
+        let node = (self.res[r].kind == "data_path")
+            .then(|| {
+                (0..self.sys.nodes.len()).find(|&n| {
+                    (self.target_names(n, false).iter()).any(|s| self.named(s) == Some(r))
+                })
+            })
+            .flatten();
+        let reads = |s: usize| {
+            let posted = self.streams[s].backlog.as_ref();
+            !posted.is_some_and(|b| b.class == FcClass::Posted)
+        };
+        (streams.iter())
+            .map(|&s| match node {
+                Some(n) if reads(s) => self.memory_latency(n),
+                _ => 0.0,
+            })
+            .collect()
     }
 }
 

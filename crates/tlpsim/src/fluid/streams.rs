@@ -103,28 +103,25 @@ impl Model<'_> {
                 }
             };
             let mut rtt = self.credit_round_trip(p, i, kind, max);
-            let socket = match p.hops.get(i + 1) {
-                Some(&Hop::Socket { from, to, .. }) => Some(self.socket_res(from, to)),
-                // The root complex frees a write's credits once its memory has it: a
-                // window behind the slowest throttle the write passes (one FIFO).
-                None if class == FcClass::Posted => self.write_throttle(rx).map(|(r, cap)| {
-                    rtt += max as f64 / cap;
-                    Some(r)
-                }),
-                _ => None,
-            };
             let window = tlps * max as f64;
             // Held in the receiver's ingress buffer until it leaves on the next link (or
             // is across the socket link): a window behind that FIFO, if it is one.
-            let at = match (p.hops.get(i + 1), socket) {
+            let at = match p.hops.get(i + 1) {
                 // Completions: a window of the reader's own over the unloaded round trip.
                 // How readers split a switch's completion buffer they share follows from
                 // the order their completions come in (their own windows behind the FIFO
                 // before it), not from their rates, so it is not split by them.
                 _ if class == FcClass::Completion => None,
-                (Some(Hop::Chan(next)), _) => Some(*next),
-                (_, Some(r)) => r,
-                (Some(Hop::Socket { .. }) | None, None) => None,
+                Some(&Hop::Chan(next)) => Some(next),
+                Some(&Hop::Socket { from, to, .. }) => self.socket_res(from, to),
+                // The root complex frees a write's credits once its memory has it: a
+                // window behind the slowest throttle the write passes (one FIFO), its
+                // round trip with that throttle's time for the TLP.
+                None if class == FcClass::Posted => self.write_throttle(rx).map(|(r, cap)| {
+                    rtt += max as f64 / cap;
+                    r
+                }),
+                None => None,
             };
             let names = &self.sys.nodes;
             out.push(Limit {

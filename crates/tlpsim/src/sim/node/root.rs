@@ -318,29 +318,21 @@ impl RootComplex {
         if let Some(b) = self.bridge {
             done = cx.host_bridge_pass(b, done, t.payload);
         }
-        match &mut self.write_sink {
-            // The memory and the shared data path serve reads and writes in the order they
-            // come, so a write behind the sink books them as it arrives, beside the sink:
-            // booked when it leaves the sink, a sink's backlog would hold every read behind
-            // writes that have not reached the memory yet.
-            Some(w) => {
-                let arrived = done;
-                done = w.pass(arrived, t.payload);
-                if let Some(m) = &mut self.memory {
-                    done = done.max(m.pass(arrived, t.payload));
-                }
-                if let Some(p) = &mut self.data_path {
-                    done = done.max(p.pass(arrived, t.payload));
-                }
-            }
-            None => {
-                if let Some(m) = &mut self.memory {
-                    done = m.pass(done, t.payload);
-                }
-                if let Some(p) = &mut self.data_path {
-                    done = p.pass(done, t.payload);
-                }
-            }
+        // The memory and the shared data path serve reads and writes in the order they
+        // come, so a write behind a sink books them as it arrives, beside the sink: booked
+        // when it left the sink, a sink's backlog would hold every read behind writes that
+        // have not reached the memory yet. Without a sink they take it one after the other.
+        let arrived = done;
+        let behind_sink = self.write_sink.is_some();
+        if let Some(w) = &mut self.write_sink {
+            done = w.pass(done, t.payload);
+        }
+        for throttle in [&mut self.memory, &mut self.data_path]
+            .into_iter()
+            .flatten()
+        {
+            let at = if behind_sink { arrived } else { done };
+            done = done.max(throttle.pass(at, t.payload));
         }
         if let Some(h) = &mut self.host {
             let addr = host_address(cx.tlp_workload(&t), t.addr);
