@@ -433,7 +433,10 @@ proptest! {
             a.audit.payload_created,
             a.audit.payload_delivered + a.audit.payload_in_flight
         );
-        prop_assert!(a.flows.iter().map(|f| f.bytes).sum::<u64>() > 0, "nothing moved\n{}", text);
+        // Payload reached a target. A flow's bytes count only whole transfers, and a slow
+        // fabric may finish none in 27 us (a 64 B read behind a 63 KiB write through a shared
+        // outbound queue to a Gen1 x1 memory: 258 us), which is not a fault.
+        prop_assert!(a.audit.payload_delivered > 0, "nothing moved\n{}", text);
         if !ber {
             prop_assert!(a.links.iter().all(|l| l.replays == 0), "replays without errors\n{}", text);
         }
@@ -499,7 +502,10 @@ proptest! {
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         let a = run(&sys).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         prop_assert!(a.audit.passed, "{:?}\n{}", a.audit, text);
-        prop_assert!(a.flows.iter().map(|f| f.bytes).sum::<u64>() > 0, "nothing moved\n{}", text);
+        // Payload reached a target. A flow's bytes count only whole transfers, and a slow
+        // fabric may finish none in 27 us (a 64 B read behind a 63 KiB write through a shared
+        // outbound queue to a Gen1 x1 memory: 258 us), which is not a fault.
+        prop_assert!(a.audit.payload_delivered > 0, "nothing moved\n{}", text);
         if !ber {
             prop_assert!(a.links.iter().all(|l| l.replays == 0), "replays without errors\n{}", text);
         }
