@@ -1061,3 +1061,154 @@ def test_writers_share_a_switchs_posted_buffer_and_hold_the_requests_behind_them
     des, fluid = _both(ROUND_ROBIN_BEFORE_THE_FULL_LINK, 0.02)
     for d, f in zip(des.flows, fluid["flows"], strict=True):
         assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == "rc-sw0 up"
+
+
+#: Three readers under one switch, one held by its Gen2 x8 link (random fabric seed 282 of
+#: bench/fluid_random.py, out of sample, without its host side and its writer): that reader's
+#: completions hold most of `sw2`'s 64 CplH credits, the others' completions come in over the
+#: same link and hold theirs over a credit round trip, and what does not fit waits in `sw1`'s
+#: egress queue, where the others' completions wait behind it.
+SHARED_COMPLETION_BUFFER = """
+[simulation]
+duration = "1ms"
+warmup = "20us"
+[pcie]
+mps = 512
+mrrs = 256
+[[root_complex]]
+name = "rc"
+memory_read_latency = "1000ns"
+[[switch]]
+name = "sw1"
+forwarding = "cut-through"
+[[link]]
+between = ["rc", "sw1"]
+gen = 3
+width = 16
+[[switch]]
+name = "sw2"
+forwarding = "store-and-forward"
+[[link]]
+between = ["sw1", "sw2"]
+gen = 4
+width = 16
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = 16
+[[link]]
+between = ["sw2", "ep0"]
+gen = 5
+width = 4
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep0"
+direction = "read"
+transfer_size = "64KiB"
+outstanding = 4
+[[endpoint]]
+name = "ep1"
+kind = "dma"
+tags = 32
+[[link]]
+between = ["sw2", "ep1"]
+gen = 4
+width = 8
+[[workload]]
+name = "w1"
+kind = "dma"
+endpoint = "ep1"
+direction = "read"
+transfer_size = "16KiB"
+outstanding = 8
+[[endpoint]]
+name = "ep2"
+kind = "dma"
+tags = 32
+[[link]]
+between = ["sw2", "ep2"]
+gen = 2
+width = 8
+[[workload]]
+name = "w2"
+kind = "dma"
+endpoint = "ep2"
+direction = "read"
+transfer_size = "4KiB"
+outstanding = 4
+"""
+
+
+def test_readers_share_a_switchs_completion_buffer_one_of_them_holds() -> None:
+    """The held reader with the whole buffer to itself gave `w0` and `w1` 22 % too much, and
+    named their tags as what held them."""
+    des, fluid = _both(SHARED_COMPLETION_BUFFER, 0.05)
+    for d, f in list(zip(des.flows, fluid["flows"], strict=True))[:2]:
+        assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == "sw1 -> sw2 CplH credits"
+
+
+#: A reader of one 64 KiB transfer at a time whose Gen1 x16 link paces each transfer, beside a
+#: small reader (seed 133, out of sample, without its writers): within a transfer its
+#: completions beyond `sw0`'s buffer wait in the root complex's egress queue, and the small
+#: reader's behind them.
+ONE_TRANSFER_BACKLOG = """
+[simulation]
+duration = "1ms"
+warmup = "20us"
+[pcie]
+mps = 256
+mrrs = 512
+[[root_complex]]
+name = "rc"
+[[switch]]
+name = "sw0"
+forwarding = "store-and-forward"
+[[link]]
+between = ["rc", "sw0"]
+gen = 5
+width = 16
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = 4
+[[link]]
+between = ["sw0", "ep0"]
+gen = 3
+width = 2
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep0"
+direction = "read"
+transfer_size = "16KiB"
+outstanding = 4
+[[endpoint]]
+name = "ep1"
+kind = "dma"
+tags = 32
+[[link]]
+between = ["sw0", "ep1"]
+gen = 1
+width = 16
+[[workload]]
+name = "w1"
+kind = "dma"
+endpoint = "ep1"
+direction = "read"
+transfer_size = "64KiB"
+outstanding = 1
+"""
+
+
+def test_a_reader_of_one_transfer_at_a_time_backs_up_before_its_link() -> None:
+    """Bound by its own window on average, the big reader kept no backlog, and the small one
+    got 2.8 times the simulator's throughput. It is still 22 % high (5.10 against 4.17 Gb/s):
+    the backlog the window leaves, at the average rate, is short of what the simulator keeps
+    queued within a transfer."""
+    des = run(load_scenario(ONE_TRANSFER_BACKLOG))
+    fluid = _fluid(ONE_TRANSFER_BACKLOG)
+    (small, big), (fsmall, fbig) = des.flows, fluid["flows"]
+    assert abs(fbig["throughput_gbps"] / big["throughput_gbps"] - 1) < 0.02
+    assert 1.0 < fsmall["throughput_gbps"] / small["throughput_gbps"] < 1.25
+    assert fsmall["bottleneck"]["resource"] == small["bottleneck"]["resource"] == "rc -> sw0 CplH credits"

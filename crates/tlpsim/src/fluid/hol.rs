@@ -17,6 +17,7 @@
 //! (`gpu-bar-through-switch.toml`).
 
 use super::duty::Room;
+use super::fifo::{self, Fifo};
 use super::{Bound, Model, Path, Stream};
 use crate::pcie::flow_control::FcClass;
 use crate::pcie::tlp::TlpKind;
@@ -35,6 +36,15 @@ pub(super) struct Backlog {
     pub(super) source: f64,
     /// The share of its window in flight on average while it backs up.
     pub(super) share: f64,
+}
+
+/// A stream's longest wait behind another's backlog: `secs` behind stream `a`'s TLPs in
+/// the egress queue of hop `k` of `a`'s way.
+#[derive(Clone)]
+pub(super) struct Wait {
+    secs: f64,
+    a: usize,
+    k: usize,
 }
 
 /// Stream `b` waits behind stream `a`'s TLPs in the egress queue of hop `k` of `a`'s way.
@@ -81,13 +91,22 @@ impl Model<'_> {
 
     /// Bytes node `n`'s ingress buffer holds of TLPs of `class` with `tlp` payload bytes
     /// each (infinite where it advertises infinite credits).
-    fn buffer(&self, n: usize, class: FcClass, tlp: f64) -> f64 {
+    pub(super) fn buffer(&self, n: usize, class: FcClass, tlp: f64) -> f64 {
+        self.fits(n, class, tlp, (0.0, 0.0)).0
+    }
+
+    /// Bytes of TLPs of `class` with `tlp` payload bytes each that node `n`'s ingress
+    /// buffer holds beside `used` of its credits (headers, data units), and whether its
+    /// header credits, not its data credits, bound that.
+    fn fits(&self, n: usize, class: FcClass, tlp: f64, used: (f64, f64)) -> (f64, bool) {
         let credits = self.sys.nodes[n].credits.0;
         let (h, d) = (credits[2 * class as usize], credits[2 * class as usize + 1]);
         let units = (tlp / 16.0).ceil().max(1.0);
-        let by_header = h.map_or(f64::INFINITY, |h| h as f64);
-        let by_data = d.map_or(f64::INFINITY, |d| (d as f64 / units).floor());
-        by_header.min(by_data) * tlp
+        let by_header = h.map_or(f64::INFINITY, |h| (h as f64 - used.0).max(0.0));
+        let by_data = d.map_or(f64::INFINITY, |d| {
+            ((d as f64 - used.1) / units).floor().max(0.0)
+        });
+        (by_header.min(by_data) * tlp, by_header <= by_data)
     }
 
     /// Per stream, the room its posted writes have to queue before each link direction of
@@ -144,19 +163,73 @@ impl Model<'_> {
     }
 
     /// Seconds each stream's round trip waits behind other streams' backlogs, at the
-    /// rates and bounds of the last solve.
-    pub(super) fn hol(&self, victims: &[Victim], rates: &[f64], bounds: &[Bound]) -> Vec<f64> {
+    /// rates and bounds of the last solve, and where it waits longest.
+    pub(super) fn hol(
+        &self,
+        victims: &[Victim],
+        rates: &[f64],
+        bounds: &[Bound],
+    ) -> (Vec<f64>, Vec<Option<Wait>>) {
         let mut out = vec![0.0; self.streams.len()];
+        let mut longest: Vec<Option<Wait>> = vec![None; self.streams.len()];
         let mut held: Vec<Option<Vec<f64>>> = vec![None; self.streams.len()];
         for v in victims {
-            let h = held[v.a].get_or_insert_with(|| self.held(v.a, rates[v.a], bounds[v.a]));
+            let h = held[v.a].get_or_insert_with(|| self.held(v.a, rates, bounds[v.a]));
             if let Some(&bytes) = h.get(v.k) {
                 if bytes > 0.0 && rates[v.a] > 0.0 {
-                    out[v.b] += bytes / rates[v.a];
+                    let secs = bytes / rates[v.a];
+                    out[v.b] += secs;
+                    if longest[v.b].as_ref().is_none_or(|w| w.secs < secs) {
+                        let (a, k) = (v.a, v.k);
+                        longest[v.b] = Some(Wait { secs, a, k });
+                    }
                 }
             }
         }
-        out
+        (out, longest)
+    }
+
+    /// Notes on each stream that its window's wait behind another's backlog (`waits`, with
+    /// the FIFOs, their delays and each stream's wait `hol`) binds, where `bounds` left
+    /// it to its own limits, the credits it waits for.
+    pub(super) fn name_waits(
+        &mut self,
+        waits: Vec<Option<Wait>>,
+        (fifos, q, hol): (&[Fifo], &[f64], &[f64]),
+        bounds: &[Bound],
+    ) {
+        for (s, w) in waits.into_iter().enumerate() {
+            let st = &self.streams[s];
+            let unheld = fifo::limit_at(fifos, q, (s, 0.0), st);
+            if bounds[s] == Bound::Limit && fifo::limit_at(fifos, q, (s, hol[s]), st) < unheld {
+                self.streams[s].waits = w.and_then(|w| self.credit_wait(&w));
+            }
+        }
+    }
+
+    /// The credits a stream waits for behind `w`'s backlog, as the simulator names them
+    /// (`tx -> rx CplH credits`), and a line on why.
+    pub(super) fn credit_wait(&self, w: &Wait) -> Option<(String, String)> {
+        let bl = self.streams[w.a].backlog.as_ref()?;
+        let (tx, rx) = (bl.path.nodes[w.k], bl.path.nodes[w.k + 1]);
+        let ty = match (bl.class, self.fits(rx, bl.class, bl.tlp, (0.0, 0.0)).1) {
+            (FcClass::Posted, true) => "PH",
+            (FcClass::Posted, false) => "PD",
+            (_, true) => "CplH",
+            (_, false) => "CplD",
+        };
+        let names = &self.sys.nodes;
+        let flow = &self.sys.workloads[self.streams[w.a].flow].name;
+        Some((
+            format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
+            format!(
+                "waits {:.0} ns in {}'s egress queue behind {flow}'s TLPs, which hold {}'s \
+                 {ty} credits while a link further down holds them",
+                w.secs * 1e9,
+                names[tx].name,
+                names[rx].name
+            ),
+        ))
     }
 
     /// Whether `h` crosses the socket link direction that is resource `r`.
@@ -166,7 +239,8 @@ impl Model<'_> {
 
     /// The bytes stream `a` (at `rate`, bound by `bound`) keeps queued at each hop of its
     /// way before the one its bound holds it at: empty where nothing downstream holds it.
-    fn held(&self, a: usize, rate: f64, bound: Bound) -> Vec<f64> {
+    fn held(&self, a: usize, rates: &[f64], bound: Bound) -> Vec<f64> {
+        let rate = rates[a];
         let st = &self.streams[a];
         let Some(bl) = &st.backlog else {
             return Vec::new();
@@ -189,6 +263,26 @@ impl Model<'_> {
             Bound::Resource(r) if bl.class == FcClass::Posted && st.mix.uses.contains_key(&r) => {
                 hops.len()
             }
+            // Its own window, a reader of one transfer at a time whose narrowest link paces
+            // each transfer and who keeps more in flight than its round trip holds: its
+            // completions queue before that link within each transfer.
+            Bound::Limit
+                if bl.class == FcClass::Completion
+                    && st
+                        .duty
+                        .as_ref()
+                        .is_some_and(|d| d.limit > self.narrowest(&bl.path))
+                    && backlog(st, rate, bl.share) > 0.0 =>
+            {
+                let c = self.narrowest_chan(&bl.path);
+                match hops
+                    .iter()
+                    .position(|h| c.is_some_and(|c| *h == super::Hop::Chan(c)))
+                {
+                    Some(j) => j,
+                    None => return Vec::new(),
+                }
+            }
             Bound::Resource(_) | Bound::Limit | Bound::Unbound => return Vec::new(),
         };
         let mut rest = match bl.class {
@@ -203,7 +297,11 @@ impl Model<'_> {
                 super::Hop::Chan(c) => rate * self.credit_return(c, TlpKind::MWr, bl.tlp as u32),
                 super::Hop::Socket { .. } => 0.0,
             };
-            let room = (self.buffer(bl.path.nodes[i], bl.class, bl.tlp) - refill).max(0.0);
+            let room = match hops[i - 1] {
+                super::Hop::Chan(c) => self.room(bl.path.nodes[i], c, (a, bl), rates) - refill,
+                super::Hop::Socket { .. } => self.buffer(bl.path.nodes[i], bl.class, bl.tlp),
+            }
+            .max(0.0);
             let here = rest.min(room);
             rest -= here;
             if i < j {
@@ -214,6 +312,46 @@ impl Model<'_> {
             out[0] = rest.min(bl.source);
         }
         out
+    }
+
+    /// Bytes of stream `a`'s TLPs (`bl`) that node `n`'s ingress buffer from link
+    /// direction `c` has room for beside what the other streams of `bl`'s class coming in
+    /// over `c` hold of it, at `rates`: each holds its TLPs' credits over their credit
+    /// round trip (the simulator's switch pools one buffer per ingress port and class).
+    pub(super) fn room(
+        &self,
+        n: usize,
+        c: usize,
+        (a, bl): (usize, &Backlog),
+        rates: &[f64],
+    ) -> f64 {
+        let (mut headers, mut units) = (0.0, 0.0);
+        let kind = match bl.class {
+            FcClass::Posted => TlpKind::MWr,
+            _ => TlpKind::CplD,
+        };
+        for (s, st) in self.streams.iter().enumerate() {
+            let Some(other) = st
+                .backlog
+                .as_ref()
+                .filter(|o| s != a && o.class == bl.class)
+            else {
+                continue;
+            };
+            let Some(m) = other
+                .path
+                .hops
+                .iter()
+                .position(|h| *h == super::Hop::Chan(c))
+            else {
+                continue;
+            };
+            let tlps = st.mix.tlps.get(&c).copied().unwrap_or(0.0) * rates[s];
+            let hold = self.credit_round_trip(&other.path, m, kind, other.tlp as u32);
+            headers += tlps * hold;
+            units += tlps * hold * (other.tlp / 16.0).ceil().max(1.0);
+        }
+        self.fits(n, bl.class, bl.tlp, (headers, units)).0
     }
 }
 

@@ -279,6 +279,9 @@ struct Stream {
     backlog: Option<hol::Backlog>,
     /// A reader of one transfer at a time: its cycle ([`duty`]).
     duty: Option<duty::Duty>,
+    /// The credits (their name, and why) it waits for behind another stream's backlog,
+    /// where that wait binds it.
+    waits: Option<(String, String)>,
 }
 
 /// The system being turned into streams and resources.
@@ -579,6 +582,16 @@ impl<'a> Model<'a> {
             .fold(f64::INFINITY, f64::min)
     }
 
+    /// The first link direction of `p` at [`Model::narrowest`]'s capacity (`None` where a
+    /// socket link is narrowest).
+    fn narrowest_chan(&self, p: &Path) -> Option<usize> {
+        let narrowest = self.narrowest(p);
+        p.hops.iter().find_map(|h| match *h {
+            Hop::Chan(c) if self.tlp_cap(c) == narrowest => Some(c),
+            _ => None,
+        })
+    }
+
     /// Read latency of node `n`'s memory, with its host bridge both ways.
     fn memory_latency(&self, n: NodeId) -> f64 {
         let kind = &self.sys.nodes[n].kind;
@@ -696,11 +709,7 @@ impl<'a> Model<'a> {
         }
         let target = *cpl.nodes.first().unwrap_or(&0);
         let cs = self.cpl_size(target).min(bytes.max(1));
-        let narrowest = self.narrowest(cpl);
-        let c = cpl.hops.iter().find_map(|h| match *h {
-            Hop::Chan(c) if self.tlp_cap(c) == narrowest => Some(c),
-            _ => None,
-        })?;
+        let c = self.narrowest_chan(cpl)?;
         let c0 = match cpl.hops.first() {
             Some(Hop::Chan(c)) => *c,
             _ => 0,
@@ -810,6 +819,7 @@ impl<'a> Model<'a> {
         let victims = self.victims();
         let mut q = vec![0.0; fifos.len()];
         let mut hol = vec![0.0; self.streams.len()];
+        let mut waits = vec![None; self.streams.len()];
         let limits: Vec<Vec<Limit>> = self.streams.iter().map(|s| s.limits.clone()).collect();
         let paced = limits.iter().flatten().any(|l| l.paced.is_some());
         let shared = limits.iter().flatten().any(|l| l.shared.is_some());
@@ -817,7 +827,7 @@ impl<'a> Model<'a> {
         for round in 0..200 {
             let held = !victims.is_empty() && {
                 let held_at = fifo::held_at(&fifos, &q, &self.streams, &bounds);
-                hol = self.hol(&victims, &rates, &held_at);
+                (hol, waits) = self.hol(&victims, &rates, &held_at);
                 hol.iter().any(|&h| h > 0.0)
             };
             if fifos.is_empty() && !held && round >= 4 {
@@ -869,6 +879,7 @@ impl<'a> Model<'a> {
             rates,
         );
         fifo::bounds(&fifos, (&q, &hol), &self.streams, &mut bounds);
+        self.name_waits(waits, (&fifos, &q, &hol), &bounds);
         self.report(rates, bounds, &cap, &dllp)
     }
 }

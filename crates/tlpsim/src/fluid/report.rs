@@ -192,6 +192,15 @@ impl Model<'_> {
                     }
                 ),
             },
+            Bound::Limit if s.waits.is_some() => {
+                let (resource, detail) = s.waits.clone().unwrap_or_default();
+                Bottleneck {
+                    kind: "credits",
+                    resource,
+                    busy: 1.0,
+                    detail,
+                }
+            }
             Bound::Limit => {
                 let l = s.limits.iter().fold(None::<&Limit>, |a, l| match a {
                     Some(a) if a.rate <= l.rate => Some(a),

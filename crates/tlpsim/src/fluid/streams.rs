@@ -604,6 +604,7 @@ impl Model<'_> {
             interrupts_per_byte: interrupts / bytes,
             backlog: None,
             duty: None,
+            waits: None,
         });
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::pcie::flow_control::FcClass;
 use crate::scenario::load_str;
 
 fn system(text: &str) -> System {
@@ -324,7 +325,8 @@ fn completions_wait_behind_a_slow_readers_backlog_in_the_root_complexs_queue() {
     // The first reader's completions fill the switch's buffer before its Gen2 x1 link and
     // back up into the root complex's one egress queue, where the other's wait behind them
     // (0.61 Gb/s against 28.7 alone; the simulator gives it 0.77 at 1 ms, its requests
-    // probably in step with the first reader's transfers).
+    // probably in step with the first reader's transfers). Both name the switch's
+    // completion credits, which the first reader's backlog holds, as what it waits for.
     let alone = run(&behind_a_backlog(false)).expect("runs").result;
     let r = run(&behind_a_backlog(true)).expect("runs").result;
     let (w1, w1_alone) = (r.flows[0].throughput_gbps, alone.flows[0].throughput_gbps);
@@ -332,8 +334,40 @@ fn completions_wait_behind_a_slow_readers_backlog_in_the_root_complexs_queue() {
         w1 < 0.1 * w1_alone && w1 > 0.3,
         "{w1} against {w1_alone} alone"
     );
-    assert_eq!(r.flows[0].bottleneck.kind, "requests");
+    assert_eq!(r.flows[0].bottleneck.resource, "rc -> sw0 CplH credits");
+    assert_eq!(r.flows[0].bottleneck.kind, "credits");
     assert_eq!(r.flows[1].bottleneck.resource, "sw0-ep0 down");
+}
+
+#[test]
+fn a_switchs_completion_buffer_has_room_for_one_reader_beside_what_the_others_hold() {
+    // Both readers' completions come into sw0 over rc -> sw0 and share its 64 CplH.
+    let sys = behind_a_backlog(true);
+    let mut m = Model::new(&sys);
+    for (i, w) in sys.workloads.iter().enumerate() {
+        m.workload(i, w).expect("runs");
+    }
+    let (mine, other) = (&m.streams[1], &m.streams[0]);
+    let (bl, theirs) = (
+        mine.backlog.as_ref().unwrap(),
+        other.backlog.as_ref().unwrap(),
+    );
+    let Hop::Chan(c) = bl.path.hops[0] else {
+        panic!("the first hop is a link")
+    };
+    let sw0 = bl.path.nodes[1];
+    let whole = m.room(sw0, c, (1, bl), &[0.0, 0.0]);
+    assert_eq!(whole, m.buffer(sw0, FcClass::Completion, bl.tlp));
+    assert_eq!(whole, 64.0 * bl.tlp);
+    // At 1 GB/s the other holds its TLPs' headers over their credit round trip.
+    let tlps = other.mix.tlps[&c] * 1e9;
+    let hold = m.credit_round_trip(&theirs.path, 0, TlpKind::CplD, theirs.tlp as u32);
+    let room = m.room(sw0, c, (1, bl), &[1e9, 0.0]);
+    assert!(tlps * hold > 1.0, "{}", tlps * hold);
+    assert!(
+        (whole - room - tlps * hold * bl.tlp).abs() < 1e-9 * whole,
+        "{room} of {whole}"
+    );
 }
 
 #[test]
