@@ -172,9 +172,10 @@ impl Model<'_> {
 }
 
 /// The most stream `s` (`st`) may run at with the FIFOs' delays `q`: each window over its
-/// round trip plus the delays it waits behind (those of the FIFOs the stream crosses and
-/// `hol`, its wait behind other streams' backlogs, or the one at its link), its fixed
-/// limits.
+/// round trip plus the delays it waits behind (those of the FIFOs the stream crosses, or
+/// the one at its link), its fixed limits. A read window, its transfers' as well as its
+/// requests', also waits `hol`, its completions' wait behind other streams' backlogs,
+/// whichever FIFO its requests wait behind.
 pub(super) fn limit_at(fifos: &[Fifo], q: &[f64], (s, hol): (usize, f64), st: &Stream) -> f64 {
     st.limits
         .iter()
@@ -190,7 +191,11 @@ pub(super) fn limit_at(fifos: &[Fifo], q: &[f64], (s, hol): (usize, f64), st: &S
                     })
                     .filter_map(|(f, &q)| f.wait(s, q))
                     .sum::<f64>()
-                    + if l.at.is_none() { hol } else { 0.0 };
+                    + if l.at.is_none() || l.kind == "requests" {
+                        hol
+                    } else {
+                        0.0
+                    };
                 if t + d > 0.0 {
                     l.rate.min(w / (t + d))
                 } else {
