@@ -191,11 +191,7 @@ pub(super) fn limit_at(fifos: &[Fifo], q: &[f64], (s, hol): (usize, f64), st: &S
                     })
                     .filter_map(|(f, &q)| f.wait(s, q))
                     .sum::<f64>()
-                    + if l.at.is_none() || l.kind == "requests" {
-                        hol
-                    } else {
-                        0.0
-                    };
+                    + if l.hol { hol } else { 0.0 };
                 if t + d > 0.0 {
                     l.rate.min(w / (t + d))
                 } else {

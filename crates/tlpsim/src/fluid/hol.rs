@@ -101,7 +101,7 @@ impl Model<'_> {
     fn fits(&self, n: usize, class: FcClass, tlp: f64, used: (f64, f64)) -> (f64, bool) {
         let credits = self.sys.nodes[n].credits.0;
         let (h, d) = (credits[2 * class as usize], credits[2 * class as usize + 1]);
-        let units = (tlp / 16.0).ceil().max(1.0);
+        let units = data_units(tlp);
         let by_header = h.map_or(f64::INFINITY, |h| (h as f64 - used.0).max(0.0));
         let by_data = d.map_or(f64::INFINITY, |d| {
             ((d as f64 - used.1) / units).floor().max(0.0)
@@ -199,10 +199,13 @@ impl Model<'_> {
         bounds: &[Bound],
     ) {
         for (s, w) in waits.into_iter().enumerate() {
+            let Some(w) = w.filter(|_| bounds[s] == Bound::Limit) else {
+                continue;
+            };
             let st = &self.streams[s];
             let unheld = fifo::limit_at(fifos, q, (s, 0.0), st);
-            if bounds[s] == Bound::Limit && fifo::limit_at(fifos, q, (s, hol[s]), st) < unheld {
-                self.streams[s].waits = w.and_then(|w| self.credit_wait(&w));
+            if fifo::limit_at(fifos, q, (s, hol[s]), st) < unheld {
+                self.streams[s].waits = self.credit_wait(&w);
             }
         }
     }
@@ -349,10 +352,15 @@ impl Model<'_> {
             let tlps = st.mix.tlps.get(&c).copied().unwrap_or(0.0) * rates[s];
             let hold = self.credit_round_trip(&other.path, m, kind, other.tlp as u32);
             headers += tlps * hold;
-            units += tlps * hold * (other.tlp / 16.0).ceil().max(1.0);
+            units += tlps * hold * data_units(other.tlp);
         }
         self.fits(n, bl.class, bl.tlp, (headers, units)).0
     }
+}
+
+/// The data credits (16-byte units, at least one) of a TLP of `tlp` payload bytes.
+fn data_units(tlp: f64) -> f64 {
+    (tlp / 16.0).ceil().max(1.0)
 }
 
 /// The bytes a windowed stream at `rate` keeps in flight beyond its round trips, `share`

@@ -260,6 +260,9 @@ struct Limit {
     /// The link direction whose receiver's posted buffer the window is, which every
     /// writer crossing it shares (`None`: a window of the stream's own).
     shared: Option<usize>,
+    /// The window waits behind other streams' backlogs too (`hol`: a read's completions,
+    /// a window of no one FIFO's).
+    hol: bool,
     kind: &'static str,
     resource: String,
     detail: String,

@@ -40,6 +40,7 @@ impl Model<'_> {
             paced: None,
             behind: Vec::new(),
             shared: None,
+            hol: true,
             kind: "rate",
             resource: format!("{} rate", w.name),
             detail: format!("its rate of {:.3} GB/s{per} holds it back", rate / 1e9),
@@ -66,6 +67,7 @@ impl Model<'_> {
             paced: None,
             behind: Vec::new(),
             shared: None,
+            hol: false,
             kind: "link",
             resource: format!("{name}'s queued writes"),
             detail: format!(
@@ -131,6 +133,7 @@ impl Model<'_> {
                 paced: None,
                 behind: Vec::new(),
                 shared: at.map(|_| c),
+                hol: at.is_none(),
                 kind: "credits",
                 resource: format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
                 detail: format!(
@@ -324,22 +327,16 @@ impl Model<'_> {
                     limit: held,
                 });
             }
+            let detail = format!(
+                "{} read transfers of {t} B in flight, each {:.0} ns from its first request \
+                 to its last completion: throughput is bytes in flight over latency",
+                w.outstanding,
+                whole * 1e9
+            );
             out.push(Limit {
-                rate: window / whole,
-                window: Some((window, whole)),
                 at: Some(first),
-                paced: None,
                 behind: chans(req),
-                shared: None,
-                kind: "requests",
-                resource: format!("{} read requests", w.name),
-                detail: format!(
-                    "{} read transfers of {t} B in flight, each {:.0} ns from its first \
-                     request to its last completion: throughput is bytes in flight over \
-                     latency",
-                    w.outstanding,
-                    whole * 1e9
-                ),
+                ..read_limit(w, window, whole, detail)
             });
         }
         if let (true, Some(&Hop::Chan(first))) = (
@@ -356,21 +353,12 @@ impl Model<'_> {
             let n = (requests, in_flight, per_request, held);
             out.extend(self.drained_transfer(w, ways, n, first));
         }
-        out.push(Limit {
-            rate: window / rtt,
-            window: Some((window, rtt)),
-            at: None,
-            paced: None,
-            behind: Vec::new(),
-            shared: None,
-            kind: "requests",
-            resource: format!("{} read requests", w.name),
-            detail: format!(
-                "{why} keep {in_flight:.0} requests of {per_request:.0} B in flight over a \
-                 {:.0} ns round trip: throughput is bytes in flight over latency",
-                rtt * 1e9
-            ),
-        });
+        let detail = format!(
+            "{why} keep {in_flight:.0} requests of {per_request:.0} B in flight over a {:.0} \
+             ns round trip: throughput is bytes in flight over latency",
+            rtt * 1e9
+        );
+        out.push(read_limit(w, window, rtt, detail));
         (out, share, duty)
     }
 
@@ -398,24 +386,22 @@ impl Model<'_> {
         let (first_in, whole) = self.read_round_trip(req, cpl, bytes(requests));
         let window = requests * per_request;
         let whole = whole.max(first_in + window / held);
-        let limit = |t: f64, parts: f64, how: String| Limit {
-            rate: window / t,
-            window: Some((window / parts, t / parts)),
-            at: (parts == 1.0).then_some(first),
-            paced: (parts == 1.0)
-                .then(|| self.pace(cpl, bytes(requests)))
-                .flatten(),
-            behind: Vec::new(),
-            shared: None,
-            kind: "requests",
-            resource: format!("{} read requests", w.name),
-            detail: format!(
+        let limit = |t: f64, parts: f64, how: String| {
+            let detail = format!(
                 "one read transfer of {} B at a time, {n:.0} of its {requests:.0} requests in \
                  flight, {how} {:.0} ns from its first request to its last completion: \
                  throughput is bytes in flight over latency",
                 w.transfer_size,
                 t * 1e9
-            ),
+            );
+            Limit {
+                window: Some((window / parts, t / parts)),
+                at: (parts == 1.0).then_some(first),
+                paced: (parts == 1.0)
+                    .then(|| self.pace(cpl, bytes(requests)))
+                    .flatten(),
+                ..read_limit(w, window, t, detail)
+            }
         };
         [
             limit(rounds, m, format!("{m:.0} rounds of requests,")),
@@ -447,6 +433,7 @@ impl Model<'_> {
             paced: None,
             behind: Vec::new(),
             shared: None,
+            hol: true,
             kind: "iodepth",
             resource: format!("{ios} I/O{} in flight", if ios == 1.0 { "" } else { "s" }),
             detail: format!(
@@ -617,4 +604,21 @@ fn chans(p: &Path) -> Vec<usize> {
             Hop::Socket { .. } => None,
         })
         .collect()
+}
+
+/// A read window of workload `w`: `window` bytes in flight over a round trip of `t`
+/// seconds, behind every FIFO its stream crosses and other streams' backlogs.
+fn read_limit(w: &WorkloadSpec, window: f64, t: f64, detail: String) -> Limit {
+    Limit {
+        rate: window / t,
+        window: Some((window, t)),
+        at: None,
+        paced: None,
+        behind: Vec::new(),
+        shared: None,
+        hol: true,
+        kind: "requests",
+        resource: format!("{} read requests", w.name),
+        detail,
+    }
 }
