@@ -359,7 +359,7 @@ impl Model<'_> {
 }
 
 /// The data credits (16-byte units, at least one) of a TLP of `tlp` payload bytes.
-fn data_units(tlp: f64) -> f64 {
+pub(super) fn data_units(tlp: f64) -> f64 {
     (tlp / 16.0).ceil().max(1.0)
 }
 

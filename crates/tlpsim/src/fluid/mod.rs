@@ -52,6 +52,7 @@ mod duty;
 mod fifo;
 mod hol;
 mod path;
+mod pool;
 mod report;
 mod solve;
 mod streams;
@@ -237,6 +238,10 @@ impl Mix {
         self
     }
 }
+
+/// A stream's link directions, each with its arrivals there per payload byte that owe an
+/// Ack and an UpdateFC ([`Model::owed`]).
+type Owing = Vec<(usize, f64)>;
 
 /// A limit of a stream's own.
 #[derive(Clone)]
@@ -743,7 +748,7 @@ impl<'a> Model<'a> {
     /// which come back to back, one per Ack timer interval their burst spans (the
     /// simulator's receiver sends the Ack and UpdateFCs owed when its timer fires, at most
     /// one of each per interval: `on_dll_timer` in `sim/transmit.rs`).
-    fn owed(&self) -> Vec<Vec<(usize, f64)>> {
+    fn owed(&self) -> Vec<Owing> {
         let completions = hol::bit(crate::pcie::flow_control::FcClass::Completion);
         let owed = |s: &Stream, c: usize, n: f64| {
             let l = &self.sys.links[c / 2];
@@ -782,6 +787,29 @@ impl<'a> Model<'a> {
                 per_tlp.min(timer)
             }
         }
+    }
+
+    /// Each link direction's capacity `cap` at `rates`: its wire's `base` less the DLLPs
+    /// (`dllp`) the TLPs coming the other way owe (`owed`), and no more than the switch's
+    /// completion buffer it feeds lets through (`pools`).
+    fn caps(
+        &self,
+        (owed, pools): (&[Owing], &[pool::Pool]),
+        (rates, base): (&[f64], &[f64]),
+        (cap, dllp): (&mut [f64], &mut [f64]),
+    ) {
+        let chans = self.sys.links.len() * 2;
+        let mut owing = vec![0.0; chans];
+        for (s, &r) in owed.iter().zip(rates) {
+            for &(c, n) in s {
+                owing[c] += n * r;
+            }
+        }
+        for c in 0..chans {
+            dllp[c] = self.dllp_load(c, owing[c ^ 1]);
+            cap[c] = (base[c] - dllp[c]).max(0.0);
+        }
+        pool::cap_pools(pools, &self.streams, rates, cap);
     }
 
     /// Solves the model and builds the result.
@@ -827,6 +855,7 @@ impl<'a> Model<'a> {
         let paced = limits.iter().flatten().any(|l| l.paced.is_some());
         let shared = limits.iter().flatten().any(|l| l.shared.is_some());
         let owed = self.owed();
+        let pools = self.pools();
         for round in 0..200 {
             let held = !victims.is_empty() && {
                 let held_at = fifo::held_at(&fifos, &q, &self.streams, &bounds);
@@ -836,16 +865,7 @@ impl<'a> Model<'a> {
             if fifos.is_empty() && !held && round >= 4 {
                 break;
             }
-            let mut owing = vec![0.0; chans];
-            for (s, &r) in owed.iter().zip(&rates) {
-                for &(c, n) in s {
-                    owing[c] += n * r;
-                }
-            }
-            for c in 0..chans {
-                dllp[c] = self.dllp_load(c, owing[c ^ 1]);
-                cap[c] = (base[c] - dllp[c]).max(0.0);
-            }
+            self.caps((&owed, &pools), (&rates, &base), (&mut cap, &mut dllp));
             if paced {
                 stretch(&mut self.streams, &limits, (&base, &cap));
             }

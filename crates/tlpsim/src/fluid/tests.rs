@@ -371,6 +371,48 @@ fn a_switchs_completion_buffer_has_room_for_one_reader_beside_what_the_others_ho
 }
 
 #[test]
+fn readers_into_a_switch_get_no_more_of_its_link_than_its_completion_buffer_lets_through() {
+    // Both readers' completions come into sw0 over rc -> sw0 and share its 64 CplH.
+    let sys = behind_a_backlog(true);
+    let mut m = Model::new(&sys);
+    for (i, w) in sys.workloads.iter().enumerate() {
+        m.workload(i, w).expect("runs");
+    }
+    let pools = m.pools();
+    assert_eq!(pools.len(), 1);
+    let (c, users) = (pools[0].chan, &pools[0].users);
+    assert_eq!(users.len(), 2);
+    let bl = m.streams[0].backlog.as_ref().unwrap();
+    assert_eq!(bl.path.hops[0], Hop::Chan(c));
+    // Each byte holds its TLP's header over the credit round trip.
+    let hold = m.credit_round_trip(&bl.path, 0, TlpKind::CplD, bl.tlp as u32);
+    assert!((users[0].1 - m.streams[0].mix.tlps[&c] * hold).abs() < 1e-18);
+    // At rates holding twice the 64 headers, the link carries half their wire bytes; at
+    // twice those rates, the same: the cap depends on the mix, not on the rates.
+    let per = |r: &[f64]| users.iter().map(|&(s, h, _)| r[s] * h).sum::<f64>();
+    let rates = [1e9, 2e9];
+    let k = 128.0 / per(&rates);
+    let wire: f64 = (0..2)
+        .map(|s| k * rates[s] * m.streams[s].mix.uses[&c])
+        .sum();
+    for scale in [1.0, 2.0] {
+        let r = [scale * k * rates[0], scale * k * rates[1]];
+        let mut cap = vec![f64::INFINITY; 2 * sys.links.len()];
+        pool::cap_pools(&pools, &m.streams, &r, &mut cap);
+        assert!(
+            (cap[c] - wire / 2.0).abs() < 1e-9 * wire,
+            "{} against {}",
+            cap[c],
+            wire / 2.0
+        );
+        assert!(cap
+            .iter()
+            .enumerate()
+            .all(|(d, &x)| d == c || x.is_infinite()));
+    }
+}
+
+#[test]
 fn read_requests_wait_behind_the_posted_writes_a_slow_target_holds() {
     // The writes back up from the BAR's 4 GB/s through the switch's posted buffer to the
     // root complex's egress, and a read request may not pass them (the simulator: 25.4
