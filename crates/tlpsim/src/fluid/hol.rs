@@ -36,6 +36,10 @@ pub(super) struct Backlog {
     pub(super) source: f64,
     /// The share of its window in flight on average while it backs up.
     pub(super) share: f64,
+    /// Seconds its first TLP takes to come in on an idle fabric (a read's first completion
+    /// from its request out; infinite for a writer): what a link holding it down its way
+    /// does not queue of its window.
+    pub(super) first: f64,
 }
 
 /// A stream's longest wait behind another's backlog: `secs` behind stream `a`'s TLPs in
@@ -275,7 +279,7 @@ impl Model<'_> {
                         .duty
                         .as_ref()
                         .is_some_and(|d| d.limit > self.narrowest(&bl.path))
-                    && backlog(st, rate, bl.share) > 0.0 =>
+                    && backlog(st, rate, bl.share, f64::INFINITY) > 0.0 =>
             {
                 let c = self.narrowest_chan(&bl.path);
                 match hops
@@ -288,9 +292,12 @@ impl Model<'_> {
             }
             Bound::Resource(_) | Bound::Limit | Bound::Unbound => return Vec::new(),
         };
-        let mut rest = match bl.class {
-            FcClass::Posted => f64::INFINITY,
-            FcClass::Completion | FcClass::NonPosted => backlog(st, rate, bl.share),
+        let mut rest = match (bl.class, bound) {
+            (FcClass::Posted, _) => f64::INFINITY,
+            // Held at a link: what it carries of each request's completions after the first
+            // waits before it, so only the first one's round trip is out of the queues.
+            (_, Bound::Resource(_)) => backlog(st, rate, bl.share, bl.first),
+            _ => backlog(st, rate, bl.share, f64::INFINITY),
         };
         let mut out = vec![0.0; j];
         for i in (1..=j).rev() {
@@ -365,12 +372,12 @@ pub(super) fn data_units(tlp: f64) -> f64 {
 
 /// The bytes a windowed stream at `rate` keeps in flight beyond its round trips, `share`
 /// of each window in flight: the least over its windows.
-fn backlog(st: &Stream, rate: f64, share: f64) -> f64 {
+fn backlog(st: &Stream, rate: f64, share: f64, first: f64) -> f64 {
     st.limits
         .iter()
         .filter(|l| l.at.is_none())
         .filter_map(|l| l.window)
-        .map(|(w, t)| w * share - rate * t)
+        .map(|(w, t)| w * share - rate * t.min(first))
         .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))))
         .map_or(0.0, |x| x.max(0.0))
 }

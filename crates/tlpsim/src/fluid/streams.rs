@@ -237,7 +237,12 @@ impl Model<'_> {
             }
             self.push(i, mix, t as f64, limits, writes, interrupts);
             let source = (WRITE_QUEUE_DEPTH * max) as f64;
-            self.held_back(p, FcClass::Posted, (max as f64, source), 1.0);
+            self.held_back(
+                p,
+                FcClass::Posted,
+                (max as f64, source),
+                (1.0, f64::INFINITY),
+            );
         }
         if w.direction.reads() {
             let (req, cpl) = (self.path(src, dst, w)?, self.path(dst, src, w)?);
@@ -258,7 +263,13 @@ impl Model<'_> {
             if let Some(s) = self.streams.last_mut() {
                 s.duty = duty;
             }
-            self.held_back(cpl, FcClass::Completion, (cs as f64, f64::INFINITY), share);
+            let first = self.read_round_trip(&req, &cpl, cs).0;
+            self.held_back(
+                cpl,
+                FcClass::Completion,
+                (cs as f64, f64::INFINITY),
+                (share, first),
+            );
         }
         Ok(())
     }
@@ -557,7 +568,13 @@ impl Model<'_> {
     /// Notes what the last stream keeps queued along `path` when held downstream: TLPs of
     /// `class` with `tlp` payload bytes, at most `source` bytes at its own egress, `share`
     /// of its window in flight where they queue (`Backlog::share`).
-    fn held_back(&mut self, path: Path, class: FcClass, (tlp, source): (f64, f64), share: f64) {
+    fn held_back(
+        &mut self,
+        path: Path,
+        class: FcClass,
+        (tlp, source): (f64, f64),
+        (share, first): (f64, f64),
+    ) {
         if let Some(s) = self.streams.last_mut() {
             s.backlog = Some(Backlog {
                 path,
@@ -565,6 +582,7 @@ impl Model<'_> {
                 tlp,
                 source,
                 share,
+                first,
             });
         }
     }
