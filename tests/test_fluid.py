@@ -345,9 +345,11 @@ def test_two_writers_share_the_room_a_readers_gap_leaves_on_one_link() -> None:
     des, fl = both_engines(TWO_WRITERS, {})
     for name in ("w0", "w1", "h2d"):
         assert fl[name]["throughput_gbps"] == pytest.approx(des[name]["throughput_gbps"], rel=0.01), name
-    # Payload on sw0 -> gpu3 no more than the simulator's, which fills the link.
+    # Payload on sw0 -> gpu3 no more than the simulator's, which fills the link, but for the
+    # 0.25 % its DLLPs and gaps take beyond the fluid engine's estimate (carried as if alone,
+    # the writers put 1 % more on it).
     total = sum(f["throughput_gbps"] for f in fl.values())
-    assert total <= sum(d["throughput_gbps"] for d in des.values())
+    assert total <= 1.005 * sum(d["throughput_gbps"] for d in des.values())
 
 
 #: A DMA reader of one 4 KiB transfer at a time from a root complex whose memory gives
@@ -1453,3 +1455,44 @@ def test_a_reader_held_at_a_link_queues_all_but_its_first_completion_before_it()
     assert abs(fheld["throughput_gbps"] / held["throughput_gbps"] - 1) < 0.02
     assert fvictim["bottleneck"]["resource"] == victim["bottleneck"]["resource"] == "rc -> sw0 CplH credits"
     assert 0.8 < fvictim["throughput_gbps"] / victim["throughput_gbps"] < 1.0
+
+
+#: A reader whose tags let both its 4 KiB transfers' eight requests go out at once (random
+#: fabric seed 870's `w0`, out of sample): they come in back to back, within about two Ack
+#: timer intervals.
+REQUEST_BURSTS = """
+[simulation]
+duration = "200us"
+warmup = "20us"
+[pcie]
+mps = 128
+mrrs = 512
+[[root_complex]]
+name = "rc"
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = 32
+[[link]]
+between = ["rc", "ep0"]
+gen = 4
+width = 1
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep0"
+direction = "read"
+transfer_size = "4KiB"
+outstanding = 2
+"""
+
+
+def test_a_transfers_requests_sent_at_once_owe_an_ack_per_timer_interval() -> None:
+    """An Ack and an UpdateFC owed for every read request charged the completions' link 2 % of
+    its bytes for DLLPs the simulator coalesces: it sends about one DLLP down for every four
+    requests, as the fluid engine now does within a factor of two."""
+    des, fluid = _both(REQUEST_BURSTS, 0.005)
+    (down, up), (fdown, fup) = des.links[:2], fluid["links"][:2]
+    assert (down["direction"], up["direction"]) == ("down", "up")
+    assert fdown["dllps"] < 0.5 * fup["tlps"]
+    assert 0.5 < fdown["dllps"] / down["dllps"] < 2.0

@@ -287,6 +287,9 @@ struct Stream {
     backlog: Option<hol::Backlog>,
     /// A reader of one transfer at a time: its cycle ([`duty`]).
     duty: Option<duty::Duty>,
+    /// Read requests it sends back to back, a whole transfer's where its tags let every
+    /// transfer's go out at once (1: one at a time, as tags free).
+    burst: f64,
     /// The credits (their name, and why) it waits for behind another stream's backlog,
     /// where that wait binds it.
     waits: Option<(String, String)>,
@@ -744,23 +747,31 @@ impl<'a> Model<'a> {
     }
 
     /// Per stream, each link direction it crosses and the arrivals there per payload byte
-    /// that owe an Ack and an UpdateFC: its TLPs, but a read's completions of one request,
-    /// which come back to back, one per Ack timer interval their burst spans (the
-    /// simulator's receiver sends the Ack and UpdateFCs owed when its timer fires, at most
-    /// one of each per interval: `on_dll_timer` in `sim/transmit.rs`).
+    /// that owe an Ack and an UpdateFC: its TLPs, but those that come back to back, one per
+    /// Ack timer interval their burst spans (the simulator's receiver sends the Ack and
+    /// UpdateFCs owed when its timer fires, at most one of each per interval:
+    /// `on_dll_timer` in `sim/transmit.rs`): a read's completions of one request, and the
+    /// requests of a transfer that sends them all at once.
     fn owed(&self) -> Vec<Owing> {
-        let completions = hol::bit(crate::pcie::flow_control::FcClass::Completion);
+        use crate::pcie::flow_control::FcClass;
+        let (completions, requests) = (hol::bit(FcClass::Completion), hol::bit(FcClass::NonPosted));
         let owed = |s: &Stream, c: usize, n: f64| {
             let l = &self.sys.links[c / 2];
-            let burst = s.mix.classes.get(&c) == Some(&completions) && s.requests_per_byte > 0.0;
-            if !burst || l.flit || l.ack != AckPolicy::Timer {
+            // Bursts per payload byte: of one request's completions, or of a transfer's
+            // requests.
+            let bursts = match s.mix.classes.get(&c) {
+                Some(&k) if k == completions => s.requests_per_byte,
+                Some(&k) if k == requests && s.burst > 1.0 => s.requests_per_byte / s.burst,
+                _ => 0.0,
+            };
+            if bursts <= 0.0 || l.flit || l.ack != AckPolicy::Timer {
                 return n;
             }
             let sym = ack_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
             let interval = secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)));
-            let span = self.ser(c, s.mix.uses[&c] / s.requests_per_byte);
-            let tlps = n / s.requests_per_byte;
-            s.requests_per_byte * (1.0 + span / interval).min(tlps)
+            let span = self.ser(c, s.mix.uses[&c] / bursts);
+            let tlps = n / bursts;
+            bursts * (1.0 + span / interval).min(tlps)
         };
         (self.streams.iter())
             .map(|s| {

@@ -262,6 +262,9 @@ impl Model<'_> {
             self.push(i, mix, t as f64, limits, requests, 0.0);
             if let Some(s) = self.streams.last_mut() {
                 s.duty = duty;
+                // Only a reader whose transfers' requests all go out at once keeps less
+                // than its whole window in flight on average (`read_window`).
+                s.burst = if share < 1.0 { requests } else { 1.0 };
             }
             let first = self.read_round_trip(&req, &cpl, cs).0;
             self.held_back(
@@ -609,6 +612,7 @@ impl Model<'_> {
             interrupts_per_byte: interrupts / bytes,
             backlog: None,
             duty: None,
+            burst: 1.0,
             waits: None,
         });
     }

@@ -413,6 +413,76 @@ fn readers_into_a_switch_get_no_more_of_its_link_than_its_completion_buffer_lets
 }
 
 #[test]
+fn a_transfers_requests_sent_at_once_owe_one_ack_per_timer_interval_they_span() {
+    // Two 16 KiB transfers of 32 requests each, all 64 out at once (256 tags): at each link
+    // up, a transfer's requests owe an Ack and an UpdateFC once per Ack timer interval
+    // their burst spans, not each; one at a time (8 tags), each owes its own.
+    let read = |tags: u32| {
+        format!(
+            r#"
+[pcie]
+mps = 128
+mrrs = 512
+[[root_complex]]
+name = "rc"
+[[switch]]
+name = "sw"
+[[endpoint]]
+name = "ep"
+kind = "dma"
+tags = {tags}
+[[link]]
+between = ["rc", "sw"]
+gen = 3
+width = 8
+[[link]]
+between = ["sw", "ep"]
+gen = 4
+width = 1
+[[workload]]
+name = "w"
+kind = "dma"
+endpoint = "ep"
+direction = "read"
+transfer_size = "16KiB"
+outstanding = 2
+"#
+        )
+    };
+    for (tags, burst) in [(256, 32.0), (8, 1.0)] {
+        let sys = system(&read(tags));
+        let mut m = Model::new(&sys);
+        m.workload(0, &sys.workloads[0]).expect("runs");
+        let s = &m.streams[0];
+        assert_eq!(s.burst, burst);
+        let owed = m.owed();
+        let mut links_up = 0;
+        for &(c, n) in &owed[0] {
+            if s.mix.classes[&c] != hol::bit(FcClass::NonPosted) {
+                continue;
+            }
+            links_up += 1;
+            let requests = s.mix.tlps[&c];
+            if burst == 1.0 {
+                assert_eq!(n, requests);
+                continue;
+            }
+            let l = &sys.links[c / 2];
+            let sym = ack_latency_symbols(l.gen, l.width, sys.pcie.mps);
+            let interval = secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)));
+            let span = m.ser(c, s.mix.uses[&c] / requests * burst);
+            let expected = requests / burst * (1.0 + span / interval);
+            assert!(
+                (n - expected).abs() < 1e-12 * expected,
+                "{n} against {expected}"
+            );
+            assert!(n < requests / 4.0, "{n} of {requests}");
+        }
+        assert_eq!(links_up, 2);
+    }
+}
+
+#[test]
 fn read_requests_wait_behind_the_posted_writes_a_slow_target_holds() {
     // The writes back up from the BAR's 4 GB/s through the switch's posted buffer to the
     // root complex's egress, and a read request may not pass them (the simulator: 25.4
