@@ -325,8 +325,10 @@ pub(super) fn settle(
 }
 
 /// `bounds` with each posted writer that a window behind a full FIFO holds (not max-min)
-/// taken as held at that FIFO's link: its writes back up from there to its source, and
-/// what joins their queues on the way waits behind them ([`super::hol`]).
+/// taken as held at that FIFO's link, and each reader so held at the full FIFO its
+/// completions cross ([`reader_held_at`]): its writes or completions back up from there
+/// toward their source, and what joins their queues on the way waits behind them
+/// ([`super::hol`]).
 pub(super) fn held_at(
     fifos: &[Fifo],
     q: &[f64],
@@ -336,8 +338,15 @@ pub(super) fn held_at(
     let mut out = bounds.to_vec();
     for (s, b) in out.iter_mut().enumerate() {
         let st = &streams[s];
+        if *b != Bound::Limit {
+            continue;
+        }
+        if let Some(c) = reader_held_at(fifos, q, (s, st)) {
+            *b = Bound::Resource(c);
+            continue;
+        }
         let posted = (st.backlog.as_ref()).is_some_and(|b| b.class == FcClass::Posted);
-        if *b != Bound::Limit || !posted {
+        if !posted {
             continue;
         }
         // The least of its limits, and the full FIFO's link if a window behind it is that.
@@ -390,6 +399,34 @@ pub(super) fn bounds(
             *b = Bound::Resource(f.chan);
         }
     }
+}
+
+/// The link of the full FIFO with the longest delay that reader `s`'s completions cross,
+/// where a window of its own behind the FIFOs holds it: its completions back up from
+/// there (a link that windows share by the delay, not max-min).
+fn reader_held_at(fifos: &[Fifo], q: &[f64], (s, st): (usize, &Stream)) -> Option<usize> {
+    let bl = (st.backlog.as_ref()).filter(|b| b.class == FcClass::Completion)?;
+    let delay: f64 = (fifos.iter().zip(q))
+        .filter(|(f, _)| f.streams.contains(&s))
+        .map(|(_, &q)| q)
+        .sum();
+    let window = |l: &super::Limit| match l.window {
+        Some((w, t)) if l.at.is_none() && t + delay > 0.0 => l.rate.min(w / (t + delay)),
+        _ => l.rate,
+    };
+    let least = st
+        .limits
+        .iter()
+        .min_by(|a, b| window(a).total_cmp(&window(b)))?;
+    if least.window.is_none() || least.at.is_some() {
+        return None;
+    }
+    (fifos.iter().zip(q))
+        .filter(|(f, &q)| {
+            q > 0.0 && f.streams.contains(&s) && bl.path.hops.contains(&super::Hop::Chan(f.chan))
+        })
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(f, _)| f.chan)
 }
 
 #[cfg(test)]

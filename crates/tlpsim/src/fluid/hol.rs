@@ -178,6 +178,10 @@ impl Model<'_> {
         let mut longest: Vec<Option<Wait>> = vec![None; self.streams.len()];
         let mut held: Vec<Option<Vec<f64>>> = vec![None; self.streams.len()];
         for v in victims {
+            // Two streams held at one link share it, and its queue is in their windows.
+            if matches!(bounds[v.a], Bound::Resource(_)) && bounds[v.b] == bounds[v.a] {
+                continue;
+            }
             let h = held[v.a].get_or_insert_with(|| self.held(v.a, rates, bounds[v.a]));
             if let Some(&bytes) = h.get(v.k) {
                 if bytes > 0.0 && rates[v.a] > 0.0 {
