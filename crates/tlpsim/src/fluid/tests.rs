@@ -6,6 +6,15 @@ fn system(text: &str) -> System {
     load_str(text, "<test>").expect("scenario loads")
 }
 
+/// The model of `sys` with every workload's streams.
+fn streams_of(sys: &System) -> Model<'_> {
+    let mut m = Model::new(sys);
+    for (i, w) in sys.workloads.iter().enumerate() {
+        m.workload(i, w).expect("runs");
+    }
+    m
+}
+
 /// One endpoint under a root complex on a Gen3 x8 link, with `workloads` appended.
 fn one_link(workloads: &str) -> System {
     switched("", 8, workloads)
@@ -343,10 +352,7 @@ fn completions_wait_behind_a_slow_readers_backlog_in_the_root_complexs_queue() {
 fn a_switchs_completion_buffer_has_room_for_one_reader_beside_what_the_others_hold() {
     // Both readers' completions come into sw0 over rc -> sw0 and share its 64 CplH.
     let sys = behind_a_backlog(true);
-    let mut m = Model::new(&sys);
-    for (i, w) in sys.workloads.iter().enumerate() {
-        m.workload(i, w).expect("runs");
-    }
+    let m = streams_of(&sys);
     let (mine, other) = (&m.streams[1], &m.streams[0]);
     let (bl, theirs) = (
         mine.backlog.as_ref().unwrap(),
@@ -374,10 +380,7 @@ fn a_switchs_completion_buffer_has_room_for_one_reader_beside_what_the_others_ho
 fn readers_into_a_switch_get_no_more_of_its_link_than_its_completion_buffer_lets_through() {
     // Both readers' completions come into sw0 over rc -> sw0 and share its 64 CplH.
     let sys = behind_a_backlog(true);
-    let mut m = Model::new(&sys);
-    for (i, w) in sys.workloads.iter().enumerate() {
-        m.workload(i, w).expect("runs");
-    }
+    let m = streams_of(&sys);
     let pools = m.pools();
     assert_eq!(pools.len(), 1);
     let (c, users) = (pools[0].chan, &pools[0].users);
@@ -451,8 +454,7 @@ outstanding = 2
     };
     for (tags, burst) in [(256, 32.0), (8, 1.0)] {
         let sys = system(&read(tags));
-        let mut m = Model::new(&sys);
-        m.workload(0, &sys.workloads[0]).expect("runs");
+        let m = streams_of(&sys);
         let s = &m.streams[0];
         assert_eq!(s.burst, burst);
         let owed = m.owed();
