@@ -266,7 +266,7 @@ impl Model<'_> {
                 // than its whole window in flight on average (`read_window`).
                 s.burst = if share < 1.0 { requests } else { 1.0 };
             }
-            let first = self.read_round_trip(&req, &cpl, cs).0;
+            // `first` is that of one completion of `cs` bytes: what the read's first takes.
             self.held_back(
                 cpl,
                 FcClass::Completion,
@@ -570,7 +570,8 @@ impl Model<'_> {
 
     /// Notes what the last stream keeps queued along `path` when held downstream: TLPs of
     /// `class` with `tlp` payload bytes, at most `source` bytes at its own egress, `share`
-    /// of its window in flight where they queue (`Backlog::share`).
+    /// of its window in flight where they queue (`Backlog::share`), `first` seconds for its
+    /// first TLP to come in (`Backlog::first`).
     fn held_back(
         &mut self,
         path: Path,
