@@ -28,15 +28,40 @@ seed's simulator figures may not have converged: `--recheck D` runs each seed wi
 again on the simulator for `D` and judges all its flows against that longer run, printing
 both differences (`seed 14 w0: +6.29% at 1ms, +2.11% at 10ms`). The summary counts the
 misses against the longer runs, and how many the short runs alone had.
+
+`--des-cache DIR` keeps each simulator run's flows in DIR, keyed by the scenario's text and
+values, and reuses them: for comparing builds of the fluid engine while the simulator is
+unchanged (a change to the simulator needs an empty DIR).
 """
 
 import argparse
+import hashlib
 import json
+import os
 import random
 import tomllib
 
 from tlpsim import _core
 from tlpsim.simulate import load_scenario, run
+
+DES_CACHE = None
+
+
+def des_flows(text, values=None):
+    """The simulator's flows for `text` with `values` set, from `DES_CACHE` where it has them."""
+    path = None
+    if DES_CACHE:
+        key = hashlib.sha256((text + json.dumps(values, sort_keys=True)).encode()).hexdigest()
+        path = os.path.join(DES_CACHE, key[:32] + ".json")
+        if os.path.exists(path):
+            with open(path) as f:
+                return json.load(f)
+    flows = run(load_scenario(text, values=values)).flows
+    if path:
+        with open(path, "w") as f:
+            json.dump(flows, f)
+    return flows
+
 
 WINDOW_KINDS = {"credits", "requests", "iodepth", "replay_buffer", "sequence_window"}
 
@@ -98,17 +123,17 @@ def window_rise(text, name, gbps):
     values = {f"workload.{name}.outstanding": 2 * w["outstanding"]}
     if ep["tags"] < 256:
         values[f"endpoint.{ep['name']}.tags"] = min(2 * ep["tags"], 256)
-    wider = run(load_scenario(text, values=values))
-    return next(f["throughput_gbps"] for f in wider.flows if f["name"] == name) / gbps - 1
+    wider = des_flows(text, values)
+    return next(f["throughput_gbps"] for f in wider if f["name"] == name) / gbps - 1
 
 
 def compare(text):
     """Each flow's fluid error against the simulator: (name, error, tolerance, simulator's
     verdict, fluid's verdict, the window's rise or None, the verdict's tolerance)."""
-    des = run(load_scenario(text))
+    des = des_flows(text)
     fl = json.loads(_core.run_scenario(load_scenario(text, values={"simulation.engine": "fluid"}), None, None)[0])
     out = []
-    for d, f in zip(des.flows, fl["flows"], strict=True):
+    for d, f in zip(des, fl["flows"], strict=True):
         if d["throughput_gbps"] <= 0:
             continue
         err = (f["throughput_gbps"] - d["throughput_gbps"]) / d["throughput_gbps"]
@@ -129,7 +154,12 @@ def main():
     ap.add_argument("--duration", default="120us", help="simulated time of each run (120us)")
     ap.add_argument("--recheck", help="rerun each seed with a miss for this long, judge against it")
     ap.add_argument("--host", action="store_true", help="vary the root complex's host side and rates too")
+    ap.add_argument("--des-cache", metavar="DIR", help="keep and reuse the simulator's runs in DIR")
     args = ap.parse_args()
+    global DES_CACHE
+    if args.des_cache:
+        os.makedirs(args.des_cache, exist_ok=True)
+        DES_CACHE = args.des_cache
 
     def scenario(seed, duration):
         return fabric(random.Random(seed), duration, random.Random(-1 - seed) if args.host else None)

@@ -21,8 +21,12 @@
 //! exactly and its neighbours are unchanged where it shares nothing.
 
 use super::fifo::Fifo;
-use super::solve::{solve, Bound, Demand};
+use super::pool::{self, Pool};
+use super::solve::{Bound, Demand};
 use super::Stream;
+
+/// The max-min solve of demands over capacities, bounds named by link (`pool::solve`).
+type Solve<'a> = dyn Fn(&[f64], &[Demand]) -> (Vec<f64>, Vec<Bound>) + 'a;
 
 /// The most readers of one transfer at a time taken apart (`2^MAX_DUTY` phases).
 const MAX_DUTY: usize = 6;
@@ -99,11 +103,12 @@ impl Duty {
 /// no such reader or more than [`MAX_DUTY`] in all.
 pub(super) fn mix(
     (streams, rooms): (&[Stream], &[Vec<Room>]),
-    (fifos, chans): (&[Fifo], usize),
+    (fifos, chans, pools): (&[Fifo], usize, &[Pool]),
     (cap, demands, hol): (&[f64], &[Demand], &[f64]),
     rates: Vec<f64>,
 ) -> Vec<f64> {
-    let readers = readers(streams, (fifos, chans), (cap, demands, hol));
+    let solve = |cap: &[f64], d: &[Demand]| pool::solve(pools, cap, d);
+    let readers = readers(streams, (fifos, chans), (cap, demands, hol), &solve);
     if readers.is_empty() || readers.len() > MAX_DUTY {
         return rates;
     }
@@ -161,6 +166,7 @@ pub(super) fn mix(
             (cap, demands, &readers),
             both,
             times,
+            &solve,
         );
     }
     mixed
@@ -183,6 +189,7 @@ fn carry(
     (cap, demands, readers): (&[f64], &[Demand], &[(usize, Duty)]),
     (on, off): (&[f64], &[f64]),
     (t_on, t_off): (f64, f64),
+    solve: &Solve<'_>,
 ) {
     let cycle = t_on + t_off;
     if cycle <= 0.0 {
@@ -313,6 +320,7 @@ fn readers(
     streams: &[Stream],
     (fifos, chans): (&[Fifo], usize),
     (cap, demands, hol): (&[f64], &[Demand], &[f64]),
+    solve: &Solve<'_>,
 ) -> Vec<(usize, Duty)> {
     let candidates: Vec<(usize, Duty)> = (streams.iter().enumerate())
         .filter(|(s, _)| fifos.iter().all(|f| !f.holds(*s)) && hol[*s] == 0.0)

@@ -801,11 +801,10 @@ impl<'a> Model<'a> {
     }
 
     /// Each link direction's capacity `cap` at `rates`: its wire's `base` less the DLLPs
-    /// (`dllp`) the TLPs coming the other way owe (`owed`), and no more than the switch's
-    /// completion buffer it feeds lets through (`pools`).
+    /// (`dllp`) the TLPs coming the other way owe (`owed`).
     fn caps(
         &self,
-        (owed, pools): (&[Owing], &[pool::Pool]),
+        owed: &[Owing],
         (rates, base): (&[f64], &[f64]),
         (cap, dllp): (&mut [f64], &mut [f64]),
     ) {
@@ -820,7 +819,6 @@ impl<'a> Model<'a> {
             dllp[c] = self.dllp_load(c, owing[c ^ 1]);
             cap[c] = (base[c] - dllp[c]).max(0.0);
         }
-        pool::cap_pools(pools, &self.streams, rates, cap);
     }
 
     /// Solves the model and builds the result.
@@ -851,10 +849,14 @@ impl<'a> Model<'a> {
                     .fold(f64::INFINITY, f64::min),
             })
             .collect();
-        let mut cap = base.clone();
-        let mut dllp = vec![0.0; chans];
+        // Switches' completion buffers that several readers share, as resources after the
+        // others.
+        let pools = self.pools();
         let mut demands = demands;
-        let (mut rates, mut bounds) = solve(&cap, &demands);
+        let mut cap = base.clone();
+        cap.extend(pool::resources(&pools, base.len(), &mut demands));
+        let mut dllp = vec![0.0; chans];
+        let (mut rates, mut bounds) = pool::solve(&pools, &cap, &demands);
         // Four rounds settle the DLLPs; FIFO queues and streams held behind others'
         // backlogs take more, until no stream's limit moves.
         let fifos = self.fifos();
@@ -866,7 +868,6 @@ impl<'a> Model<'a> {
         let paced = limits.iter().flatten().any(|l| l.paced.is_some());
         let shared = limits.iter().flatten().any(|l| l.shared.is_some());
         let owed = self.owed();
-        let pools = self.pools();
         for round in 0..200 {
             let held = !victims.is_empty() && {
                 let held_at = fifo::held_at(&fifos, &q, &self.streams, &bounds);
@@ -876,16 +877,19 @@ impl<'a> Model<'a> {
             if fifos.is_empty() && !held && round >= 4 {
                 break;
             }
-            self.caps((&owed, &pools), (&rates, &base), (&mut cap, &mut dllp));
+            self.caps(&owed, (&rates, &base), (&mut cap, &mut dllp));
+            // Completions into a switch's shared buffer drain as fast as it lets them.
+            let mut drain = cap.clone();
+            pool::cap_pools(&pools, &self.streams, &rates, &mut drain);
             if paced {
-                stretch(&mut self.streams, &limits, (&base, &cap));
+                stretch(&mut self.streams, &limits, (&base, &cap), (&pools, &drain));
             }
             if shared {
                 share(&mut self.streams, &limits, &rates);
             }
             if !fifos.is_empty() || held || paced || shared {
                 let last = (&rates[..], &bounds[..], &hol[..]);
-                fifo::settle(&fifos, &mut q, &self.streams, last, &cap);
+                fifo::settle(&fifos, &mut q, &self.streams, last, &drain);
                 // Settled when no stream's limit moves (two FIFOs in series that the same
                 // streams cross may trade their delays without changing a rate).
                 let mut moved = false;
@@ -898,7 +902,7 @@ impl<'a> Model<'a> {
                     break;
                 }
             }
-            (rates, bounds) = solve(&cap, &demands);
+            (rates, bounds) = pool::solve(&pools, &cap, &demands);
         }
         // Only a reader of one transfer at a time has gaps to carry writes into.
         let rooms = if self.streams.iter().any(|s| s.duty.is_some()) {
@@ -908,26 +912,37 @@ impl<'a> Model<'a> {
         };
         let rates = duty::mix(
             (&self.streams, &rooms),
-            (&fifos, chans),
+            (&fifos, chans, &pools),
             (&cap, &demands, &hol),
             rates,
         );
         fifo::bounds(&fifos, (&q, &hol), &self.streams, &mut bounds);
         self.name_waits(waits, (&fifos, &q, &hol), &bounds);
-        self.report(rates, bounds, &cap, &dllp)
+        self.report(rates, bounds, &cap[..base.len()], &dllp)
     }
 }
 
 /// Sets each stream's limits to `base`'s with the bytes a limit's round trip carries back
 /// to back over a link at its whole capacity `full` taken at the capacity `cap` the DLLPs
-/// leave of it.
-fn stretch(streams: &mut [Stream], base: &[Vec<Limit>], (full, cap): (&[f64], &[f64])) {
-    for (st, base) in streams.iter_mut().zip(base) {
+/// leave of it, or for a reader's completions into a switch's shared buffer (`pools`), at
+/// the rate `drain` the buffer lets them through.
+fn stretch(
+    streams: &mut [Stream],
+    base: &[Vec<Limit>],
+    (full, cap): (&[f64], &[f64]),
+    (pools, drain): (&[pool::Pool], &[f64]),
+) {
+    for (s, (st, base)) in streams.iter_mut().zip(base).enumerate() {
         for (l, b) in st.limits.iter_mut().zip(base) {
             let (Some((c, bytes)), Some((w, t))) = (b.paced, b.window) else {
                 continue;
             };
-            let t = t + bytes / cap[c].max(1.0) - bytes / full[c];
+            let at = if pool::drains(pools, s, c) {
+                drain[c]
+            } else {
+                cap[c]
+            };
+            let t = t + bytes / at.max(1.0) - bytes / full[c];
             l.window = Some((w, t));
             l.rate = w / t;
         }

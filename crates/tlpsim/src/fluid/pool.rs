@@ -11,6 +11,7 @@
 //! of the time waiting for CplH credits). The link then carries no more completions than
 //! the buffer over their mean round trip, however its transmitter splits them.
 
+use super::solve::{Bound, Demand};
 use super::{Hop, Model, Stream};
 use crate::pcie::flow_control::FcClass;
 use crate::pcie::tlp::TlpKind;
@@ -70,9 +71,36 @@ impl Model<'_> {
     }
 }
 
+/// Adds each pool's buffer to the solve as two resources after the `first` others: its
+/// header and its data credits, which each reader's completions hold at its header and
+/// data credit-seconds per byte of its rate, and which readers share at the weight they
+/// have on the pool's link (its transmitter gives returned credits to one TLP per input in
+/// turn). Returns the resources' capacities; a resource index `first + 2k` or
+/// `first + 2k + 1` is pool `k`'s. A linear constraint of its own, not a lowered link
+/// capacity, so the link's other traffic (posted writes, other classes) is not held back
+/// and the link's busy time stays its wire's.
+pub(super) fn resources(pools: &[Pool], first: usize, demands: &mut [Demand]) -> Vec<f64> {
+    let mut cap = Vec::with_capacity(2 * pools.len());
+    for (k, p) in pools.iter().enumerate() {
+        cap.extend([p.credits.0, p.credits.1]);
+        for &(s, h, d) in &p.users {
+            let d_s = &mut demands[s];
+            let Some(&(_, _, w)) = d_s.uses.iter().find(|u| u.0 == p.chan) else {
+                continue;
+            };
+            d_s.uses.push((first + 2 * k, h, w));
+            d_s.uses.push((first + 2 * k + 1, d, w));
+        }
+    }
+    cap
+}
+
 /// Lowers each pool's link direction's capacity `cap` (wire bytes per second) to what its
 /// buffer lets through at the mix of `rates`: the completions' wire bytes scaled by the
-/// buffer over the credits they hold, beside the rest of the link's load.
+/// buffer over the credits they hold, beside the rest of the link's load. For a FIFO queue
+/// before the link (`fifo::settle`): its completions drain as fast as the buffer's
+/// credits come back, and the queue's delay sets each reader's share by its window; and for
+/// a paced reader's completions (`stretch`), which go back to back only as fast.
 pub(super) fn cap_pools(pools: &[Pool], streams: &[Stream], rates: &[f64], cap: &mut [f64]) {
     for p in pools {
         let c = p.chan;
@@ -90,4 +118,26 @@ pub(super) fn cap_pools(pools: &[Pool], streams: &[Stream], rates: &[f64], cap: 
             cap[c] = cap[c].min(load - wire * (1.0 - f));
         }
     }
+}
+
+/// Whether stream `s`'s completions cross link direction `c` into a pool's buffer.
+pub(super) fn drains(pools: &[Pool], s: usize, c: usize) -> bool {
+    (pools.iter()).any(|p| p.chan == c && p.users.iter().any(|u| u.0 == s))
+}
+
+/// The max-min solve of `demands` over `cap`, whose last `2 * pools.len()` resources are
+/// the `pools`' buffers (see [`resources`]), with a flow the buffer bounds named as bound
+/// by its link direction: the simulator's link waits for the credits, and its verdict
+/// names the link.
+pub(super) fn solve(pools: &[Pool], cap: &[f64], demands: &[Demand]) -> (Vec<f64>, Vec<Bound>) {
+    let (rates, mut bounds) = super::solve::solve(cap, demands);
+    let first = cap.len() - 2 * pools.len();
+    for b in &mut bounds {
+        if let Bound::Resource(r) = *b {
+            if r >= first {
+                *b = Bound::Resource(pools[(r - first) / 2].chan);
+            }
+        }
+    }
+    (rates, bounds)
 }

@@ -377,7 +377,7 @@ fn a_switchs_completion_buffer_has_room_for_one_reader_beside_what_the_others_ho
 }
 
 #[test]
-fn readers_into_a_switch_get_no_more_of_its_link_than_its_completion_buffer_lets_through() {
+fn readers_into_a_switch_share_its_completion_buffer_and_leave_writers_the_link() {
     // Both readers' completions come into sw0 over rc -> sw0 and share its 64 CplH.
     let sys = behind_a_backlog(true);
     let m = streams_of(&sys);
@@ -390,29 +390,46 @@ fn readers_into_a_switch_get_no_more_of_its_link_than_its_completion_buffer_lets
     // Each byte holds its TLP's header over the credit round trip.
     let hold = m.credit_round_trip(&bl.path, 0, TlpKind::CplD, bl.tlp as u32);
     assert!((users[0].1 - m.streams[0].mix.tlps[&c] * hold).abs() < 1e-18);
-    // At rates holding twice the 64 headers, the link carries half their wire bytes; at
-    // twice those rates, the same: the cap depends on the mix, not on the rates.
     let per = |r: &[f64]| users.iter().map(|&(s, h, _)| r[s] * h).sum::<f64>();
-    let rates = [1e9, 2e9];
-    let k = 128.0 / per(&rates);
-    let wire: f64 = (0..2)
-        .map(|s| k * rates[s] * m.streams[s].mix.uses[&c])
-        .sum();
-    for scale in [1.0, 2.0] {
-        let r = [scale * k * rates[0], scale * k * rates[1]];
-        let mut cap = vec![f64::INFINITY; 2 * sys.links.len()];
-        pool::cap_pools(&pools, &m.streams, &r, &mut cap);
-        assert!(
-            (cap[c] - wire / 2.0).abs() < 1e-9 * wire,
-            "{} against {}",
-            cap[c],
-            wire / 2.0
-        );
-        assert!(cap
-            .iter()
-            .enumerate()
-            .all(|(d, &x)| d == c || x.is_infinite()));
-    }
+    // As resources of the solve: with the link's wire to spare, the readers fill the 64
+    // headers between them, one TLP each in turn, and their bound names the link. A
+    // writer on the same link takes the rest of its wire: the buffer holds completions
+    // only.
+    let inf = f64::INFINITY;
+    let one = |s: usize| {
+        let t = m.streams[s].mix.tlps[&c];
+        (c, m.streams[s].mix.uses[&c], 1.0 / t)
+    };
+    let wire_per = |s: usize| m.streams[s].mix.uses[&c];
+    let mut demands: Vec<Demand> = (0..2)
+        .map(|s| Demand {
+            uses: vec![one(s)],
+            limit: inf,
+        })
+        .collect();
+    demands.push(Demand {
+        uses: vec![(c, 1.0, 128.0)],
+        limit: inf,
+    });
+    let chans = 2 * sys.links.len();
+    let extra = pool::resources(&pools, chans, &mut demands[..]);
+    assert_eq!(extra, vec![64.0, 1024.0]);
+    let mut cap = vec![1e12; chans];
+    cap.extend(&extra);
+    let (r, b) = pool::solve(&pools, &cap, &demands);
+    let held = per(&r);
+    assert!((held - 64.0).abs() < 1e-9 * 64.0, "{held} headers held");
+    let tlp = |s: usize| r[s] * m.streams[s].mix.tlps[&c];
+    assert!((tlp(0) - tlp(1)).abs() < 1e-9 * tlp(0), "{r:?}");
+    assert_eq!((b[0], b[1]), (Bound::Resource(c), Bound::Resource(c)));
+    let readers = r[0] * wire_per(0) + r[1] * wire_per(1);
+    assert!(
+        (r[2] - (1e12 - readers)).abs() < 1e-9 * 1e12,
+        "the writer gets {} of {}",
+        r[2],
+        1e12 - readers
+    );
+    assert_eq!(b[2], Bound::Resource(c));
 }
 
 #[test]
