@@ -174,6 +174,24 @@ impl Model<'_> {
         rates: &[f64],
         bounds: &[Bound],
     ) -> (Vec<f64>, Vec<Option<Wait>>) {
+        // A "both" workload's reads whose requests queue with its own writes, which a link
+        // holds that serves other inputs too, round robin: a transfer's requests leave one
+        // per turn of their input, at its TLP rate there, not all at once.
+        let mut trickle = vec![0.0; self.streams.len()];
+        for v in victims {
+            let (sa, sb) = (&self.streams[v.a], &self.streams[v.b]);
+            let posted = (sa.backlog.as_ref()).is_some_and(|b| b.class == FcClass::Posted);
+            let Bound::Resource(r) = bounds[v.a] else {
+                continue;
+            };
+            let input = sa.mix.inputs.get(&r);
+            let shared = (self.streams.iter())
+                .any(|st| st.mix.inputs.get(&r).is_some_and(|i| Some(i) != input));
+            if posted && sa.flow == sb.flow && input.is_some() && shared {
+                trickle[v.b] =
+                    rates[v.a] * sa.requests_per_byte + rates[v.b] * sb.requests_per_byte;
+            }
+        }
         let mut out = vec![0.0; self.streams.len()];
         let mut longest: Vec<Option<Wait>> = vec![None; self.streams.len()];
         let mut held: Vec<Option<Vec<f64>>> = vec![None; self.streams.len()];
@@ -182,7 +200,8 @@ impl Model<'_> {
             if matches!(bounds[v.a], Bound::Resource(_)) && bounds[v.b] == bounds[v.a] {
                 continue;
             }
-            let h = held[v.a].get_or_insert_with(|| self.held(v.a, rates, bounds[v.a]));
+            let h =
+                held[v.a].get_or_insert_with(|| self.held(v.a, rates, (bounds[v.a], trickle[v.a])));
             if let Some(&bytes) = h.get(v.k) {
                 if bytes > 0.0 && rates[v.a] > 0.0 {
                     let secs = bytes / rates[v.a];
@@ -248,9 +267,11 @@ impl Model<'_> {
         matches!(h, super::Hop::Socket { from, to, .. } if self.socket_res(from, to) == Some(r))
     }
 
-    /// The bytes stream `a` (at `rate`, bound by `bound`) keeps queued at each hop of its
-    /// way before the one its bound holds it at: empty where nothing downstream holds it.
-    fn held(&self, a: usize, rates: &[f64], bound: Bound) -> Vec<f64> {
+    /// The bytes stream `a` (at `rate`, bound by `bound`; its requests going out at most
+    /// one per turn of an input that serves `trickle` TLPs a second, 0 where not) keeps queued
+    /// at each hop of its way before the one its bound holds it at: empty where nothing
+    /// downstream holds it.
+    fn held(&self, a: usize, rates: &[f64], (bound, trickle): (Bound, f64)) -> Vec<f64> {
         let rate = rates[a];
         let st = &self.streams[a];
         let Some(bl) = &st.backlog else {
@@ -301,6 +322,14 @@ impl Model<'_> {
             // Held at a link: what it carries of each request's completions after the first
             // waits before it, so only the first one's round trip is out of the queues.
             (_, Bound::Resource(_)) => backlog(st, rate, bl.share, bl.first),
+            // Its requests leave one per turn of their input on a link that holds its writes:
+            // where their completions come slower than its narrowest link takes them, only
+            // one request's are queued at a time (random fabric seed 1483: a "both"
+            // endpoint's reads behind its writes, one input of three on a full link, leave
+            // no backlog); where faster, the transfer's pile up as before.
+            _ if trickle > 0.0 && trickle / st.requests_per_byte < self.narrowest(&bl.path) => {
+                backlog(st, rate, bl.share, f64::INFINITY).min(1.0 / st.requests_per_byte)
+            }
             _ => backlog(st, rate, bl.share, f64::INFINITY),
         };
         let mut out = vec![0.0; j];
