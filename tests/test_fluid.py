@@ -1705,3 +1705,65 @@ def test_a_both_endpoints_reads_behind_its_writes_on_a_shared_link_leave_no_back
     for name in ("w0", "w1", "w2"):
         assert fluid[name]["bottleneck"]["resource"] == des[name]["bottleneck"]["resource"] == "sw0-sw1 up"
         assert abs(fluid[name]["throughput_gbps"] / des[name]["throughput_gbps"] - 1) < 0.15
+
+
+#: Random fabric seed 1176 at 300 us: a "both" endpoint (`w0`, 256-byte requests, 512-byte
+#: writes) and a writer (`w1`) share `sw0`'s full Gen2 x4 link up, one input each.
+REQUESTS_AND_WRITES_IN_ONE_INPUT = """
+[simulation]
+duration = "300us"
+warmup = "20us"
+[pcie]
+mps = 512
+mrrs = 256
+[[root_complex]]
+name = "rc"
+[[switch]]
+name = "sw0"
+forwarding = "cut-through"
+[[link]]
+between = ["rc", "sw0"]
+gen = 2
+width = 4
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = 256
+[[link]]
+between = ["sw0", "ep0"]
+gen = 4
+width = 4
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep0"
+direction = "both"
+transfer_size = "64KiB"
+outstanding = 1
+[[endpoint]]
+name = "ep1"
+kind = "dma"
+tags = 16
+[[link]]
+between = ["sw0", "ep1"]
+gen = 4
+width = 8
+[[workload]]
+name = "w1"
+kind = "dma"
+endpoint = "ep1"
+direction = "write"
+transfer_size = "16KiB"
+outstanding = 2
+"""
+
+
+def test_a_both_endpoints_requests_and_writes_share_its_input_by_their_credits() -> None:
+    """`w0`'s requests and writes wait in one input of `sw0`'s full link up, in the order the
+    switch's credits let them in: its 64 NPH credits (reads of 64 x 256 B) against its 32
+    writes of PD (16 KiB), so about two requests per write, and the link's turns of that
+    input carry the reads' requests as well as the writes. Without the NPH window the fluid
+    engine gave `w0`'s reads that input's turns in a larger part, and `w1` 12 % too much."""
+    des, fluid = _both(REQUESTS_AND_WRITES_IN_ONE_INPUT, 0.02)
+    for d, f in zip(des.flows, fluid["flows"], strict=True):
+        assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == "rc-sw0 up"

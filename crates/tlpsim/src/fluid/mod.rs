@@ -66,6 +66,7 @@ use crate::fabric::{AckPolicy, NodeId, NodeKind, System, TargetKind, WorkloadSpe
 use crate::pcie::dll::{
     ack_latency_symbols, spec_dllp_fraction, update_fc_latency_symbols, DLLP_BYTES,
 };
+use crate::pcie::flow_control::FcClass;
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::symbol_ticks;
 use crate::pcie::{flit, phy};
@@ -262,9 +263,10 @@ struct Limit {
     /// place of `at`'s (a transfer's requests, which wait together in each FIFO on their
     /// way out).
     behind: Vec<usize>,
-    /// The link direction whose receiver's posted buffer the window is, which every
-    /// writer crossing it shares (`None`: a window of the stream's own).
-    shared: Option<usize>,
+    /// The link direction whose receiver's buffer of a class (posted, non-posted) the
+    /// window is, which every stream crossing it with TLPs of that class shares (`None`: a
+    /// window of the stream's own).
+    shared: Option<(usize, FcClass)>,
     /// The window waits behind other streams' backlogs too (`hol`: a read's completions,
     /// a window of no one FIFO's).
     hol: bool,
@@ -949,24 +951,26 @@ fn stretch(
     }
 }
 
-/// Sets each window of a posted buffer that several writers share (`Limit::shared`) to
-/// its writer's part of `base`'s: the part of the TLPs coming into it, at the last
-/// `rates`, that are its writer's (the simulator's switch holds a TLP in the buffer it
-/// came into until it leaves, whoever sent it).
+/// Sets each window of a buffer that several streams share (`Limit::shared`: a posted
+/// buffer its writers, a non-posted one its readers' requests) to its stream's part of
+/// `base`'s: the part of the TLPs of its class coming into it, at the last `rates`, that
+/// are its stream's (the simulator's switch holds a TLP in the buffer it came into until
+/// it leaves, whoever sent it).
 fn share(streams: &mut [Stream], base: &[Vec<Limit>], rates: &[f64]) {
-    let mut into: BTreeMap<usize, f64> = BTreeMap::new();
+    let mut into: BTreeMap<(usize, usize), f64> = BTreeMap::new();
     let tlps = |mix: &Mix, c: usize, r: f64| mix.tlps.get(&c).copied().unwrap_or(0.0) * r;
     for ((st, base), &r) in streams.iter().zip(base).zip(rates) {
-        for c in base.iter().filter_map(|l| l.shared) {
-            *into.entry(c).or_default() += tlps(&st.mix, c, r);
+        for key in base.iter().filter_map(|l| l.shared) {
+            *into.entry((key.0, key.1 as usize)).or_default() += tlps(&st.mix, key.0, r);
         }
     }
     for ((st, base), &r) in streams.iter_mut().zip(base).zip(rates) {
         for (l, b) in st.limits.iter_mut().zip(base) {
-            let (Some(c), Some((w, t))) = (b.shared, b.window) else {
+            let (Some(key), Some((w, t))) = (b.shared, b.window) else {
                 continue;
             };
-            let (total, mine) = (into.get(&c).copied().unwrap_or(0.0), tlps(&st.mix, c, r));
+            let total = into.get(&(key.0, key.1 as usize)).copied().unwrap_or(0.0);
+            let mine = tlps(&st.mix, key.0, r);
             let part = if total > 0.0 && mine > 0.0 {
                 mine / total
             } else {

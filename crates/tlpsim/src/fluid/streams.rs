@@ -132,7 +132,7 @@ impl Model<'_> {
                 at,
                 paced: None,
                 behind: Vec::new(),
-                shared: at.map(|_| c),
+                shared: at.map(|_| (c, class)),
                 hol: at.is_none(),
                 kind: "credits",
                 resource: format!("{} -> {} {ty} credits", names[tx].name, names[rx].name),
@@ -141,6 +141,54 @@ impl Model<'_> {
                      their round trip is {:.0} ns: at most {:.3} GB/s",
                     names[rx].name,
                     names[tx].name,
+                    rtt * 1e9,
+                    window / rtt / 1e9
+                ),
+            });
+        }
+        out
+    }
+
+    /// A reader's non-posted header credits at each switch its requests (along `p`, each
+    /// for `per_request` bytes) come into: the switch holds each request's credit until it
+    /// starts on its next link, so its NPH credits over that round trip, behind the FIFO
+    /// of that link, bound the requests there and the bytes they ask for (random fabric
+    /// seed 1176: a "both" endpoint's 256-byte requests and 512-byte writes share one
+    /// input at `sw0`'s full link up in the ratio of its 64 NPH to its 32 writes of PD).
+    fn request_credit_limits(&self, p: &Path, per_request: f64) -> Vec<Limit> {
+        let np = FcClass::NonPosted as usize;
+        let mut out = Vec::new();
+        for (i, hop) in p.hops.iter().enumerate() {
+            let Hop::Chan(c) = *hop else { continue };
+            let (tx, rx) = (p.nodes[i], p.nodes[i + 1]);
+            let Some(headers) = self.sys.nodes[rx].credits.0[2 * np] else {
+                continue;
+            };
+            let Some(&Hop::Chan(next)) = p.hops.get(i + 1) else {
+                continue;
+            };
+            if self.sys.nodes[rx].kind.holds_until_forwarded().is_none() {
+                continue;
+            }
+            let rtt = self.credit_round_trip(p, i, TlpKind::MRd, 0);
+            let window = headers as f64 * per_request;
+            let names = &self.sys.nodes;
+            out.push(Limit {
+                rate: window / rtt,
+                window: Some((window, rtt)),
+                at: Some(next),
+                paced: None,
+                behind: Vec::new(),
+                shared: Some((c, FcClass::NonPosted)),
+                hol: false,
+                kind: "credits",
+                resource: format!("{} -> {} NPH credits", names[tx].name, names[rx].name),
+                detail: format!(
+                    "{} advertises {headers} NPH credits toward {}, each a read of {:.0} B, \
+                     and their round trip is {:.0} ns: at most {:.3} GB/s",
+                    names[rx].name,
+                    names[tx].name,
+                    per_request,
                     rtt * 1e9,
                     window / rtt / 1e9
                 ),
@@ -259,6 +307,7 @@ impl Model<'_> {
             let (window, share, duty) = self.read_window(w, (&req, &cpl), requests, held);
             limits.extend(window);
             limits.extend(credits);
+            limits.extend(self.request_credit_limits(&req, per_request));
             self.push(i, mix, t as f64, limits, requests, 0.0);
             if let Some(s) = self.streams.last_mut() {
                 s.duty = duty;

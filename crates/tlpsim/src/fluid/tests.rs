@@ -544,3 +544,49 @@ fn a_switch_frees_a_posted_credit_as_the_tlp_starts_out() {
     let (up_faster, back, _) = trip("cut-through", 4);
     assert!((up_faster - (back + 100e-9)).abs() < 1e-15);
 }
+
+#[test]
+fn a_readers_requests_into_a_switch_are_bound_by_its_nph_credits_behind_the_next_link() {
+    // 16 KiB reads at MRRS 512: 32 requests of 512 B each; the switch advertises 64 NPH.
+    let sys = switched(
+        "",
+        8,
+        r#"
+[[workload]]
+name = "r"
+kind = "dma"
+endpoint = "ep"
+direction = "read"
+transfer_size = "16KiB"
+outstanding = 4
+"#,
+    );
+    let m = streams_of(&sys);
+    let st = &m.streams[0];
+    let nph: Vec<&Limit> = st
+        .limits
+        .iter()
+        .filter(|l| l.resource == "ep -> sw NPH credits")
+        .collect();
+    assert_eq!(nph.len(), 1, "one switch on the requests' way");
+    let l = nph[0];
+    let req = m
+        .path(
+            sys.workloads[0].source,
+            sys.workloads[0].target,
+            &sys.workloads[0],
+        )
+        .unwrap();
+    let (Hop::Chan(into), Hop::Chan(next)) = (req.hops[0], req.hops[1]) else {
+        panic!("two links up")
+    };
+    let rtt = m.credit_round_trip(&req, 0, TlpKind::MRd, 0);
+    // Each credit stands for one request's 512 bytes, out for the credit's round trip.
+    assert_eq!(l.window, Some((64.0 * 512.0, rtt)));
+    assert!((l.rate - 64.0 * 512.0 / rtt).abs() < 1e-9 * l.rate);
+    // Held until the request starts on the link to the root: a window behind its FIFO,
+    // shared with every stream's requests into the switch over the same link.
+    assert_eq!(l.at, Some(next));
+    assert_eq!(l.shared, Some((into, FcClass::NonPosted)));
+    assert!(!l.hol);
+}
