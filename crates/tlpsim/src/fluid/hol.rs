@@ -174,9 +174,10 @@ impl Model<'_> {
         rates: &[f64],
         bounds: &[Bound],
     ) -> (Vec<f64>, Vec<Option<Wait>>) {
-        // A "both" workload's reads whose requests queue with its own writes, which a link
-        // holds that serves other inputs too, round robin: a transfer's requests leave one
-        // per turn of their input, at its TLP rate there, not all at once.
+        // A "both" workload's reads whose requests queue with its own writes in one input of
+        // a link that holds the writes and serves other inputs too, round robin: a
+        // transfer's requests leave one per turn of that input, at its TLP rate there, not
+        // all at once (used for a reader its own window holds, `held`).
         let mut trickle = vec![0.0; self.streams.len()];
         for v in victims {
             let (sa, sb) = (&self.streams[v.a], &self.streams[v.b]);
@@ -184,10 +185,14 @@ impl Model<'_> {
             let Bound::Resource(r) = bounds[v.a] else {
                 continue;
             };
-            let input = sa.mix.inputs.get(&r);
-            let shared = (self.streams.iter())
-                .any(|st| st.mix.inputs.get(&r).is_some_and(|i| Some(i) != input));
-            if posted && sa.flow == sb.flow && input.is_some() && shared {
+            let Some(input) = sa.mix.inputs.get(&r).filter(|i| i.len() == 1) else {
+                continue;
+            };
+            let others = (self.streams.iter().zip(rates)).any(|(st, &rate)| {
+                rate > 0.0 && st.mix.inputs.get(&r).is_some_and(|i| i.is_disjoint(input))
+            });
+            let same = sb.mix.inputs.get(&r) == Some(input);
+            if posted && sa.flow == sb.flow && same && others {
                 trickle[v.b] =
                     rates[v.a] * sa.requests_per_byte + rates[v.b] * sb.requests_per_byte;
             }

@@ -36,7 +36,9 @@
 //!   (Little's law); an fio workload's I/Os in flight × `bs` over the unloaded latency of
 //!   one I/O; a posted-write stream's posted credits at each hop over that hop's credit round
 //!   trip (the TLP's time on the wire, the receiver holding it, the UpdateFC timer, the
-//!   DLLP back), and the two writes it keeps queued at its own egress. Queueing is modelled only where a resource is full: below saturation the
+//!   DLLP back), and the two writes it keeps queued at its own egress; a read stream's NPH
+//!   credits at each switch its requests come into. A switch's completion buffer that
+//!   several readers' completions share is two resources of the solve ([`pool`]). Queueing is modelled only where a resource is full: below saturation the
 //!   round trip is the unloaded one, and a window larger than the fair share only fills a
 //!   queue at the full resource, which the solve's fixed point (rate = window / (unloaded
 //!   round trip + queueing)) gives exactly.
@@ -257,7 +259,8 @@ struct Limit {
     at: Option<usize>,
     /// The link direction and wire bytes of the window that cross it back to back, counted
     /// in the round trip at the link's whole capacity: the solve stretches them to what
-    /// the DLLPs leave of it (`None`: nothing paced by a link).
+    /// the DLLPs leave of it, or a shared completion buffer lets through (`None`: nothing
+    /// paced by a link).
     paced: Option<(usize, f64)>,
     /// Where not empty, the link directions whose FIFO delays the window waits behind, in
     /// place of `at`'s (a transfer's requests, which wait together in each FIFO on their
@@ -884,10 +887,10 @@ impl<'a> Model<'a> {
             let mut drain = cap.clone();
             pool::cap_pools(&pools, &self.streams, &rates, &mut drain);
             if paced {
-                stretch(&mut self.streams, &limits, (&base, &cap), (&pools, &drain));
+                streams::stretch(&mut self.streams, &limits, (&base, &cap), (&pools, &drain));
             }
             if shared {
-                share(&mut self.streams, &limits, &rates);
+                streams::share(&mut self.streams, &limits, &rates);
             }
             if !fifos.is_empty() || held || paced || shared {
                 let last = (&rates[..], &bounds[..], &hol[..]);
@@ -921,64 +924,6 @@ impl<'a> Model<'a> {
         fifo::bounds(&fifos, (&q, &hol), &self.streams, &mut bounds);
         self.name_waits(waits, (&fifos, &q, &hol), &bounds);
         self.report(rates, bounds, &cap[..base.len()], &dllp)
-    }
-}
-
-/// Sets each stream's limits to `base`'s with the bytes a limit's round trip carries back
-/// to back over a link at its whole capacity `full` taken at the capacity `cap` the DLLPs
-/// leave of it, or for a reader's completions into a switch's shared buffer (`pools`), at
-/// the rate `drain` the buffer lets them through.
-fn stretch(
-    streams: &mut [Stream],
-    base: &[Vec<Limit>],
-    (full, cap): (&[f64], &[f64]),
-    (pools, drain): (&[pool::Pool], &[f64]),
-) {
-    for (s, (st, base)) in streams.iter_mut().zip(base).enumerate() {
-        for (l, b) in st.limits.iter_mut().zip(base) {
-            let (Some((c, bytes)), Some((w, t))) = (b.paced, b.window) else {
-                continue;
-            };
-            let at = if pool::drains(pools, s, c) {
-                drain[c]
-            } else {
-                cap[c]
-            };
-            let t = t + bytes / at.max(1.0) - bytes / full[c];
-            l.window = Some((w, t));
-            l.rate = w / t;
-        }
-    }
-}
-
-/// Sets each window of a buffer that several streams share (`Limit::shared`: a posted
-/// buffer its writers, a non-posted one its readers' requests) to its stream's part of
-/// `base`'s: the part of the TLPs of its class coming into it, at the last `rates`, that
-/// are its stream's (the simulator's switch holds a TLP in the buffer it came into until
-/// it leaves, whoever sent it).
-fn share(streams: &mut [Stream], base: &[Vec<Limit>], rates: &[f64]) {
-    let mut into: BTreeMap<(usize, usize), f64> = BTreeMap::new();
-    let tlps = |mix: &Mix, c: usize, r: f64| mix.tlps.get(&c).copied().unwrap_or(0.0) * r;
-    for ((st, base), &r) in streams.iter().zip(base).zip(rates) {
-        for key in base.iter().filter_map(|l| l.shared) {
-            *into.entry((key.0, key.1 as usize)).or_default() += tlps(&st.mix, key.0, r);
-        }
-    }
-    for ((st, base), &r) in streams.iter_mut().zip(base).zip(rates) {
-        for (l, b) in st.limits.iter_mut().zip(base) {
-            let (Some(key), Some((w, t))) = (b.shared, b.window) else {
-                continue;
-            };
-            let total = into.get(&(key.0, key.1 as usize)).copied().unwrap_or(0.0);
-            let mine = tlps(&st.mix, key.0, r);
-            let part = if total > 0.0 && mine > 0.0 {
-                mine / total
-            } else {
-                1.0
-            };
-            l.window = Some((w * part, t));
-            l.rate = w * part / t;
-        }
     }
 }
 

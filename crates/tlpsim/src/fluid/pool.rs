@@ -77,8 +77,9 @@ impl Model<'_> {
 /// have on the pool's link (its transmitter gives returned credits to one TLP per input in
 /// turn). Returns the resources' capacities; a resource index `first + 2k` or
 /// `first + 2k + 1` is pool `k`'s. A linear constraint of its own, not a lowered link
-/// capacity, so the link's other traffic (posted writes, other classes) is not held back
-/// and the link's busy time stays its wire's.
+/// capacity, so in the max-min solve the link's other traffic (posted writes, other
+/// classes) is not held back and the link's busy time stays its wire's. (A FIFO before
+/// the link drains at the lowered capacity, [`cap_pools`], whatever it holds.)
 pub(super) fn resources(pools: &[Pool], first: usize, demands: &mut [Demand]) -> Vec<f64> {
     let mut cap = Vec::with_capacity(2 * pools.len());
     for (k, p) in pools.iter().enumerate() {
@@ -130,6 +131,10 @@ pub(super) fn drains(pools: &[Pool], s: usize, c: usize) -> bool {
 /// by its link direction: the simulator's link waits for the credits, and its verdict
 /// names the link.
 pub(super) fn solve(pools: &[Pool], cap: &[f64], demands: &[Demand]) -> (Vec<f64>, Vec<Bound>) {
+    debug_assert!(
+        cap.len() >= 2 * pools.len(),
+        "the pools' resources are in `cap`"
+    );
     let (rates, mut bounds) = super::solve::solve(cap, demands);
     let first = cap.len() - 2 * pools.len();
     for b in &mut bounds {

@@ -4,11 +4,12 @@
 
 use super::duty::Duty;
 use super::hol::Backlog;
-use super::{secs, Hop, Limit, Mix, Model, Path, Refused, Stream};
+use super::{pool, secs, Hop, Limit, Mix, Model, Path, Refused, Stream};
 use crate::fabric::{DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadSpec};
 use crate::pcie::flow_control::FcClass;
 use crate::pcie::tlp::TlpKind;
 use crate::sim::WRITE_QUEUE_DEPTH;
+use std::collections::BTreeMap;
 
 /// The ways the TLPs of an fio workload's I/Os take.
 struct FioWays {
@@ -161,7 +162,7 @@ impl Model<'_> {
         for (i, hop) in p.hops.iter().enumerate() {
             let Hop::Chan(c) = *hop else { continue };
             let (tx, rx) = (p.nodes[i], p.nodes[i + 1]);
-            let Some(headers) = self.sys.nodes[rx].credits.0[2 * np] else {
+            let Some(headers) = self.sys.nodes[rx].credits.0[2 * np].filter(|&h| h > 0) else {
                 continue;
             };
             let Some(&Hop::Chan(next)) = p.hops.get(i + 1) else {
@@ -302,12 +303,12 @@ impl Model<'_> {
             self.unloaded[i] = Some(first * 1e9);
             let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
             let cs = self.cpl_size(dst).min(per_request.ceil() as u32);
-            let credits = self.credit_limits(&cpl, cs, FcClass::Completion);
+            let mut credits = self.credit_limits(&cpl, cs, FcClass::Completion);
+            credits.extend(self.request_credit_limits(&req, per_request));
             let held = credits.iter().map(|l| l.rate).fold(f64::INFINITY, f64::min);
             let (window, share, duty) = self.read_window(w, (&req, &cpl), requests, held);
             limits.extend(window);
             limits.extend(credits);
-            limits.extend(self.request_credit_limits(&req, per_request));
             self.push(i, mix, t as f64, limits, requests, 0.0);
             if let Some(s) = self.streams.last_mut() {
                 s.duty = duty;
@@ -426,13 +427,13 @@ impl Model<'_> {
     }
 
     /// A lone transfer whose requests outnumber its window `n` (`(requests, n, bytes per
-    /// request, the rate its completion credits allow)`): it goes out in `m` rounds of its
+    /// request, the rate its completion and request credits allow)`): it goes out in `m` rounds of its
     /// window, each waiting for the last round's completions, and the next transfer starts
     /// only when its last completion is in, so the window drains at every transfer's end:
     /// `m - 1` request round trips and the round trip of the last round's requests
     /// together, each round behind every FIFO on its way; and at least all its completions
     /// back to back (where they, not the window, pace it; no faster than its completion
-    /// credits go round), behind the FIFO its requests leave the source by, once.
+    /// and request credits go round), behind the FIFO its requests leave the source by, once.
     fn drained_transfer(
         &self,
         w: &WorkloadSpec,
@@ -692,5 +693,63 @@ fn read_limit(w: &WorkloadSpec, window: f64, t: f64, detail: String) -> Limit {
         kind: "requests",
         resource: format!("{} read requests", w.name),
         detail,
+    }
+}
+
+/// Sets each stream's limits to `base`'s with the bytes a limit's round trip carries back
+/// to back over a link at its whole capacity `full` taken at the capacity `cap` the DLLPs
+/// leave of it, or for a reader's completions into a switch's shared buffer (`pools`), at
+/// the rate `drain` the buffer lets them through.
+pub(super) fn stretch(
+    streams: &mut [Stream],
+    base: &[Vec<Limit>],
+    (full, cap): (&[f64], &[f64]),
+    (pools, drain): (&[pool::Pool], &[f64]),
+) {
+    for (s, (st, base)) in streams.iter_mut().zip(base).enumerate() {
+        for (l, b) in st.limits.iter_mut().zip(base) {
+            let (Some((c, bytes)), Some((w, t))) = (b.paced, b.window) else {
+                continue;
+            };
+            let at = if pool::drains(pools, s, c) {
+                drain[c]
+            } else {
+                cap[c]
+            };
+            let t = t + bytes / at.max(1.0) - bytes / full[c];
+            l.window = Some((w, t));
+            l.rate = w / t;
+        }
+    }
+}
+
+/// Sets each window of a buffer that several streams share (`Limit::shared`: a posted
+/// buffer its writers, a non-posted one its readers' requests) to its stream's part of
+/// `base`'s: the part of the TLPs of its class coming into it, at the last `rates`, that
+/// are its stream's (the simulator's switch holds a TLP in the buffer it came into until
+/// it leaves, whoever sent it).
+pub(super) fn share(streams: &mut [Stream], base: &[Vec<Limit>], rates: &[f64]) {
+    let mut into: BTreeMap<(usize, usize), f64> = BTreeMap::new();
+    let tlps = |mix: &Mix, c: usize, r: f64| mix.tlps.get(&c).copied().unwrap_or(0.0) * r;
+    for ((st, base), &r) in streams.iter().zip(base).zip(rates) {
+        for key in base.iter().filter_map(|l| l.shared) {
+            *into.entry((key.0, key.1 as usize)).or_default() += tlps(&st.mix, key.0, r);
+        }
+    }
+    for ((st, base), &r) in streams.iter_mut().zip(base).zip(rates) {
+        for (l, b) in st.limits.iter_mut().zip(base) {
+            let (Some(key), Some((w, t))) = (b.shared, b.window) else {
+                continue;
+            };
+            let total = into.get(&(key.0, key.1 as usize)).copied().unwrap_or(0.0);
+            let mine = tlps(&st.mix, key.0, r);
+            let part = if total > 0.0 && mine > 0.0 {
+                mine / total
+            } else {
+                1.0
+            };
+            l.window = Some((w * part, t));
+            l.rate = w * part / t;
+        }
     }
 }
