@@ -16,6 +16,8 @@
 //! 75), read requests behind posted writes a device's memory takes slowly
 //! (`gpu-bar-through-switch.toml`).
 
+use std::collections::BTreeSet;
+
 use super::duty::Room;
 use super::fifo::{self, Fifo};
 use super::{Bound, Model, Path, Stream};
@@ -418,4 +420,85 @@ fn backlog(st: &Stream, rate: f64, share: f64, first: f64) -> f64 {
         .map(|(w, t)| w * share - rate * t.min(first))
         .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))))
         .map_or(0.0, |x| x.max(0.0))
+}
+
+impl Model<'_> {
+    /// Seconds each stream's round trip waits at the rates, bounds and capacities of the
+    /// last solve: behind other streams' backlogs ([`Model::hol`], with readers held behind
+    /// full FIFOs, `fifos` at delays `q`, as held there) and for its turns at full links
+    /// ([`Model::turn_waits`]); where it waits longest behind a backlog; and whether any
+    /// stream waits at all.
+    pub(super) fn waits(
+        &self,
+        victims: &[Victim],
+        (fifos, q): (&[Fifo], &[f64]),
+        (rates, bounds, cap): (&[f64], &[Bound], &[f64]),
+    ) -> (Vec<f64>, Vec<Option<Wait>>, bool) {
+        let (mut out, longest) = if victims.is_empty() {
+            (
+                vec![0.0; self.streams.len()],
+                vec![None; self.streams.len()],
+            )
+        } else {
+            let held_at = fifo::held_at(fifos, q, &self.streams, bounds);
+            self.hol(victims, rates, &held_at)
+        };
+        for (h, t) in out.iter_mut().zip(self.turn_waits((rates, bounds, cap))) {
+            *h += t;
+        }
+        let any = out.iter().any(|&h| h > 0.0);
+        (out, longest, any)
+    }
+
+    /// Seconds each reader's round trip waits for its turns at full link directions its
+    /// TLPs cross where nothing holds it and no stream shares its input (the egress serves
+    /// its inputs round robin): at each, half a turn of the other inputs with TLPs there,
+    /// each one TLP of their mean size (random fabric seeds 510, 636, 1282, 1460: readers
+    /// of four tags beside a "both" endpoint's writes on a full link, 2-9 % high without
+    /// it; the simulator waits about four times as long, which this does not reach).
+    pub(super) fn turn_waits(&self, (rates, bounds, cap): (&[f64], &[Bound], &[f64])) -> Vec<f64> {
+        let chans = self.sys.links.len() * 2;
+        let mut load = vec![0.0; chans];
+        for (st, &r) in self.streams.iter().zip(rates) {
+            for (&c, &a) in st.mix.uses.iter().filter(|(c, _)| **c < chans) {
+                load[c] += a * r;
+            }
+        }
+        let mut out = vec![0.0; self.streams.len()];
+        for (i, st) in self.streams.iter().enumerate() {
+            let read = st
+                .backlog
+                .as_ref()
+                .is_some_and(|b| b.class == FcClass::Completion);
+            if !read || rates[i] <= 0.0 {
+                continue;
+            }
+            for (&c, mine) in st.mix.inputs.iter() {
+                let full = c < chans && cap[c] > 0.0 && load[c] >= 0.999 * cap[c];
+                // A FIFO it shares with streams in its own input already holds its wait.
+                let queued = (self.streams.iter().enumerate())
+                    .any(|(s, o)| s != i && rates[s] > 0.0 && o.mix.inputs.get(&c) == Some(mine));
+                if !full || bounds[i] == Bound::Resource(c) || queued {
+                    continue;
+                }
+                let mut others: BTreeSet<usize> = BTreeSet::new();
+                let (mut bytes, mut tlps) = (0.0, 0.0);
+                for (s, o) in self.streams.iter().enumerate() {
+                    let Some(inp) = o.mix.inputs.get(&c) else {
+                        continue;
+                    };
+                    if s == i || rates[s] <= 0.0 || !inp.is_disjoint(mine) {
+                        continue;
+                    }
+                    others.extend(inp.iter().copied());
+                    bytes += rates[s] * o.mix.uses.get(&c).copied().unwrap_or(0.0);
+                    tlps += rates[s] * o.mix.tlps.get(&c).copied().unwrap_or(0.0);
+                }
+                if tlps > 0.0 {
+                    out[i] += others.len() as f64 / 2.0 * (bytes / tlps) / cap[c];
+                }
+            }
+        }
+        out
+    }
 }

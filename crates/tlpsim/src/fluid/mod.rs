@@ -874,11 +874,8 @@ impl<'a> Model<'a> {
         let shared = limits.iter().flatten().any(|l| l.shared.is_some());
         let owed = self.owed();
         for round in 0..200 {
-            let held = !victims.is_empty() && {
-                let held_at = fifo::held_at(&fifos, &q, &self.streams, &bounds);
-                (hol, waits) = self.hol(&victims, &rates, &held_at);
-                hol.iter().any(|&h| h > 0.0)
-            };
+            let held;
+            (hol, waits, held) = self.waits(&victims, (&fifos, &q), (&rates, &bounds, &cap));
             if fifos.is_empty() && !held && round >= 4 {
                 break;
             }

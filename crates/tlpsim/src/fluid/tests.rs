@@ -590,3 +590,52 @@ outstanding = 4
     assert_eq!(l.shared, Some((into, FcClass::NonPosted)));
     assert!(!l.hol);
 }
+
+#[test]
+fn a_reader_waits_half_a_turn_of_the_other_inputs_at_a_full_round_robin_link() {
+    // `r` reads with four tags from `ep`; `w` writes from `ep2`: both go up `sw -> rc`, each
+    // through its own input of `sw`'s egress.
+    let sys = switched(
+        "",
+        8,
+        r#"
+[[workload]]
+name = "r"
+kind = "dma"
+endpoint = "ep"
+direction = "read"
+transfer_size = "4KiB"
+[[workload]]
+name = "w"
+kind = "dma"
+endpoint = "ep2"
+direction = "write"
+transfer_size = "16KiB"
+"#,
+    );
+    let m = streams_of(&sys);
+    let (r, w) = (&m.streams[0], &m.streams[1]);
+    let c = *(r.mix.inputs.keys())
+        .find(|c| w.mix.inputs.contains_key(c))
+        .expect("a link they share");
+    assert!(
+        r.mix.inputs[&c].is_disjoint(&w.mix.inputs[&c]),
+        "two inputs"
+    );
+    let cap: Vec<f64> = m.res.iter().map(|x| x.cap).collect();
+    let bounds = [Bound::Limit, Bound::Resource(c)];
+    // The writer fills the link: the reader waits half of one write's time per round trip.
+    let full = [1e6, cap[c] / w.mix.uses[&c]];
+    let t = m.turn_waits((&full, &bounds, &cap));
+    let write = w.mix.uses[&c] / w.mix.tlps[&c] / cap[c];
+    assert!(
+        (t[0] - 0.5 * write).abs() < 1e-9 * write,
+        "{} against {}",
+        t[0],
+        0.5 * write
+    );
+    assert_eq!(t[1], 0.0, "a writer's window has no round trip to wait in");
+    // Below full, no turn waits.
+    let half = [1e6, 0.5 * full[1]];
+    assert_eq!(m.turn_waits((&half, &bounds, &cap))[0], 0.0);
+}
