@@ -160,7 +160,7 @@ impl Model<'_> {
             .flatten();
         let reads = |s: usize| {
             let posted = self.streams[s].backlog.as_ref();
-            !posted.is_some_and(|b| b.class == FcClass::Posted)
+            posted.is_none_or(|b| b.class != FcClass::Posted)
         };
         (streams.iter())
             .map(|&s| match node {

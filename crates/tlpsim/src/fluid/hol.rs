@@ -458,43 +458,35 @@ impl Model<'_> {
     /// it; the simulator waits about four times as long, which this does not reach).
     pub(super) fn turn_waits(&self, (rates, bounds, cap): (&[f64], &[Bound], &[f64])) -> Vec<f64> {
         let chans = self.sys.links.len() * 2;
-        let mut load = vec![0.0; chans];
-        for (st, &r) in self.streams.iter().zip(rates) {
-            for (&c, &a) in st.mix.uses.iter().filter(|(c, _)| **c < chans) {
-                load[c] += a * r;
-            }
-        }
+        let load = self.used(rates);
         let mut out = vec![0.0; self.streams.len()];
         for (i, st) in self.streams.iter().enumerate() {
-            let read = st
-                .backlog
-                .as_ref()
-                .is_some_and(|b| b.class == FcClass::Completion);
+            let read = (st.backlog.as_ref()).is_some_and(|b| b.class == FcClass::Completion);
             if !read || rates[i] <= 0.0 {
                 continue;
             }
             for (&c, mine) in st.mix.inputs.iter() {
                 let full = c < chans && cap[c] > 0.0 && load[c] >= 0.999 * cap[c];
-                // A FIFO it shares with streams in its own input already holds its wait.
-                let queued = (self.streams.iter().enumerate())
-                    .any(|(s, o)| s != i && rates[s] > 0.0 && o.mix.inputs.get(&c) == Some(mine));
-                if !full || bounds[i] == Bound::Resource(c) || queued {
+                if !full || bounds[i] == Bound::Resource(c) {
                     continue;
                 }
+                // The other inputs with TLPs here, and their streams' bytes and TLPs; a FIFO
+                // it shares with streams in its own input already holds its wait.
                 let mut others: BTreeSet<usize> = BTreeSet::new();
-                let (mut bytes, mut tlps) = (0.0, 0.0);
+                let (mut bytes, mut tlps, mut queued) = (0.0, 0.0, false);
                 for (s, o) in self.streams.iter().enumerate() {
-                    let Some(inp) = o.mix.inputs.get(&c) else {
+                    let Some(inp) = o.mix.inputs.get(&c).filter(|_| s != i && rates[s] > 0.0)
+                    else {
                         continue;
                     };
-                    if s == i || rates[s] <= 0.0 || !inp.is_disjoint(mine) {
-                        continue;
+                    queued |= inp == mine;
+                    if inp.is_disjoint(mine) {
+                        others.extend(inp.iter().copied());
+                        bytes += rates[s] * o.mix.uses.get(&c).copied().unwrap_or(0.0);
+                        tlps += rates[s] * o.mix.tlps.get(&c).copied().unwrap_or(0.0);
                     }
-                    others.extend(inp.iter().copied());
-                    bytes += rates[s] * o.mix.uses.get(&c).copied().unwrap_or(0.0);
-                    tlps += rates[s] * o.mix.tlps.get(&c).copied().unwrap_or(0.0);
                 }
-                if tlps > 0.0 {
+                if tlps > 0.0 && !queued {
                     out[i] += others.len() as f64 / 2.0 * (bytes / tlps) / cap[c];
                 }
             }

@@ -78,17 +78,27 @@ impl Model<'_> {
         }
     }
 
-    /// What the streams at `rates` put on each resource and link direction.
-    fn load<'c>(&self, rates: &[f64], cap: &'c [f64], dllp: &'c [f64]) -> Load<'c> {
-        let chans = self.sys.links.len() * 2;
+    /// What the streams at `rates` use of each resource (a link direction's wire bytes per
+    /// second); a stream nothing bounds (an infinite rate) counts as none.
+    pub(super) fn used(&self, rates: &[f64]) -> Vec<f64> {
         let mut used = vec![0.0; self.res.len()];
-        let mut tlps = vec![0.0; chans];
-        let mut payload = vec![0.0; chans];
         for (s, &r) in self.streams.iter().zip(rates) {
             let r = if r.is_finite() { r } else { 0.0 };
             for (&k, &a) in &s.mix.uses {
                 used[k] += a * r;
             }
+        }
+        used
+    }
+
+    /// What the streams at `rates` put on each resource and link direction.
+    fn load<'c>(&self, rates: &[f64], cap: &'c [f64], dllp: &'c [f64]) -> Load<'c> {
+        let chans = self.sys.links.len() * 2;
+        let used = self.used(rates);
+        let mut tlps = vec![0.0; chans];
+        let mut payload = vec![0.0; chans];
+        for (s, &r) in self.streams.iter().zip(rates) {
+            let r = if r.is_finite() { r } else { 0.0 };
             for (&c, &n) in &s.mix.tlps {
                 tlps[c] += n * r;
             }

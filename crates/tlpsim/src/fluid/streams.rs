@@ -729,11 +729,11 @@ pub(super) fn stretch(
 /// are its stream's (the simulator's switch holds a TLP in the buffer it came into until
 /// it leaves, whoever sent it).
 pub(super) fn share(streams: &mut [Stream], base: &[Vec<Limit>], rates: &[f64]) {
-    let mut into: BTreeMap<(usize, usize), f64> = BTreeMap::new();
+    let mut into: BTreeMap<(usize, FcClass), f64> = BTreeMap::new();
     let tlps = |mix: &Mix, c: usize, r: f64| mix.tlps.get(&c).copied().unwrap_or(0.0) * r;
     for ((st, base), &r) in streams.iter().zip(base).zip(rates) {
         for key in base.iter().filter_map(|l| l.shared) {
-            *into.entry((key.0, key.1 as usize)).or_default() += tlps(&st.mix, key.0, r);
+            *into.entry(key).or_default() += tlps(&st.mix, key.0, r);
         }
     }
     for ((st, base), &r) in streams.iter_mut().zip(base).zip(rates) {
@@ -741,7 +741,7 @@ pub(super) fn share(streams: &mut [Stream], base: &[Vec<Limit>], rates: &[f64]) 
             let (Some(key), Some((w, t))) = (b.shared, b.window) else {
                 continue;
             };
-            let total = into.get(&(key.0, key.1 as usize)).copied().unwrap_or(0.0);
+            let total = into.get(&key).copied().unwrap_or(0.0);
             let mine = tlps(&st.mix, key.0, r);
             let part = if total > 0.0 && mine > 0.0 {
                 mine / total

@@ -14,7 +14,7 @@ use std::ops::{Index, IndexMut};
 use super::dll::Dllp;
 
 /// Traffic class of the ordering and credit rules: posted, non-posted, completion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FcClass {
     /// Posted requests (MWr): header PH, data PD.
     Posted = 0,
