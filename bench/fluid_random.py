@@ -129,7 +129,9 @@ def window_rise(text, name, gbps):
 
 def compare(text):
     """Each flow's fluid error against the simulator: (name, error, tolerance, simulator's
-    verdict, fluid's verdict, the window's rise or None, the verdict's tolerance)."""
+    verdict, fluid's verdict, the window's rise or None, the verdict's tolerance, the kinds
+    of the fluid engine's estimates for it: `queue`, `turn`, `backlog`, `duty`, `phases`,
+    `pool`, `shares`)."""
     des = des_flows(text)
     fl = json.loads(_core.run_scenario(load_scenario(text, values={"simulation.engine": "fluid"}), None, None)[0])
     out = []
@@ -143,7 +145,8 @@ def compare(text):
             rise = window_rise(text, d["name"], d["throughput_gbps"])
             if rise > 0.02:
                 tol = 0.05
-        out.append((d["name"], err, tol, d["bottleneck"]["kind"], f["bottleneck"]["kind"], rise, by_verdict))
+        kinds = sorted({e.split(":")[0].split(" ")[0] for e in f.get("estimates", [])})
+        out.append((d["name"], err, tol, d["bottleneck"]["kind"], f["bottleneck"]["kind"], rise, by_verdict, kinds))
     return out
 
 
@@ -166,6 +169,7 @@ def main():
 
     bad = short_bad = verdict_bad = 0
     errs = []
+    by_kind = {}  # estimate kind (or "none") -> [flows, misses]
     for seed in range(args.start, args.n):
         try:
             res = compare(scenario(seed, args.duration))
@@ -177,8 +181,12 @@ def main():
             continue
         short_bad += sum(abs(r[1]) > r[2] for r in res)
         short = {r[0]: r[1] for r in res}
-        for name, err, tol, dk, fk, rise, by_verdict in long or res:
+        for name, err, tol, dk, fk, rise, by_verdict, kinds in long or res:
             errs.append(abs(err))
+            for k in kinds or ["none"]:
+                by_kind.setdefault(k, [0, 0])
+                by_kind[k][0] += 1
+                by_kind[k][1] += abs(err) > tol
             verdict_bad += abs(err) > by_verdict
             # Printed when off by the verdict's tolerance (the window's, `tol`, is never less).
             if abs(err) > by_verdict:
@@ -188,12 +196,18 @@ def main():
                 why = f", window binds: {rise:+.1%}" if rise is not None and tol > by_verdict else ""
                 why += f", window doubled: {rise:+.1%}" if rise is not None and tol == by_verdict else ""
                 state = "miss" if abs(err) > tol else "within"
-                print(f"seed {seed} {name}: {first}{err:+.2%}{at} (tol {tol:.0%}{why}) des={dk} fluid={fk} {state}")
+                est = " estimates=" + ",".join(kinds) if kinds else ""
+                line = f"seed {seed} {name}: {first}{err:+.2%}{at} (tol {tol:.0%}{why})"
+                print(f"{line} des={dk} fluid={fk} {state}{est}")
     errs.sort()
     print("flows", len(errs), "bad", bad, "median", errs[len(errs) // 2] if errs else None)
     print(f"bad by the simulator's verdict alone (5 % only where it names a window): {verdict_bad}")
     if args.recheck:
         print(f"bad at {args.duration} alone: {short_bad}")
+    none = by_kind.get("none", [0, 0])
+    print(f"flows with no estimate (closed form alone): {none[0]}, bad {none[1]}")
+    kinds = ", ".join(f"{k} {v[0]} {v[1]}" for k, v in sorted(by_kind.items()) if k != "none")
+    print(f"by estimate (flows, bad): {kinds}")
 
 
 if __name__ == "__main__":

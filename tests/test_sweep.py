@@ -154,6 +154,23 @@ def test_sweep_engine_auto_runs_fluid_everywhere_and_the_des_on_a_sample(cli, cl
     out = cli("sweep", str(gallery), "--set", "workload.h2d-gpu3.size=1MiB,64MiB", "--engine", "auto").stdout
     assert "fluid against the DES at the checked points" in out
     assert "fluid vs DES at 2 points, 8 flows: median |difference|" in out
+    # The agreement apart for the flows whose fluid rate rests on estimates and the others.
+    assert "2 flows without estimates: median |difference|" in out
+    assert "6 flows with estimates: median |difference|" in out
+    assert {r["estimates"] for r in rows if r["flow"] == "p2p-in-switch"} == {""}
+    assert all("phases" in r["estimates"] for r in rows if r["flow"] == "p2p-across-rc")
     # Only a sweep has auto.
     proc = cli("run", str(gallery), "--engine", "auto")
     assert proc.returncode == 2 and "auto" in proc.stderr
+
+
+def test_estimate_kinds_names_each_kind_once_in_order() -> None:
+    from tlpsim.sweep import estimate_kinds
+
+    lines = [
+        "queue: shares the FIFO egress queue of rc-sw down by its window, at an estimated delay",
+        "shares rc-sw up with r, whose rate is estimated",
+        "queue: shares the FIFO egress queue of sw-ep down by its window, at an estimated delay",
+    ]
+    assert estimate_kinds(lines) == "queue,shares"
+    assert estimate_kinds([]) == ""

@@ -446,6 +446,10 @@ def run_cmd(
             console().print(
                 f"{f['name']}: limited by {b['kind'].replace('_', ' ')} ({b['resource'] or 'none'}): {b['detail']}"
             )
+        for f in result.flows:
+            if f.get("estimates"):
+                lines = "; ".join(f["estimates"])
+                console().print(f"{f['name']}: rests on estimates (--engine des checks them): {lines}")
         # Retrains (REPLAY_NUM rollovers) only get a column when a link retrained.
         retrains = [("retrains", "retrains", ",")] if any(lk.get("retrains") for lk in result.links) else []
         link_unit = unit or Unit.gbps
@@ -675,6 +679,13 @@ def _print_agreement(checked: list[dict], keys: list[str], unit: Unit) -> None:
         points = len({tuple(str(c[k]) for k in keys) for c in checked})
         print(f"fluid vs DES at {points} points, {len(diffs)} flows: median |difference| {median:.2f} %, "
               f"largest {diffs[-1]:.2f} %")  # fmt: skip
+        # The flows on the closed form alone apart from those whose rate rests on estimates.
+        for plain, label in ((True, "without estimates"), (False, "with estimates")):
+            part = sorted(abs(c["fluid_vs_des_percent"]) for c in checked
+                          if c["fluid_vs_des_percent"] is not None and (not c.get("estimates")) == plain)  # fmt: skip
+            if part and len(part) < len(diffs):
+                print(f"  {len(part)} flows {label}: median |difference| {statistics.median(part):.2f} %, "
+                      f"largest {part[-1]:.2f} %")  # fmt: skip
 
 
 @app.command(name="compare")

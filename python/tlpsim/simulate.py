@@ -123,7 +123,8 @@ class RunResult(CoreRecord):
     #: transfers) in the window, naming a duration that would give 10 or more.
     warnings: list[str] = field(default_factory=list)
     #: The engine that produced it: ``"des"`` (TLP by TLP) or ``"fluid"`` (flow-level: no
-    #: latencies, each flow's ``unloaded_latency_ns`` instead); None for a record without it.
+    #: latencies, each flow's ``unloaded_latency_ns`` instead, and its ``estimates``: what its
+    #: rate rests on beyond the closed form); None for a record without it.
     engine: str | None = None
     #: Top-level fields of the core's result this version does not name, kept as they came.
     extra: dict[str, Any] = field(default_factory=dict)
@@ -152,10 +153,11 @@ class RunResult(CoreRecord):
         """The flows as flat rows: ``latency_ns`` becomes ``latency_ns_mean``, ``_p50``,
         ``_p95``, ``_p99``, ``_p99_9``, ``_max``; ``transfer_latency_ns`` likewise
         ``transfer_latency_ns_mean`` ...; ``bottleneck`` becomes ``bottleneck_kind``,
-        ``bottleneck_resource`` ..."""
+        ``bottleneck_resource`` ...; a fluid flow's ``estimates`` become one text, "; "
+        between them."""
         return [
             {
-                **{k: v for k, v in f.items() if k not in _NESTED},
+                **{k: "; ".join(v) if k == "estimates" else v for k, v in f.items() if k not in _NESTED},
                 **{f"{n}_{k}": v for n in _NESTED for k, v in f.get(n, {}).items()},
             }
             for f in self.flows

@@ -68,7 +68,8 @@ class SweepResult:
 
     @property
     def rows(self) -> list[dict[str, Any]]:
-        """Per point and workload: the swept values, then throughput, latency, bottleneck, and
+        """Per point and workload: the swept values, then throughput, latency, bottleneck, the
+        kinds of estimate a fluid rate rests on (:func:`estimate_kinds`; None on the DES), and
         for an Ethernet bridging workload the Mb/s it forwarded and the frames it lost (None
         for the others)."""
         out = []
@@ -86,6 +87,7 @@ class SweepResult:
                     "transfer_latency_ns_p99": f.get("transfer_latency_ns", {}).get("p99"),
                     "bottleneck": f"{b['kind'].replace('_', ' ')} {b['resource']}".strip(),
                     "bottleneck_busy": b["busy"],
+                    "estimates": estimate_kinds(f["estimates"]) if "estimates" in f else None,
                     "forwarded_mbps": e.get("forwarded_mbps"),
                     "frames_dropped": e.get("dropped"),
                     "audit_passed": run["audit"]["passed"],
@@ -278,6 +280,14 @@ def _result(
     return SweepResult(keys, [p for p, _ in ok], [r for _, r in ok], failed, reused)
 
 
+def estimate_kinds(estimates: Sequence[str]) -> str:
+    """The kinds of a fluid flow's ``estimates`` lines ("queue: shares the FIFO ..." is
+    ``queue``, "shares rc-sw up with w1 ..." is ``shares``), comma-separated in their order;
+    "" for a rate on the closed form alone."""
+    kinds = [e.split(":", 1)[0] if ":" in e.split(" ", 1)[0] else e.split(" ", 1)[0] for e in estimates]
+    return ",".join(dict.fromkeys(kinds))
+
+
 #: ``tlpsim sweep --engine auto``: at most this many points also run on the DES.
 AUTO_CHECKS = 8
 
@@ -304,8 +314,8 @@ def _row_key(keys: Sequence[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ..
 
 def agreement(fluid: SweepResult, des: SweepResult, keys: Sequence[str]) -> list[dict[str, Any]]:
     """Per point the DES ran and workload, matched on ``keys`` (the swept keys but the
-    engine): the fluid and DES throughputs and the fluid's difference in per cent of the DES
-    (None where the DES moved nothing)."""
+    engine): the fluid and DES throughputs, the fluid's difference in per cent of the DES
+    (None where the DES moved nothing) and the kinds of estimate the fluid rate rests on."""
     key = _row_key(keys)
     by = {key(r): r["throughput_gbps"] for r in des.rows}
     out = []
@@ -316,7 +326,7 @@ def agreement(fluid: SweepResult, des: SweepResult, keys: Sequence[str]) -> list
         diff = (r["throughput_gbps"] - d) / d * 100 if d > 0 else None
         out.append({
             **{k: r[k] for k in keys}, "flow": r["flow"], "fluid_gbps": r["throughput_gbps"],
-            "des_gbps": d, "fluid_vs_des_percent": diff,
+            "des_gbps": d, "fluid_vs_des_percent": diff, "estimates": r.get("estimates"),
         })  # fmt: skip
     return out
 

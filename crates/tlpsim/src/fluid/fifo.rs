@@ -47,7 +47,7 @@ pub(super) const OWN: usize = usize::MAX;
 /// A link direction whose egress queue is one FIFO for the window-limited streams on it.
 pub(super) struct Fifo {
     /// The link direction (or the socket link direction's resource).
-    chan: usize,
+    pub(super) chan: usize,
     /// The streams through it (indices into `Model::streams`).
     streams: Vec<usize>,
     /// Seconds of its queueing delay each of `streams` spends anyway (a read's memory

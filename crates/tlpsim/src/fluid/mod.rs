@@ -51,6 +51,7 @@
 //! mixed read-write streams, scratchpad and NIC register targets.
 
 mod duty;
+mod estimates;
 mod fifo;
 mod hol;
 mod path;
@@ -101,6 +102,8 @@ pub struct FluidRun {
     /// Per flow: the first-byte latency of one request (one I/O for fio) on an idle
     /// fabric, in ns.
     pub unloaded_latency_ns: Vec<Option<f64>>,
+    /// Per flow: what its rate rests on beyond the closed-form solve ([`estimates`]).
+    pub estimates: Vec<Vec<String>>,
 }
 
 impl FluidRun {
@@ -111,9 +114,11 @@ impl FluidRun {
         if let Some(obj) = v.as_object_mut() {
             obj.insert("engine".into(), "fluid".into());
             if let Some(flows) = obj.get_mut("flows").and_then(|f| f.as_array_mut()) {
-                for (f, l) in flows.iter_mut().zip(&self.unloaded_latency_ns) {
+                let each = self.unloaded_latency_ns.iter().zip(&self.estimates);
+                for (f, (l, e)) in flows.iter_mut().zip(each) {
                     if let Some(o) = f.as_object_mut() {
                         o.insert("unloaded_latency_ns".into(), (*l).into());
+                        o.insert("estimates".into(), e.clone().into());
                     }
                 }
             }
@@ -912,15 +917,22 @@ impl<'a> Model<'a> {
         } else {
             Vec::new()
         };
+        let solved = rates.clone();
         let rates = duty::mix(
             (&self.streams, &rooms),
             (&fifos, chans, &pools),
             (&cap, &demands, &hol),
             rates,
         );
+        #[rustfmt::skip]
+        let end = estimates::End { fifos: &fifos, q: &q, hol: &hol, pools: &pools, cap: &cap,
+            solved: &solved, rates: &rates, bounds: &bounds };
+        let estimates = self.estimates(&end);
         fifo::bounds(&fifos, (&q, &hol), &self.streams, &mut bounds);
         self.name_waits(waits, (&fifos, &q, &hol), &bounds);
-        self.report(rates, bounds, &cap[..base.len()], &dllp)
+        let mut out = self.report(rates, bounds, &cap[..base.len()], &dllp);
+        out.estimates = estimates;
+        out
     }
 }
 

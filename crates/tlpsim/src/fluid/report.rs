@@ -75,6 +75,7 @@ impl Model<'_> {
                 audit,
             },
             unloaded_latency_ns: self.unloaded,
+            estimates: Vec::new(),
         }
     }
 

@@ -638,4 +638,52 @@ transfer_size = "16KiB"
     // Below full, no turn waits.
     let half = [1e6, 0.5 * full[1]];
     assert_eq!(m.turn_waits((&half, &bounds, &cap))[0], 0.0);
+    // The run names the reader's turns as an estimate, and the writer's share of the link
+    // it fills as resting on it.
+    let e = run(&sys).expect("runs").estimates;
+    assert!(e[0].iter().any(|l| l.starts_with("turn:")), "{e:?}");
+    assert_eq!(e[1], ["shares rc-sw up with r, whose rate is estimated"]);
+}
+
+#[test]
+fn a_flow_on_the_closed_form_alone_carries_no_estimate() {
+    let two = format!(
+        "{WRITE}{}",
+        WRITE
+            .replace("\"w\"", "\"w2\"")
+            .replace("\"ep\"", "\"ep2\"")
+    );
+    for sys in [one_link(WRITE), one_link(&two)] {
+        let out = run(&sys).expect("runs");
+        assert!(
+            out.estimates.iter().all(Vec::is_empty),
+            "{:?}",
+            out.estimates
+        );
+        let v: serde_json::Value = serde_json::from_str(&out.to_json()).unwrap();
+        assert_eq!(v["flows"][0]["estimates"], serde_json::json!([]));
+    }
+}
+
+#[test]
+fn readers_sharing_a_fifo_or_waiting_behind_a_backlog_name_the_estimate() {
+    let out = run(&two_readers((4, 16))).expect("runs");
+    for e in &out.estimates {
+        assert!(
+            e.iter()
+                .any(|l| l.starts_with("queue:") && l.contains(" rc-sw down ")),
+            "{e:?}"
+        );
+    }
+    let out = run(&behind_a_backlog(true)).expect("runs");
+    assert!(
+        out.estimates[0].iter().any(|l| l.starts_with("backlog:")),
+        "{:?}",
+        out.estimates
+    );
+    // The reader alone has none.
+    let alone = run(&behind_a_backlog(false)).expect("runs");
+    assert!(alone.estimates[0]
+        .iter()
+        .all(|l| !l.starts_with("backlog:")));
 }
