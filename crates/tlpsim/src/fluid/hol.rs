@@ -118,8 +118,12 @@ impl Model<'_> {
     /// Per stream, the room its posted writes have to queue before each link direction of
     /// their way, and what lies before it. The buffer is the ingress buffer of the link's
     /// transmitter (its writes queued at the source for the first link), held over the
-    /// credit round trip into it.
+    /// credit round trip into it. None where no reader moves one transfer at a time: only
+    /// such a reader has gaps to carry writes into.
     pub(super) fn rooms(&self) -> Vec<Vec<Room>> {
+        if self.streams.iter().all(|s| s.duty.is_none()) {
+            return Vec::new();
+        }
         (self.streams.iter())
             .map(|st| match st.backlog.as_ref() {
                 Some(bl) if bl.class == FcClass::Posted => self.rooms_of(bl),

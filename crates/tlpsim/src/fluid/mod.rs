@@ -911,12 +911,7 @@ impl<'a> Model<'a> {
             }
             (rates, bounds) = pool::solve(&pools, &cap, &demands);
         }
-        // Only a reader of one transfer at a time has gaps to carry writes into.
-        let rooms = if self.streams.iter().any(|s| s.duty.is_some()) {
-            self.rooms()
-        } else {
-            Vec::new()
-        };
+        let rooms = self.rooms();
         let solved = rates.clone();
         let rates = duty::mix(
             (&self.streams, &rooms),

@@ -430,6 +430,14 @@ fn readers_into_a_switch_share_its_completion_buffer_and_leave_writers_the_link(
         1e12 - readers
     );
     assert_eq!(b[2], Bound::Resource(c));
+    // The run names the shared buffer as an estimate of both readers.
+    for e in &run(&sys).expect("runs").estimates {
+        assert!(
+            e.iter()
+                .any(|l| l.starts_with("pool:") && l.contains(" rc-sw0 down ")),
+            "{e:?}"
+        );
+    }
 }
 
 #[test]
