@@ -29,6 +29,9 @@ again on the simulator for `D` and judges all its flows against that longer run,
 both differences (`seed 14 w0: +6.29% at 1ms, +2.11% at 10ms`). The summary counts the
 misses against the longer runs, and how many the short runs alone had.
 
+`--errors FILE` writes each judged flow's error (fluid over simulator, minus one) and its
+estimates' kinds as JSON lines, for `bench/fluid_bands.py`.
+
 `--des-cache DIR` keeps each simulator run's flows in DIR, keyed by the scenario's text and
 values, and reuses them: for comparing builds of the fluid engine while the simulator is
 unchanged (a change to the simulator needs an empty DIR).
@@ -158,7 +161,9 @@ def main():
     ap.add_argument("--recheck", help="rerun each seed with a miss for this long, judge against it")
     ap.add_argument("--host", action="store_true", help="vary the root complex's host side and rates too")
     ap.add_argument("--des-cache", metavar="DIR", help="keep and reuse the simulator's runs in DIR")
+    ap.add_argument("--errors", metavar="FILE", help="write each flow's error and estimates' kinds, JSON lines")
     args = ap.parse_args()
+    errors_out = open(args.errors, "w") if args.errors else None  # noqa: SIM115
     global DES_CACHE
     if args.des_cache:
         os.makedirs(args.des_cache, exist_ok=True)
@@ -183,6 +188,8 @@ def main():
         short = {r[0]: r[1] for r in res}
         for name, err, tol, dk, fk, rise, by_verdict, kinds in long or res:
             errs.append(abs(err))
+            if errors_out:
+                errors_out.write(json.dumps({"seed": seed, "flow": name, "error": err, "kinds": kinds}) + "\n")
             for k in kinds or ["none"]:
                 by_kind.setdefault(k, [0, 0])
                 by_kind[k][0] += 1
@@ -199,6 +206,8 @@ def main():
                 est = " estimates=" + ",".join(kinds) if kinds else ""
                 line = f"seed {seed} {name}: {first}{err:+.2%}{at} (tol {tol:.0%}{why})"
                 print(f"{line} des={dk} fluid={fk} {state}{est}")
+    if errors_out:
+        errors_out.close()
     errs.sort()
     print("flows", len(errs), "bad", bad, "median", errs[len(errs) // 2] if errs else None)
     print(f"bad by the simulator's verdict alone (5 % only where it names a window): {verdict_bad}")

@@ -92,10 +92,10 @@ def test_a_fluid_run_says_it_has_no_tlp_audit(cli) -> None:
     out = cli("run", "scenarios/gen5-8gpu-server.toml", "--engine", "fluid").stdout
     assert "fluid engine: flow rates solved" in out and "audit passed" not in out
     assert "audit passed" in cli("run", "scenarios/gen5-8gpu-server.toml").stdout
-    # A flow whose rate rests on estimates says so, with what they are; one on the closed
-    # form alone does not.
-    assert "p2p-across-rc: rests on estimates (--engine des checks them): phases:" in out
-    assert "p2p-in-switch: rests on estimates" not in out
+    # Each flow gives its band against the simulator and what its rate rests on.
+    lines = {line.split(":")[0]: line for line in out.splitlines() if "90 % band against the simulator" in line}
+    assert "rests on estimates (--engine des checks them): phases:" in lines["p2p-across-rc"]
+    assert lines["p2p-in-switch"].endswith("rests on the closed form alone")
 
 
 #: Two readers under one Gen2 x1 link (random fabric seed 5 of bench/fluid_random.py): the
@@ -1789,11 +1789,12 @@ def test_flows_without_estimates_match_the_simulator_on_random_fabrics() -> None
     the closed form alone (no `estimates`) is within 2 % of the simulator (5 % where the
     simulator names a window), and such flows are not a token few: over seeds 0-2099 they
     were 43-53 % of each set's flows and 3 of 2,560 missed (none of 238 on seeds 1900-2099,
-    out of sample), against 213 of 2,776 flows with estimates."""
+    out of sample), against 213 of 2,776 flows with estimates. The flows' 90 % bands against
+    the simulator (fitted on seeds 100-1699) hold 85 % of the simulator's rates or more."""
     import random
 
     fr = _random_fabrics()
-    plain, total, off = 0, 0, []
+    plain, total, off, inside = 0, 0, [], 0
     for seed in range(100):
         text = fr.fabric(random.Random(seed), "1ms")
         des = run(load_scenario(text))
@@ -1801,6 +1802,8 @@ def test_flows_without_estimates_match_the_simulator_on_random_fabrics() -> None
         for d, f in zip(des.flows, fluid["flows"], strict=True):
             total += 1
             assert isinstance(f["estimates"], list) and all(isinstance(e, str) for e in f["estimates"])
+            low, high = f["throughput_band_gbps"]
+            inside += low <= d["throughput_gbps"] <= high
             if f["estimates"] or d["throughput_gbps"] <= 0:
                 continue
             plain += 1
@@ -1810,3 +1813,5 @@ def test_flows_without_estimates_match_the_simulator_on_random_fabrics() -> None
                 off.append((seed, d["name"], f"{error:+.2%}"))
     assert not off, off
     assert plain >= 0.4 * total, f"{plain} of {total} flows without estimates"
+    # The 90 % bands, fitted on seeds 100-1699, cover these seeds too (223 of 238).
+    assert inside >= 0.85 * total, f"{inside} of {total} flows inside their bands"

@@ -157,6 +157,8 @@ def test_sweep_engine_auto_runs_fluid_everywhere_and_the_des_on_a_sample(cli, cl
     # The agreement apart for the flows whose fluid rate rests on estimates and the others.
     assert "2 flows without estimates: median |difference|" in out
     assert "6 flows with estimates: median |difference|" in out
+    assert "8 of 8 inside their fluid 90 % bands" in out
+    assert all(r["band_low_gbps"] <= r["throughput_gbps"] <= r["band_high_gbps"] for r in rows)
     assert {r["estimates"] for r in rows if r["flow"] == "p2p-in-switch"} == {""}
     assert all("phases" in r["estimates"] for r in rows if r["flow"] == "p2p-across-rc")
     # Only a sweep has auto.

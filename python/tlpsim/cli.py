@@ -447,9 +447,13 @@ def run_cmd(
                 f"{f['name']}: limited by {b['kind'].replace('_', ' ')} ({b['resource'] or 'none'}): {b['detail']}"
             )
         for f in result.flows:
-            if f.get("estimates"):
-                lines = "; ".join(f["estimates"])
-                console().print(f"{f['name']}: rests on estimates (--engine des checks them): {lines}")
+            if "throughput_band_gbps" in f:
+                lo, hi = f["throughput_band_gbps"]
+                why = "; ".join(f["estimates"]) or "the closed form alone"
+                console().print(
+                    f"{f['name']}: 90 % band against the simulator {lo:.3f}-{hi:.3f} Gb/s; rests on "
+                    f"{'estimates (--engine des checks them): ' if f['estimates'] else ''}{why}"
+                )
         # Retrains (REPLAY_NUM rollovers) only get a column when a link retrained.
         retrains = [("retrains", "retrains", ",")] if any(lk.get("retrains") for lk in result.links) else []
         link_unit = unit or Unit.gbps
@@ -679,6 +683,10 @@ def _print_agreement(checked: list[dict], keys: list[str], unit: Unit) -> None:
         points = len({tuple(str(c[k]) for k in keys) for c in checked})
         print(f"fluid vs DES at {points} points, {len(diffs)} flows: median |difference| {median:.2f} %, "
               f"largest {diffs[-1]:.2f} %")  # fmt: skip
+        banded = [c for c in checked if c.get("band_low_gbps") is not None]
+        inside = sum(c["band_low_gbps"] <= c["des_gbps"] <= c["band_high_gbps"] for c in banded)
+        if banded:
+            print(f"  {inside} of {len(banded)} inside their fluid 90 % bands")
         # The flows on the closed form alone apart from those whose rate rests on estimates.
         for plain, label in ((True, "without estimates"), (False, "with estimates")):
             part = sorted(abs(c["fluid_vs_des_percent"]) for c in checked

@@ -69,7 +69,8 @@ class SweepResult:
     @property
     def rows(self) -> list[dict[str, Any]]:
         """Per point and workload: the swept values, then throughput, latency, bottleneck, the
-        kinds of estimate a fluid rate rests on (:func:`estimate_kinds`; None on the DES), and
+        kinds of estimate a fluid rate rests on (:func:`estimate_kinds`) and its 90 % band
+        against the simulator (``band_low_gbps``, ``band_high_gbps``; None on the DES), and
         for an Ethernet bridging workload the Mb/s it forwarded and the frames it lost (None
         for the others)."""
         out = []
@@ -88,6 +89,8 @@ class SweepResult:
                     "bottleneck": f"{b['kind'].replace('_', ' ')} {b['resource']}".strip(),
                     "bottleneck_busy": b["busy"],
                     "estimates": estimate_kinds(f["estimates"]) if "estimates" in f else None,
+                    "band_low_gbps": f["throughput_band_gbps"][0] if "throughput_band_gbps" in f else None,
+                    "band_high_gbps": f["throughput_band_gbps"][1] if "throughput_band_gbps" in f else None,
                     "forwarded_mbps": e.get("forwarded_mbps"),
                     "frames_dropped": e.get("dropped"),
                     "audit_passed": run["audit"]["passed"],
@@ -315,7 +318,8 @@ def _row_key(keys: Sequence[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ..
 def agreement(fluid: SweepResult, des: SweepResult, keys: Sequence[str]) -> list[dict[str, Any]]:
     """Per point the DES ran and workload, matched on ``keys`` (the swept keys but the
     engine): the fluid and DES throughputs, the fluid's difference in per cent of the DES
-    (None where the DES moved nothing) and the kinds of estimate the fluid rate rests on."""
+    (None where the DES moved nothing), the kinds of estimate the fluid rate rests on and its
+    band."""
     key = _row_key(keys)
     by = {key(r): r["throughput_gbps"] for r in des.rows}
     out = []
@@ -327,6 +331,7 @@ def agreement(fluid: SweepResult, des: SweepResult, keys: Sequence[str]) -> list
         out.append({
             **{k: r[k] for k in keys}, "flow": r["flow"], "fluid_gbps": r["throughput_gbps"],
             "des_gbps": d, "fluid_vs_des_percent": diff, "estimates": r.get("estimates"),
+            "band_low_gbps": r.get("band_low_gbps"), "band_high_gbps": r.get("band_high_gbps"),
         })  # fmt: skip
     return out
 

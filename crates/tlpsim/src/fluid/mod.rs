@@ -108,17 +108,22 @@ pub struct FluidRun {
 
 impl FluidRun {
     /// The result as JSON: the simulator's fields, `"engine": "fluid"` and each flow's
-    /// `unloaded_latency_ns`.
+    /// `unloaded_latency_ns`, `estimates` and `throughput_band_gbps` (its 90 % band against
+    /// the simulator, [`estimates::band`]).
     pub fn to_json(&self) -> String {
         let mut v = serde_json::to_value(&self.result).unwrap_or_default();
         if let Some(obj) = v.as_object_mut() {
             obj.insert("engine".into(), "fluid".into());
             if let Some(flows) = obj.get_mut("flows").and_then(|f| f.as_array_mut()) {
                 let each = self.unloaded_latency_ns.iter().zip(&self.estimates);
-                for (f, (l, e)) in flows.iter_mut().zip(each) {
+                for ((f, (l, e)), r) in flows.iter_mut().zip(each).zip(&self.result.flows) {
                     if let Some(o) = f.as_object_mut() {
                         o.insert("unloaded_latency_ns".into(), (*l).into());
                         o.insert("estimates".into(), e.clone().into());
+                        let a = estimates::band(e);
+                        let g = r.throughput_gbps;
+                        let band = [g * (-a).exp(), g * a.exp()];
+                        o.insert("throughput_band_gbps".into(), band.to_vec().into());
                     }
                 }
             }

@@ -670,6 +670,11 @@ fn a_flow_on_the_closed_form_alone_carries_no_estimate() {
         );
         let v: serde_json::Value = serde_json::from_str(&out.to_json()).unwrap();
         assert_eq!(v["flows"][0]["estimates"], serde_json::json!([]));
+        // Its band is the closed form's, about the rate.
+        let g = v["flows"][0]["throughput_gbps"].as_f64().unwrap();
+        let band = &v["flows"][0]["throughput_band_gbps"];
+        let (lo, hi) = (band[0].as_f64().unwrap(), band[1].as_f64().unwrap());
+        assert!(lo < g && g < hi && (hi / g).ln() - estimates::band(&[]) < 1e-12);
     }
 }
 
