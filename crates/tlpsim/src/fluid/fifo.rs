@@ -30,7 +30,7 @@ use super::{Bound, Model, Stream};
 use crate::pcie::flow_control::FcClass;
 
 /// The kinds of resource that pass TLPs in the order they come, one FIFO of their payload.
-const THROTTLES: [&str; 8] = [
+pub(super) const THROTTLES: [&str; 8] = [
     "switch_bus",
     "socket_link",
     "memory",
