@@ -29,8 +29,8 @@ def load(path):
 
 
 def residual(flow):
-    """|ln(simulator / fluid)| of a flow."""
-    return abs(math.log(1 + flow["error"]))
+    """|ln(simulator / fluid)| of a flow (infinite where the fluid engine gives it nothing)."""
+    return abs(math.log(1 + flow["error"])) if flow["error"] > -1 else math.inf
 
 
 def order_90(values):

@@ -134,7 +134,7 @@ def compare(text):
     """Each flow's fluid error against the simulator: (name, error, tolerance, simulator's
     verdict, fluid's verdict, the window's rise or None, the verdict's tolerance, the kinds
     of the fluid engine's estimates for it: `queue`, `turn`, `backlog`, `duty`, `phases`,
-    `pool`, `shares`)."""
+    `pool`, `throttle`, `rate`, `shares`)."""
     des = des_flows(text)
     fl = json.loads(_core.run_scenario(load_scenario(text, values={"simulation.engine": "fluid"}), None, None)[0])
     out = []
@@ -148,7 +148,7 @@ def compare(text):
             rise = window_rise(text, d["name"], d["throughput_gbps"])
             if rise > 0.02:
                 tol = 0.05
-        kinds = sorted({e.split(":")[0].split(" ")[0] for e in f.get("estimates", [])})
+        kinds = sorted({e.split(" ", 1)[0].removesuffix(":") for e in f.get("estimates", [])})
         out.append((d["name"], err, tol, d["bottleneck"]["kind"], f["bottleneck"]["kind"], rise, by_verdict, kinds))
     return out
 

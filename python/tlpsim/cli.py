@@ -448,10 +448,11 @@ def run_cmd(
             )
         for f in result.flows:
             if "throughput_band_gbps" in f:
-                lo, hi = f["throughput_band_gbps"]
+                band_unit = unit or Unit.gbps
+                lo, hi = (in_unit([{"g": g}], ["g"], band_unit)[0]["g"] for g in f["throughput_band_gbps"])
                 why = "; ".join(f["estimates"]) or "the closed form alone"
                 console().print(
-                    f"{f['name']}: 90 % band against the simulator {lo:.3f}-{hi:.3f} Gb/s; rests on "
+                    f"{f['name']}: 90 % band against the simulator {lo:.3f}-{hi:.3f} {band_unit.value}; rests on "
                     f"{'estimates (--engine des checks them): ' if f['estimates'] else ''}{why}"
                 )
         # Retrains (REPLAY_NUM rollovers) only get a column when a link retrained.
@@ -690,7 +691,7 @@ def _print_agreement(checked: list[dict], keys: list[str], unit: Unit) -> None:
         # The flows on the closed form alone apart from those whose rate rests on estimates.
         for plain, label in ((True, "without estimates"), (False, "with estimates")):
             part = sorted(abs(c["fluid_vs_des_percent"]) for c in checked
-                          if c["fluid_vs_des_percent"] is not None and (not c.get("estimates")) == plain)  # fmt: skip
+                          if c["fluid_vs_des_percent"] is not None and (not c["estimate_kinds"]) == plain)  # fmt: skip
             if part and len(part) < len(diffs):
                 print(f"  {len(part)} flows {label}: median |difference| {statistics.median(part):.2f} %, "
                       f"largest {part[-1]:.2f} %")  # fmt: skip

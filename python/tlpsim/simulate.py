@@ -87,6 +87,8 @@ def load_scenario(source: Scenario | str | os.PathLike[str], values: Mapping[str
 #: ``p99``, ``p99_9``, ``max`` in ns: ``latency_ns`` per request to its first byte,
 #: ``transfer_latency_ns`` per transfer to its last) and the bottleneck verdict.
 _NESTED = ("latency_ns", "transfer_latency_ns", "bottleneck")
+#: A fluid flow's band, two columns in :meth:`RunResult.flow_rows`.
+_BAND = ("throughput_band_gbps",)
 
 
 @dataclass(frozen=True)
@@ -154,10 +156,12 @@ class RunResult(CoreRecord):
         ``_p95``, ``_p99``, ``_p99_9``, ``_max``; ``transfer_latency_ns`` likewise
         ``transfer_latency_ns_mean`` ...; ``bottleneck`` becomes ``bottleneck_kind``,
         ``bottleneck_resource`` ...; a fluid flow's ``estimates`` become one text, "; "
-        between them."""
+        between them, and its ``throughput_band_gbps`` ``band_low_gbps`` and
+        ``band_high_gbps``."""
         return [
             {
-                **{k: "; ".join(v) if k == "estimates" else v for k, v in f.items() if k not in _NESTED},
+                **{k: "; ".join(v) if k == "estimates" else v for k, v in f.items() if k not in _NESTED + _BAND},
+                **dict(zip(("band_low_gbps", "band_high_gbps"), f.get("throughput_band_gbps") or [], strict=False)),
                 **{f"{n}_{k}": v for n in _NESTED for k, v in f.get(n, {}).items()},
             }
             for f in self.flows

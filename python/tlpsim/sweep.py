@@ -88,7 +88,7 @@ class SweepResult:
                     "transfer_latency_ns_p99": f.get("transfer_latency_ns", {}).get("p99"),
                     "bottleneck": f"{b['kind'].replace('_', ' ')} {b['resource']}".strip(),
                     "bottleneck_busy": b["busy"],
-                    "estimates": estimate_kinds(f["estimates"]) if "estimates" in f else None,
+                    "estimate_kinds": estimate_kinds(f["estimates"]) if "estimates" in f else None,
                     "band_low_gbps": f["throughput_band_gbps"][0] if "throughput_band_gbps" in f else None,
                     "band_high_gbps": f["throughput_band_gbps"][1] if "throughput_band_gbps" in f else None,
                     "forwarded_mbps": e.get("forwarded_mbps"),
@@ -283,12 +283,18 @@ def _result(
     return SweepResult(keys, [p for p, _ in ok], [r for _, r in ok], failed, reused)
 
 
+def estimate_kind(line: str) -> str:
+    """The kind of one of a fluid flow's ``estimates`` lines, as the engine's bands take it:
+    its first word without a trailing colon ("queue: shares the FIFO ..." is ``queue``,
+    "shares rc-sw up with w1 ..." is ``shares``)."""
+    first = line.split(" ", 1)[0]
+    return first.removesuffix(":")
+
+
 def estimate_kinds(estimates: Sequence[str]) -> str:
-    """The kinds of a fluid flow's ``estimates`` lines ("queue: shares the FIFO ..." is
-    ``queue``, "shares rc-sw up with w1 ..." is ``shares``), comma-separated in their order;
-    "" for a rate on the closed form alone."""
-    kinds = [e.split(":", 1)[0] if ":" in e.split(" ", 1)[0] else e.split(" ", 1)[0] for e in estimates]
-    return ",".join(dict.fromkeys(kinds))
+    """The kinds of a fluid flow's ``estimates`` (:func:`estimate_kind`), comma-separated in
+    their order, each once; "" for a rate on the closed form alone."""
+    return ",".join(dict.fromkeys(estimate_kind(e) for e in estimates))
 
 
 #: ``tlpsim sweep --engine auto``: at most this many points also run on the DES.
@@ -330,7 +336,7 @@ def agreement(fluid: SweepResult, des: SweepResult, keys: Sequence[str]) -> list
         diff = (r["throughput_gbps"] - d) / d * 100 if d > 0 else None
         out.append({
             **{k: r[k] for k in keys}, "flow": r["flow"], "fluid_gbps": r["throughput_gbps"],
-            "des_gbps": d, "fluid_vs_des_percent": diff, "estimates": r.get("estimates"),
+            "des_gbps": d, "fluid_vs_des_percent": diff, "estimate_kinds": r.get("estimate_kinds"),
             "band_low_gbps": r.get("band_low_gbps"), "band_high_gbps": r.get("band_high_gbps"),
         })  # fmt: skip
     return out

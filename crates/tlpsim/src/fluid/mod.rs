@@ -45,7 +45,8 @@
 //!
 //! Latencies are not modelled: every latency summary is null and each flow carries
 //! `unloaded_latency_ns`, the first-byte latency of one request alone on the fabric (of
-//! one I/O, for fio). What it cannot run is refused with one line naming why ([`Refused`]):
+//! one I/O, for fio). Each flow also names the estimates its rate rests on beyond the
+//! closed form, and carries a 90 % band against the simulator ([`estimates`]). What it cannot run is refused with one line naming why ([`Refused`]):
 //! Ethernet bridging with a CPU, storage HBAs' I/O mixes, bit errors, host memory models
 //! (LLC, IOMMU), shared outbound queues, DMA engine costs, descriptors and status writes,
 //! mixed read-write streams, scratchpad and NIC register targets.
@@ -115,15 +116,15 @@ impl FluidRun {
         if let Some(obj) = v.as_object_mut() {
             obj.insert("engine".into(), "fluid".into());
             if let Some(flows) = obj.get_mut("flows").and_then(|f| f.as_array_mut()) {
-                let each = self.unloaded_latency_ns.iter().zip(&self.estimates);
-                for ((f, (l, e)), r) in flows.iter_mut().zip(each).zip(&self.result.flows) {
+                for (i, f) in flows.iter_mut().enumerate() {
+                    let l = self.unloaded_latency_ns.get(i).copied().flatten();
+                    let e = self.estimates.get(i).cloned().unwrap_or_default();
+                    let (a, g) = (estimates::band(&e), self.result.flows[i].throughput_gbps);
                     if let Some(o) = f.as_object_mut() {
-                        o.insert("unloaded_latency_ns".into(), (*l).into());
-                        o.insert("estimates".into(), e.clone().into());
-                        let a = estimates::band(e);
-                        let g = r.throughput_gbps;
-                        let band = [g * (-a).exp(), g * a.exp()];
-                        o.insert("throughput_band_gbps".into(), band.to_vec().into());
+                        o.insert("unloaded_latency_ns".into(), l.into());
+                        o.insert("estimates".into(), e.into());
+                        let band = vec![g * (-a).exp(), g * a.exp()];
+                        o.insert("throughput_band_gbps".into(), band.into());
                     }
                 }
             }
@@ -925,8 +926,8 @@ impl<'a> Model<'a> {
             rates,
         );
         #[rustfmt::skip]
-        let end = estimates::End { fifos: &fifos, q: &q, hol: &hol, pools: &pools, cap: &cap,
-            solved: &solved, rates: &rates, bounds: &bounds };
+        let end = estimates::End { fifos: &fifos, q: &q, waits: &waits, demands: &demands,
+            pools: &pools, cap: &cap, solved: &solved, rates: &rates, bounds: &bounds };
         let estimates = self.estimates(&end);
         fifo::bounds(&fifos, (&q, &hol), &self.streams, &mut bounds);
         self.name_waits(waits, (&fifos, &q, &hol), &bounds);
