@@ -49,7 +49,7 @@ const BANDS: [(&str, f64); 11] = [
     ("rate", 0.003719),
     ("shares", 0.2895),
     ("throttle", 0.09885),
-    ("turn", 0.2036),
+    ("turn", 0.2015),
 ];
 
 /// The kind of an estimate's line: the word before its colon ("queue: ..."), or its first
@@ -77,6 +77,8 @@ pub(super) struct End<'a> {
     pub(super) q: &'a [f64],
     /// Each stream's longest wait behind another's backlog, where it waits behind one.
     pub(super) waits: &'a [Option<Wait>],
+    /// Each stream's wait for its turns at full links (s), as the last round found it.
+    pub(super) turns: &'a [f64],
     /// Each stream's demand in the last solve: its limit there is the least of its own
     /// limits with the waits in it.
     pub(super) demands: &'a [Demand],
@@ -96,7 +98,6 @@ impl Model<'_> {
     /// Per flow, a line for each estimate its rate rests on (sorted, no repeats).
     pub(super) fn estimates(&self, e: &End<'_>) -> Vec<Vec<String>> {
         let name = |c: usize| &self.res[c].name;
-        let turns = self.turn_waits((e.solved, e.bounds, e.cap));
         let mut own: Vec<BTreeSet<String>> = vec![BTreeSet::new(); self.streams.len()];
         // A wait counts where the solve leaves the stream to a full resource too: the
         // simulator often finds it binding there (random fabric seeds 275, 1437, 1478:
@@ -115,7 +116,7 @@ impl Model<'_> {
             }
             let solved = e.solved[s];
             let marks = [
-                (turns[s] > 0.0, TURN),
+                (e.turns[s] > 0.0, TURN),
                 (e.waits[s].is_some(), BACKLOG),
                 (self.streams[s].duty.is_some(), DUTY),
                 ((e.rates[s] - solved).abs() > 1e-9 * solved.abs(), PHASES),

@@ -430,14 +430,14 @@ impl Model<'_> {
     /// Seconds each stream's round trip waits at the rates, bounds and capacities of the
     /// last solve: behind other streams' backlogs ([`Model::hol`], with readers held behind
     /// full FIFOs, `fifos` at delays `q`, as held there) and for its turns at full links
-    /// ([`Model::turn_waits`]); where it waits longest behind a backlog; and whether any
-    /// stream waits at all.
+    /// ([`Model::turn_waits`]); where it waits longest behind a backlog; and its turn
+    /// waits alone.
     pub(super) fn waits(
         &self,
         victims: &[Victim],
         (fifos, q): (&[Fifo], &[f64]),
         (rates, bounds, cap): (&[f64], &[Bound], &[f64]),
-    ) -> (Vec<f64>, Vec<Option<Wait>>, bool) {
+    ) -> (Vec<f64>, Vec<Option<Wait>>, Vec<f64>) {
         let (mut out, longest) = if victims.is_empty() {
             (
                 vec![0.0; self.streams.len()],
@@ -447,11 +447,11 @@ impl Model<'_> {
             let held_at = fifo::held_at(fifos, q, &self.streams, bounds);
             self.hol(victims, rates, &held_at)
         };
-        for (h, t) in out.iter_mut().zip(self.turn_waits((rates, bounds, cap))) {
+        let turns = self.turn_waits((rates, bounds, cap));
+        for (h, t) in out.iter_mut().zip(&turns) {
             *h += t;
         }
-        let any = out.iter().any(|&h| h > 0.0);
-        (out, longest, any)
+        (out, longest, turns)
     }
 
     /// Seconds each reader's round trip waits for its turns at full link directions its

@@ -879,14 +879,14 @@ impl<'a> Model<'a> {
         let victims = self.victims();
         let mut q = vec![0.0; fifos.len()];
         let mut hol = vec![0.0; self.streams.len()];
-        let mut waits = vec![None; self.streams.len()];
+        let (mut waits, mut turns) = (vec![None; self.streams.len()], Vec::new());
         let limits: Vec<Vec<Limit>> = self.streams.iter().map(|s| s.limits.clone()).collect();
         let paced = limits.iter().flatten().any(|l| l.paced.is_some());
         let shared = limits.iter().flatten().any(|l| l.shared.is_some());
         let owed = self.owed();
         for round in 0..200 {
-            let held;
-            (hol, waits, held) = self.waits(&victims, (&fifos, &q), (&rates, &bounds, &cap));
+            (hol, waits, turns) = self.waits(&victims, (&fifos, &q), (&rates, &bounds, &cap));
+            let held = hol.iter().any(|&h| h > 0.0);
             if fifos.is_empty() && !held && round >= 4 {
                 break;
             }
@@ -926,8 +926,9 @@ impl<'a> Model<'a> {
             rates,
         );
         #[rustfmt::skip]
-        let end = estimates::End { fifos: &fifos, q: &q, waits: &waits, demands: &demands,
-            pools: &pools, cap: &cap, solved: &solved, rates: &rates, bounds: &bounds };
+        let end = estimates::End { fifos: &fifos, q: &q, waits: &waits, turns: &turns,
+            demands: &demands, pools: &pools, cap: &cap, solved: &solved, rates: &rates,
+            bounds: &bounds };
         let estimates = self.estimates(&end);
         fifo::bounds(&fifos, (&q, &hol), &self.streams, &mut bounds);
         self.name_waits(waits, (&fifos, &q, &hol), &bounds);
