@@ -446,14 +446,17 @@ def run_cmd(
             console().print(
                 f"{f['name']}: limited by {b['kind'].replace('_', ' ')} ({b['resource'] or 'none'}): {b['detail']}"
             )
+        band_unit = unit or Unit.gbps
+        spec = unit_spec(band_unit)
         for f in result.flows:
             if "throughput_band_gbps" in f:
-                band_unit = unit or Unit.gbps
-                lo, hi = (in_unit([{"g": g}], ["g"], band_unit)[0]["g"] for g in f["throughput_band_gbps"])
-                why = "; ".join(f["estimates"]) or "the closed form alone"
+                lo, hi = f["throughput_band_gbps"]
+                band = in_unit([{"lo": lo, "hi": hi}], ["lo", "hi"], band_unit)[0]
+                lines = "; ".join(f["estimates"])
+                why = f"estimates (--engine des checks them): {lines}" if lines else "the closed form alone"
                 console().print(
-                    f"{f['name']}: 90 % band against the simulator {lo:.3f}-{hi:.3f} {band_unit.value}; rests on "
-                    f"{'estimates (--engine des checks them): ' if f['estimates'] else ''}{why}"
+                    f"{f['name']}: 90 % band against the simulator {band['lo']:{spec}}-{band['hi']:{spec}} "
+                    f"{band_unit.value}; rests on {why}"
                 )
         # Retrains (REPLAY_NUM rollovers) only get a column when a link retrained.
         retrains = [("retrains", "retrains", ",")] if any(lk.get("retrains") for lk in result.links) else []

@@ -38,7 +38,8 @@
 //!   trip (the TLP's time on the wire, the receiver holding it, the UpdateFC timer, the
 //!   DLLP back), and the two writes it keeps queued at its own egress; a read stream's NPH
 //!   credits at each switch its requests come into. A switch's completion buffer that
-//!   several readers' completions share is two resources of the solve ([`pool`]). Queueing is modelled only where a resource is full: below saturation the
+//!   several readers' completions share is two resources of the solve ([`pool`]).
+//!   Queueing is modelled only where a resource is full: below saturation the
 //!   round trip is the unloaded one, and a window larger than the fair share only fills a
 //!   queue at the full resource, which the solve's fixed point (rate = window / (unloaded
 //!   round trip + queueing)) gives exactly.
@@ -46,7 +47,8 @@
 //! Latencies are not modelled: every latency summary is null and each flow carries
 //! `unloaded_latency_ns`, the first-byte latency of one request alone on the fabric (of
 //! one I/O, for fio). Each flow also names the estimates its rate rests on beyond the
-//! closed form, and carries a 90 % band against the simulator ([`estimates`]). What it cannot run is refused with one line naming why ([`Refused`]):
+//! closed form, and carries a 90 % band against the simulator ([`estimates`]). What it
+//! cannot run is refused with one line naming why ([`Refused`]):
 //! Ethernet bridging with a CPU, storage HBAs' I/O mixes, bit errors, host memory models
 //! (LLC, IOMMU), shared outbound queues, DMA engine costs, descriptors and status writes,
 //! mixed read-write streams, scratchpad and NIC register targets.

@@ -427,13 +427,14 @@ impl Model<'_> {
     }
 
     /// A lone transfer whose requests outnumber its window `n` (`(requests, n, bytes per
-    /// request, the rate its completion and request credits allow)`): it goes out in `m` rounds of its
-    /// window, each waiting for the last round's completions, and the next transfer starts
-    /// only when its last completion is in, so the window drains at every transfer's end:
-    /// `m - 1` request round trips and the round trip of the last round's requests
-    /// together, each round behind every FIFO on its way; and at least all its completions
-    /// back to back (where they, not the window, pace it; no faster than its completion
-    /// and request credits go round), behind the FIFO its requests leave the source by, once.
+    /// request, the rate its completion and request credits allow)`): it goes out in `m`
+    /// rounds of its window, each waiting for the last round's completions, and the next
+    /// transfer starts only when its last completion is in, so the window drains at every
+    /// transfer's end: `m - 1` request round trips and the round trip of the last round's
+    /// requests together, each round behind every FIFO on its way; and at least all its
+    /// completions back to back (where they, not the window, pace it; no faster than its
+    /// completion and request credits go round), behind the FIFO its requests leave the
+    /// source by, once.
     fn drained_transfer(
         &self,
         w: &WorkloadSpec,
