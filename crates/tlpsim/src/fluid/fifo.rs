@@ -94,7 +94,7 @@ impl Model<'_> {
         let mut out = Vec::new();
         for c in 0..self.sys.links.len() * 2 {
             let on: Vec<usize> = (0..self.streams.len())
-                .filter(|&s| self.streams[s].mix.tlps.get(&c).is_some_and(|&t| t > 0.0))
+                .filter(|&s| self.streams[s].mix.tlps_on(c) > 0.0)
                 .collect();
             if on.len() < 2 {
                 continue;
@@ -134,7 +134,7 @@ impl Model<'_> {
         // each piece after the ones before it): one FIFO of its payload.
         for r in (0..self.res.len()).filter(|&r| THROTTLES.contains(&self.res[r].kind)) {
             let on: Vec<usize> = (0..self.streams.len())
-                .filter(|&s| self.streams[s].mix.uses.get(&r).is_some_and(|&u| u > 0.0))
+                .filter(|&s| self.streams[s].mix.use_of(r) > 0.0)
                 .collect();
             if on.len() >= 2 && self.windowed(&on, r) {
                 let mut f = Fifo::new(r, on);
@@ -230,8 +230,8 @@ impl Offer<'_> {
                 _ => f64::INFINITY,
             };
             let rate = limit_at(self.fifos, &self.at, (s, self.hol[s]), st).min(ceiling);
-            out.0 += st.mix.tlps.get(&c).copied().unwrap_or(0.0) * rate;
-            out.1 += st.mix.uses.get(&c).copied().unwrap_or(0.0) * rate;
+            out.0 += st.mix.tlps_on(c) * rate;
+            out.1 += st.mix.use_of(c) * rate;
         }
         out
     }

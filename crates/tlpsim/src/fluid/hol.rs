@@ -400,7 +400,7 @@ impl Model<'_> {
             else {
                 continue;
             };
-            let tlps = st.mix.tlps.get(&c).copied().unwrap_or(0.0) * rates[s];
+            let tlps = st.mix.tlps_on(c) * rates[s];
             let hold = self.credit_round_trip(&other.path, m, kind, other.tlp as u32);
             headers += tlps * hold;
             units += tlps * hold * data_units(other.tlp);
@@ -486,8 +486,8 @@ impl Model<'_> {
                     queued |= inp == mine;
                     if inp.is_disjoint(mine) {
                         others.extend(inp.iter().copied());
-                        bytes += rates[s] * o.mix.uses.get(&c).copied().unwrap_or(0.0);
-                        tlps += rates[s] * o.mix.tlps.get(&c).copied().unwrap_or(0.0);
+                        bytes += rates[s] * o.mix.use_of(c);
+                        tlps += rates[s] * o.mix.tlps_on(c);
                     }
                 }
                 if tlps > 0.0 && !queued {

@@ -244,6 +244,16 @@ struct Mix {
 }
 
 impl Mix {
+    /// Its TLPs per payload byte on link direction `c` (none where it sends none there).
+    fn tlps_on(&self, c: usize) -> f64 {
+        self.tlps.get(&c).copied().unwrap_or(0.0)
+    }
+
+    /// What it uses of resource `r` per payload byte (none where it uses none).
+    fn use_of(&self, r: usize) -> f64 {
+        self.uses.get(&r).copied().unwrap_or(0.0)
+    }
+
     /// Divides everything by `bytes` (the unit's data bytes).
     fn per(mut self, bytes: f64) -> Self {
         for m in [&mut self.uses, &mut self.tlps, &mut self.payload] {
@@ -934,9 +944,7 @@ impl<'a> Model<'a> {
         let estimates = self.estimates(&end);
         fifo::bounds(&fifos, (&q, &hol), &self.streams, &mut bounds);
         self.name_waits(waits, (&fifos, &q, &hol), &bounds);
-        let mut out = self.report(rates, bounds, &cap[..base.len()], &dllp);
-        out.estimates = estimates;
-        out
+        self.report((rates, bounds), (&cap[..base.len()], &dllp), estimates)
     }
 }
 

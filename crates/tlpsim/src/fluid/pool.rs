@@ -49,7 +49,7 @@ impl Model<'_> {
                 if !switch || (h.is_none() && d.is_none()) {
                     continue;
                 }
-                let tlps = st.mix.tlps.get(&c).copied().unwrap_or(0.0);
+                let tlps = st.mix.tlps_on(c);
                 let hold = self.credit_round_trip(&bl.path, i, TlpKind::CplD, bl.tlp as u32);
                 let user = (s, tlps * hold, tlps * hold * super::hol::data_units(bl.tlp));
                 match out.iter_mut().find(|p| p.chan == c) {
@@ -109,12 +109,12 @@ pub(super) fn cap_pools(pools: &[Pool], streams: &[Stream], rates: &[f64], cap: 
         for &(s, h, d) in &p.users {
             headers += rates[s] * h;
             units += rates[s] * d;
-            wire += rates[s] * streams[s].mix.uses.get(&c).copied().unwrap_or(0.0);
+            wire += rates[s] * streams[s].mix.use_of(c);
         }
         let f = (p.credits.0 / headers).min(p.credits.1 / units);
         if f.is_finite() {
             let load: f64 = (streams.iter().zip(rates))
-                .map(|(st, r)| r * st.mix.uses.get(&c).copied().unwrap_or(0.0))
+                .map(|(st, r)| r * st.mix.use_of(c))
                 .sum();
             cap[c] = cap[c].min(load - wire * (1.0 - f));
         }

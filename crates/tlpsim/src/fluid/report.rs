@@ -29,10 +29,9 @@ impl Model<'_> {
     /// The result record of a solve.
     pub(super) fn report(
         self,
-        rates: Vec<f64>,
-        bounds: Vec<Bound>,
-        cap: &[f64],
-        dllp: &[f64],
+        (rates, bounds): (Vec<f64>, Vec<Bound>),
+        (cap, dllp): (&[f64], &[f64]),
+        estimates: Vec<Vec<String>>,
     ) -> FluidRun {
         let sys = self.sys;
         let window = secs(sys.duration.saturating_sub(sys.warmup));
@@ -75,7 +74,7 @@ impl Model<'_> {
                 audit,
             },
             unloaded_latency_ns: self.unloaded,
-            estimates: Vec::new(),
+            estimates,
         }
     }
 

@@ -731,7 +731,7 @@ pub(super) fn stretch(
 /// it leaves, whoever sent it).
 pub(super) fn share(streams: &mut [Stream], base: &[Vec<Limit>], rates: &[f64]) {
     let mut into: BTreeMap<(usize, FcClass), f64> = BTreeMap::new();
-    let tlps = |mix: &Mix, c: usize, r: f64| mix.tlps.get(&c).copied().unwrap_or(0.0) * r;
+    let tlps = |mix: &Mix, c: usize, r: f64| mix.tlps_on(c) * r;
     for ((st, base), &r) in streams.iter().zip(base).zip(rates) {
         for key in base.iter().filter_map(|l| l.shared) {
             *into.entry(key).or_default() += tlps(&st.mix, key.0, r);
