@@ -46,6 +46,7 @@ import tomllib
 
 from tlpsim import _core
 from tlpsim.simulate import load_scenario, run
+from tlpsim.sweep import estimate_kind
 
 DES_CACHE = None
 
@@ -148,7 +149,7 @@ def compare(text):
             rise = window_rise(text, d["name"], d["throughput_gbps"])
             if rise > 0.02:
                 tol = 0.05
-        kinds = sorted({e.split(" ", 1)[0].removesuffix(":") for e in f.get("estimates", [])})
+        kinds = sorted({estimate_kind(e) for e in f.get("estimates", [])})
         out.append((d["name"], err, tol, d["bottleneck"]["kind"], f["bottleneck"]["kind"], rise, by_verdict, kinds))
     return out
 
