@@ -11,6 +11,37 @@ use crate::pcie::tlp::TlpKind;
 use crate::sim::WRITE_QUEUE_DEPTH;
 use std::collections::BTreeMap;
 
+/// What a reader's completion and request credits allow it.
+pub(super) struct Held {
+    /// Bytes per second: the least of its credit windows over their round trips.
+    pub rate: f64,
+    /// Each credit window on its way: (payload bytes a credit's TLP carries, TLPs the
+    /// window holds, seconds a credit takes round, seconds one TLP takes on that link).
+    pub windows: Vec<(f64, f64, f64, f64)>,
+}
+
+impl Held {
+    /// Seconds after a lone burst of `bytes` sends its first TLP that it sends its last,
+    /// where a credit window, not the link, holds it: a window of `w` TLPs sends TLP
+    /// `k` no sooner than the credit of TLP `k - w` comes back, so the last of `n`
+    /// goes `floor((n - 1) / w)` round trips in, and the rest of its round at the link's
+    /// pace after it. A burst within every window waits for none (seed 1732: a transfer's
+    /// 64 completions in sw0's 64 CplH credits come back to back).
+    pub(super) fn burst(&self, bytes: f64) -> f64 {
+        (self.windows.iter())
+            .map(|&(per, w, rtt, ser)| {
+                let n = (bytes / per).ceil().max(1.0);
+                let rounds = ((n - 1.0) / w).floor();
+                if rounds < 1.0 {
+                    0.0
+                } else {
+                    rounds * rtt + (n - 1.0 - rounds * w) * ser
+                }
+            })
+            .fold(0.0, f64::max)
+    }
+}
+
 /// The ways the TLPs of an fio workload's I/Os take.
 struct FioWays {
     /// The drive's root complex, whose memory holds the queues.
@@ -81,31 +112,17 @@ impl Model<'_> {
     /// completions) at each hop of `p`, TLPs of `max` bytes, over that hop's credit round
     /// trip.
     fn credit_limits(&self, p: &Path, max: u32, class: FcClass) -> Vec<Limit> {
-        let (kind, names, what) = match class {
-            FcClass::Completion => (TlpKind::CplD, ["CplH", "CplD"], "completion"),
-            FcClass::Posted | FcClass::NonPosted => (TlpKind::MWr, ["PH", "PD"], "posted"),
+        let what = match class {
+            FcClass::Completion => "completion",
+            FcClass::Posted | FcClass::NonPosted => "posted",
         };
         let mut out = Vec::new();
         for (i, hop) in p.hops.iter().enumerate() {
             let Hop::Chan(c) = *hop else { continue };
             let (tx, rx) = (p.nodes[i], p.nodes[i + 1]);
-            let credits = self.sys.nodes[rx].credits.0;
-            let by_header = credits[2 * class as usize].map(|h| h as f64);
-            let by_data = credits[2 * class as usize + 1]
-                .map(|d| (d as f64 / max.div_ceil(16) as f64).floor());
-            let (tlps, ty) = match (by_header, by_data) {
-                (None, None) => continue,
-                (Some(h), None) => (h, names[0]),
-                (None, Some(d)) => (d, names[1]),
-                (Some(h), Some(d)) => {
-                    if h <= d {
-                        (h, names[0])
-                    } else {
-                        (d, names[1])
-                    }
-                }
+            let Some((tlps, ty, mut rtt)) = self.hop_credits(p, i, max, class) else {
+                continue;
             };
-            let mut rtt = self.credit_round_trip(p, i, kind, max);
             let window = tlps * max as f64;
             // Held in the receiver's ingress buffer until it leaves on the next link (or
             // is across the socket link): a window behind that FIFO, if it is one.
@@ -146,6 +163,60 @@ impl Model<'_> {
                     window / rtt / 1e9
                 ),
             });
+        }
+        out
+    }
+
+    /// The credits of `class` hop `i` of `p` (a link direction) gives TLPs of `max` bytes:
+    /// how many TLPs, the credit type that sets it, and their round trip (`None` where
+    /// the receiver advertises infinite credits).
+    pub(super) fn hop_credits(
+        &self,
+        p: &Path,
+        i: usize,
+        max: u32,
+        class: FcClass,
+    ) -> Option<(f64, &'static str, f64)> {
+        let (kind, names) = match class {
+            FcClass::Completion => (TlpKind::CplD, ["CplH", "CplD"]),
+            FcClass::Posted | FcClass::NonPosted => (TlpKind::MWr, ["PH", "PD"]),
+        };
+        let credits = self.sys.nodes[p.nodes[i + 1]].credits.0;
+        let by_header = credits[2 * class as usize].map(|h| h as f64);
+        let by_data =
+            credits[2 * class as usize + 1].map(|d| (d as f64 / max.div_ceil(16) as f64).floor());
+        let (tlps, ty) = match (by_header, by_data) {
+            (None, None) => return None,
+            (Some(h), None) => (h, names[0]),
+            (None, Some(d)) => (d, names[1]),
+            (Some(h), Some(d)) if h <= d => (h, names[0]),
+            (Some(_), Some(d)) => (d, names[1]),
+        };
+        Some((tlps, ty, self.credit_round_trip(p, i, kind, max)))
+    }
+
+    /// A reader's credit windows (`Held::windows`): its completions' of `cs` bytes along
+    /// `cpl`, and its requests' of `per_request` bytes where a switch holds them (their
+    /// `request_credit_limits`).
+    fn credit_windows(
+        &self,
+        cpl: &Path,
+        cs: u32,
+        (requests, per_request): (&[Limit], f64),
+    ) -> Vec<(f64, f64, f64, f64)> {
+        let mut out = Vec::new();
+        for (i, hop) in cpl.hops.iter().enumerate() {
+            let Hop::Chan(c) = *hop else { continue };
+            if let Some((tlps, _, rtt)) = self.hop_credits(cpl, i, cs, FcClass::Completion) {
+                let ser = self.ser(c, self.wire(c, TlpKind::CplD, cs));
+                out.push((cs as f64, tlps, rtt, ser));
+            }
+        }
+        for l in requests {
+            if let (Some((window, rtt)), Some((c, _))) = (l.window, l.shared) {
+                let ser = self.ser(c, self.wire(c, TlpKind::MRd, 0));
+                out.push((per_request, window / per_request, rtt, ser));
+            }
         }
         out
     }
@@ -304,9 +375,13 @@ impl Model<'_> {
             let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
             let cs = self.cpl_size(dst).min(per_request.ceil() as u32);
             let mut credits = self.credit_limits(&cpl, cs, FcClass::Completion);
+            let first_request = credits.len();
             credits.extend(self.request_credit_limits(&req, per_request));
-            let held = credits.iter().map(|l| l.rate).fold(f64::INFINITY, f64::min);
-            let (window, share, duty) = self.read_window(w, (&req, &cpl), requests, held);
+            let held = Held {
+                rate: credits.iter().map(|l| l.rate).fold(f64::INFINITY, f64::min),
+                windows: self.credit_windows(&cpl, cs, (&credits[first_request..], per_request)),
+            };
+            let (window, share, duty) = self.read_window(w, (&req, &cpl), requests, &held);
             limits.extend(window);
             limits.extend(credits);
             self.push(i, mix, t as f64, limits, requests, 0.0);
@@ -345,7 +420,7 @@ impl Model<'_> {
         w: &WorkloadSpec,
         ways: (&Path, &Path),
         requests: f64,
-        held: f64,
+        held: &Held,
     ) -> (Vec<Limit>, f64, Option<Duty>) {
         let (req, cpl, src, t) = (ways.0, ways.1, w.source, w.transfer_size);
         let per_request = (t as f64 / requests).min(self.sys.pcie.mrrs as f64);
@@ -382,13 +457,13 @@ impl Model<'_> {
         ) {
             share = (transfers - 0.5) / transfers;
             let (first_in, whole) = self.read_round_trip(req, cpl, t.min(u32::MAX as u64) as u32);
-            // The rest of its completions no faster than its completion credits go round.
-            let whole = whole.max(first_in + t as f64 / held);
+            // The rest of its completions no sooner than its credits come back for them.
+            let whole = whole.max(first_in + held.burst(t as f64));
             if transfers == 1.0 && w.rate.is_none() {
                 duty = Some(Duty {
                     bytes: t as f64,
                     first: first_in,
-                    limit: held,
+                    limit: held.rate,
                 });
             }
             let detail = format!(
@@ -411,11 +486,11 @@ impl Model<'_> {
                 duty = Some(Duty {
                     bytes: t as f64,
                     first: self.read_round_trip(req, cpl, per_request.ceil() as u32).0,
-                    limit: (window / rtt).min(held),
+                    limit: (window / rtt).min(held.rate),
                 });
             }
-            let n = (requests, in_flight, per_request, held);
-            out.extend(self.drained_transfer(w, ways, n, first));
+            let n = (requests, in_flight, per_request);
+            out.extend(self.drained_transfer(w, ways, n, held, first));
         }
         let detail = format!(
             "{why} keep {in_flight:.0} requests of {per_request:.0} B in flight over a {:.0} \
@@ -427,19 +502,19 @@ impl Model<'_> {
     }
 
     /// A lone transfer whose requests outnumber its window `n` (`(requests, n, bytes per
-    /// request, the rate its completion and request credits allow)`): it goes out in `m`
+    /// request)`; `held`: what its completion and request credits allow): it goes out in `m`
     /// rounds of its window, each waiting for the last round's completions, and the next
     /// transfer starts only when its last completion is in, so the window drains at every
     /// transfer's end: `m - 1` request round trips and the round trip of the last round's
     /// requests together, each round behind every FIFO on its way; and at least all its
-    /// completions back to back (where they, not the window, pace it; no faster than its
-    /// completion and request credits go round), behind the FIFO its requests leave the
-    /// source by, once.
+    /// completions back to back (where they, not the window, pace it; none sooner than its
+    /// credits come back for it), behind the FIFO its requests leave the source by, once.
     fn drained_transfer(
         &self,
         w: &WorkloadSpec,
         ways: (&Path, &Path),
-        (requests, n, per_request, held): (f64, f64, f64, f64),
+        (requests, n, per_request): (f64, f64, f64),
+        held: &Held,
         first: usize,
     ) -> [Limit; 2] {
         let (req, cpl) = ways;
@@ -450,7 +525,7 @@ impl Model<'_> {
         let rounds = (m - 1.0) * rtt + self.read_round_trip(req, cpl, bytes(last)).1;
         let (first_in, whole) = self.read_round_trip(req, cpl, bytes(requests));
         let window = requests * per_request;
-        let whole = whole.max(first_in + window / held);
+        let whole = whole.max(first_in + held.burst(window));
         let limit = |t: f64, parts: f64, how: String| {
             let detail = format!(
                 "one read transfer of {} B at a time, {n:.0} of its {requests:.0} requests in \

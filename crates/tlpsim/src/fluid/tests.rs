@@ -700,3 +700,66 @@ fn readers_sharing_a_fifo_or_waiting_behind_a_backlog_name_the_estimate() {
         .iter()
         .all(|l| !l.starts_with("backlog:")));
 }
+
+#[test]
+fn a_burst_within_its_credit_window_waits_for_no_credit() {
+    let held = streams::Held {
+        rate: 64.0 * 64.0 / 200e-9,
+        windows: vec![(64.0, 64.0, 200e-9, 1e-9)],
+    };
+    // 64 TLPs in 64 credits go back to back; the 65th waits for the first's credit.
+    assert_eq!(held.burst(4096.0), 0.0);
+    assert!((held.burst(4160.0) - 200e-9).abs() < 1e-18);
+    // 256 TLPs: three round trips, then the 63 after the third round's first at the pace.
+    assert!((held.burst(16384.0) - (3.0 * 200e-9 + 63e-9)).abs() < 1e-18);
+    // The longest wait of several windows.
+    let two = streams::Held {
+        windows: vec![(64.0, 64.0, 200e-9, 1e-9), (512.0, 4.0, 900e-9, 2e-9)],
+        ..held
+    };
+    assert!((two.burst(4096.0) - (900e-9 + 3.0 * 2e-9)).abs() < 1e-18);
+}
+
+#[test]
+fn a_transfer_that_fits_a_switchs_completion_credits_comes_at_the_links_pace() {
+    // Two 4 KiB transfers in flight through `sw`, whose CplH credits (64 unless `switch`
+    // sets them) hold a transfer's 64 completions of 64 B (random fabric seed 1732).
+    let whole_limit = |switch: &str| {
+        let read = r#"
+[[workload]]
+name = "r"
+kind = "dma"
+endpoint = "ep"
+direction = "read"
+transfer_size = "4KiB"
+outstanding = 2
+"#;
+        let sys = switched(switch, 8, read);
+        let m = streams_of(&sys);
+        let l = (m.streams[0].limits.iter())
+            .find(|l| {
+                l.detail
+                    .contains("from its first request to its last completion")
+            })
+            .expect("a whole-transfer limit")
+            .clone();
+        let (ep, rc) = (sys.node("ep").unwrap(), sys.node("rc").unwrap());
+        let (req, cpl) = (m.tree.path(ep, rc).unwrap(), m.tree.path(rc, ep).unwrap());
+        let (first, whole) = m.read_round_trip(&req, &cpl, 4096);
+        let credits = m
+            .hop_credits(&cpl, 0, 64, FcClass::Completion)
+            .expect("finite");
+        (l.window.unwrap().1, first, whole, credits)
+    };
+    let (t, _, whole, (tlps, _, _)) = whole_limit("");
+    assert_eq!(tlps, 64.0);
+    assert!((t - whole).abs() < 1e-15, "{t} against the link's {whole}");
+    // Eight credits: the 64 completions wait seven round trips, but not an eighth for
+    // the first round.
+    let (t, first, whole, (tlps, _, rtt)) = whole_limit("credits = { cplh = 8 }");
+    assert_eq!(tlps, 8.0);
+    assert!(
+        t > whole && t > first + 7.0 * rtt && t < first + 8.0 * rtt,
+        "{t}"
+    );
+}
