@@ -209,7 +209,7 @@ impl<'a> Simulator<'a> {
                 bridges: sys
                     .host_bridges
                     .iter()
-                    .map(|b| (Throttle::new(b.bandwidth), b.latency))
+                    .map(|b| (Calendar::new(b.bandwidth), b.latency))
                     .collect(),
                 draining: false,
                 sockets: socket::SocketLinks::new(sys),

@@ -241,7 +241,8 @@ impl Context for Cx<'_, '_> {
     }
 
     fn host_bridge_pass(&mut self, b: usize, at: SimTime, bytes: u32) -> SimTime {
-        self.sim.host.bridges[b].0.pass(at, bytes)
+        let now = self.sim.now();
+        self.sim.host.bridges[b].0.pass(now, at, bytes)
     }
 
     fn host_bridge_latency(&self, b: usize) -> SimTime {

@@ -64,7 +64,7 @@ use node::requester::Requester;
 use node::{AnyNode, NodeEv, NodeReport};
 use result::{Audit, FlowResult, LatencyRecorder, LinkResult, RunResult};
 use slab::{Owner, Tlp};
-use throttle::Throttle;
+use throttle::Calendar;
 use trace::{Packet, Trace};
 
 const NONE: u32 = u32::MAX;
@@ -362,7 +362,7 @@ struct Watch {
 /// queues and the drain of one, the inter-socket links.
 struct HostSide {
     /// Each host bridge's data path and latency.
-    bridges: Vec<(Throttle, SimTime)>,
+    bridges: Vec<(Calendar, SimTime)>,
     /// The shared outbound queue is being drained (push must not queue behind itself).
     draining: bool,
     /// The inter-socket links between root complexes (`socket`).

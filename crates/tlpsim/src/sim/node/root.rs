@@ -16,7 +16,7 @@ use crate::pcie::tlp::TlpKind;
 use crate::sim::bottleneck::{Resource, UsedBy};
 use crate::sim::host_memory::HostMemory;
 use crate::sim::socket::SOCKET;
-use crate::sim::throttle::Throttle;
+use crate::sim::throttle::{Calendar, Throttle};
 use crate::sim::{Owner, Tlp, NONE};
 
 /// The bit of a root complex's cookie that marks the host CPU's own TLPs (its register
@@ -47,7 +47,7 @@ pub(in crate::sim) struct RootComplex {
     /// A read request's arrival to its data being ready in memory.
     read_latency: Latency,
     /// Its memory's bandwidth, shared by reads and writes, if limited.
-    memory: Option<Throttle>,
+    memory: Option<Calendar>,
     /// The posted-write sink ahead of the memory.
     write_sink: Option<Throttle>,
     /// The host bridge its memory traffic crosses, if any.
@@ -104,7 +104,7 @@ impl RootComplex {
         });
         RootComplex {
             read_latency,
-            memory: memory_bandwidth.map(Throttle::new),
+            memory: memory_bandwidth.map(Calendar::new),
             write_sink: posted_write_rate.map(Throttle::new),
             bridge: host_bridge,
             cpl_size: match completion {
@@ -327,12 +327,14 @@ impl RootComplex {
         if let Some(w) = &mut self.write_sink {
             done = w.pass(done, t.payload);
         }
-        for throttle in [&mut self.memory, &mut self.data_path]
-            .into_iter()
-            .flatten()
-        {
+        let now = cx.now();
+        if let Some(m) = &mut self.memory {
             let at = if behind_sink { arrived } else { done };
-            done = done.max(throttle.pass(at, t.payload));
+            done = done.max(m.pass(now, at, t.payload));
+        }
+        if let Some(d) = &mut self.data_path {
+            let at = if behind_sink { arrived } else { done };
+            done = done.max(d.pass(at, t.payload));
         }
         if let Some(h) = &mut self.host {
             let addr = host_address(cx.tlp_workload(&t), t.addr);
@@ -374,7 +376,7 @@ impl RootComplex {
                 addr += piece as u64;
             }
             if let Some(m) = memory.as_mut() {
-                at = m.pass(at, piece);
+                at = m.pass(now, at, piece);
             }
             if let Some(p) = read_path.as_mut() {
                 at = p.pass(at, piece);
