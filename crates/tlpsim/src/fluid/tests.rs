@@ -763,3 +763,78 @@ outstanding = 2
         "{t}"
     );
 }
+
+/// A root complex with 10 GB/s of memory, `ep` reading 4 KiB at a time on a Gen3 x8 link
+/// (its window binds), and, with `bursts`, `ep2` reading 64 KiB transfers whose requests
+/// all go out at once.
+fn memory_shared(bursts: bool) -> System {
+    let other = r#"
+[[endpoint]]
+name = "ep2"
+kind = "dma"
+tags = 256
+[[link]]
+between = ["rc", "ep2"]
+gen = 3
+width = 8
+[[workload]]
+name = "big"
+kind = "dma"
+endpoint = "ep2"
+direction = "read"
+transfer_size = "64KiB"
+outstanding = 1
+"#;
+    system(&format!(
+        r#"
+[pcie]
+mrrs = 512
+[[root_complex]]
+name = "rc"
+memory_read_latency = "500ns"
+memory_bandwidth = "10GB/s"
+[[endpoint]]
+name = "ep"
+kind = "dma"
+[[link]]
+between = ["rc", "ep"]
+gen = 3
+width = 8
+[[workload]]
+name = "r"
+kind = "dma"
+endpoint = "ep"
+direction = "read"
+transfer_size = "4KiB"
+outstanding = 1
+{}"#,
+        if bursts { other } else { "" }
+    ))
+}
+
+#[test]
+fn a_window_behind_other_readers_bursts_at_the_memory_names_the_wait() {
+    let out = run(&memory_shared(true)).expect("runs");
+    let burst =
+        (out.estimates[0].iter()).find(|l| l.starts_with("burst:") && l.contains("rc memory"));
+    // `big` books 64 KiB at once, 6.6 us of the memory's time, and the memory is nearly
+    // full: the M/G/1 wait is longer than `big` can queue, so it is what `big` queues.
+    let line = burst.unwrap_or_else(|| panic!("{:?}", out.estimates));
+    let ns: f64 = line
+        .split("about ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((ns - 6554.0).abs() < 1.0, "{line}");
+    // Alone it waits behind nothing.
+    let alone = run(&memory_shared(false)).expect("runs");
+    assert!(
+        alone.estimates[0].iter().all(|l| !l.starts_with("burst:")),
+        "{:?}",
+        alone.estimates
+    );
+}
