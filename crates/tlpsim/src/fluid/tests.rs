@@ -838,3 +838,50 @@ fn a_window_behind_other_readers_bursts_at_the_memory_names_the_wait() {
         alone.estimates
     );
 }
+
+/// One DMA endpoint with `tags` tags reading 256 B at a time from a root complex on a Gen3
+/// x4 link.
+fn reads_with_tags(tags: u32) -> System {
+    system(&format!(
+        r#"
+[pcie]
+mps = 256
+mrrs = 512
+[[root_complex]]
+name = "rc"
+memory_read_latency = "500ns"
+[[endpoint]]
+name = "ep"
+kind = "dma"
+tags = {tags}
+[[link]]
+between = ["rc", "ep"]
+gen = 3
+width = 4
+[[workload]]
+name = "r"
+kind = "dma"
+endpoint = "ep"
+direction = "read"
+transfer_size = "256B"
+outstanding = 64
+"#
+    ))
+}
+
+#[test]
+fn a_window_within_five_per_cent_of_its_bottleneck_is_named_near() {
+    let near = |tags: u32| {
+        let out = run(&reads_with_tags(tags)).expect("runs");
+        let kind = out.result.flows[0].bottleneck.kind;
+        (
+            kind,
+            out.estimates[0].iter().any(|l| l.starts_with("near:")),
+        )
+    };
+    // Six reads in flight bind it; seven allow a little more than the link (near); sixteen
+    // far more.
+    assert_eq!(near(6), ("requests", false));
+    assert_eq!(near(7), ("link", true));
+    assert_eq!(near(16), ("link", false));
+}
