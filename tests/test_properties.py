@@ -125,15 +125,24 @@ def rate(f: Fabric) -> float:
 ORDERING_WAIT = "read requests behind them wait too (a read does not pass a posted write)"
 
 
+#: The most the ordering effect may take off a flow (the pinned case: 4.8 %).
+ORDERING_MOST = 0.10
+
+
 def no_worse(worse: Fabric, better: Fabric, ordering: bool = False) -> None:
     """The better fabric's rate is at least the worse one's, less 1 % and one transfer;
-    with `ordering`, unless the better fabric's verdict is reads waiting behind the posted
-    writes a switch queues (`ORDERING_WAIT`)."""
+    with `ordering` (a switch on the way) and reads and writes in turn, less up to
+    `ORDERING_MOST` where the better fabric's verdict is reads waiting behind the posted
+    writes the switch queues (`ORDERING_WAIT`) and the worse one's is not. (The test
+    functions stay as they are: a change to one redraws its derandomized examples.)"""
     before, mine = rate(worse), flow(better)
     after = mine["throughput_gbps"]
     unit = max(worse.size, 4096) if worse.nvme else worse.size
     slack = TOLERANCE * before + unit * 8 / (WINDOW_US * 1e3)
-    if ordering and after < before - slack and ORDERING_WAIT in mine["bottleneck"]["detail"]:
+    waits = ORDERING_WAIT in mine["bottleneck"]["detail"]
+    ordering = ordering and worse.direction == "alternate"
+    if ordering and after < before - slack and waits and after >= (1 - ORDERING_MOST) * before:
+        assert ORDERING_WAIT not in flow(worse)["bottleneck"]["detail"], f"{worse}\n{better}"
         return
     assert after >= before - slack, f"{before:.3f} -> {after:.3f} Gb/s\n{worse}\n{better}"
 

@@ -160,7 +160,8 @@ pub(in crate::sim) trait Context {
     /// `(doorbell, rdt, enable)` ask).
     fn nic_register_write(&mut self, nic: usize, what: (bool, bool, bool)) -> RegisterWrite;
 
-    /// Host bridge `b`'s data path passes `bytes` ready at `at`: when they are through.
+    /// Host bridge `b`'s data path passes `bytes` ready at `at` (no sooner than now): when
+    /// they are through.
     fn host_bridge_pass(&mut self, b: usize, at: SimTime, bytes: u32) -> SimTime;
 
     /// Host bridge `b`'s latency, each way.

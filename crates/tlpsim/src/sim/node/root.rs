@@ -376,7 +376,7 @@ impl RootComplex {
                 addr += piece as u64;
             }
             if let Some(m) = memory.as_mut() {
-                at = m.pass(now, at, piece);
+                at = m.pass_after(now, at, piece);
             }
             if let Some(p) = read_path.as_mut() {
                 at = p.pass(at, piece);
