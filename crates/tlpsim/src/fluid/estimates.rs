@@ -46,15 +46,15 @@ const PHASES: &str = "phases: shares links with readers of one transfer at a tim
 const BANDS: [(&str, f64); 13] = [
     ("all", 0.0153),
     ("backlog", 0.08162),
-    ("burst", 0.1437),
+    ("burst", 0.1692),
     ("duty", 0.03752),
     ("near", 0.02645),
-    ("none", 0.001579),
+    ("none", 0.001563),
     ("phases", 0.0153),
     ("pool", 0.1411),
     ("queue", 0.03491),
     ("rate", 0.003719),
-    ("shares", 0.2974),
+    ("shares", 0.2895),
     ("throttle", 0.09885),
     ("turn", 0.2015),
 ];
@@ -191,12 +191,6 @@ impl Model<'_> {
                     "rate: its workload's rate, which the simulator meets in transfers".into(),
                 );
             }
-            // A window whose round trip crosses a node throttle where other streams'
-            // bursts keep its TLPs waiting, which the solve does not time, long enough to
-            // hold it 1 % below its rate (random fabric seeds with host throttles 207 `w0`
-            // and 394 `w1`, +7 and +15 %: reads behind another reader's transfers at a
-            // root complex's memory; 180 `w1`, +19 %: a reader the fluid engine gives its
-            // link).
             // A window of its own within 5 % of the rate a resource bounds it at: the
             // simulator's window goes in bursts, so both bind in part (random fabric seed
             // with host throttles 188 `w1`, +9.5 %: four reads of 256 B against a full
@@ -205,14 +199,23 @@ impl Model<'_> {
             if matches!(e.bounds[s], Bound::Resource(_)) && st.limits.iter().any(near) {
                 own[s].insert(NEAR.to_string());
             }
+            // A window whose round trip crosses a node throttle where other streams'
+            // bursts keep its TLPs waiting, which the solve does not time, long enough to
+            // hold it 1 % below its rate (random fabric seeds with host throttles 207 `w0`
+            // and 394 `w1`, +7 and +15 %: reads behind another reader's transfers at a
+            // root complex's memory; 180 `w1`, +19 %: a reader the fluid engine gives its
+            // link). The windows whose loop crosses the throttle: a read's or an fio job's
+            // (its round trip ends at the target), and posted credits the throttle frees.
             for &r in st.mix.uses.keys() {
                 if !THROTTLES.contains(&self.res[r].kind) {
                     continue;
                 }
                 let wait = self.burst_wait(e, s, r, used[r]);
+                let crosses =
+                    |l: &super::Limit| matches!(l.kind, "requests" | "iodepth") || l.at == Some(r);
                 let held = |l: &super::Limit| {
-                    l.window
-                        .is_some_and(|(_, t)| l.rate * t / (t + wait) < 0.99 * e.solved[s])
+                    let slower = |(_, t): (f64, f64)| l.rate * t / (t + wait) < 0.99 * e.solved[s];
+                    crosses(l) && l.window.is_some_and(slower)
                 };
                 if wait > 0.0 && st.limits.iter().any(held) {
                     own[s].insert(format!(

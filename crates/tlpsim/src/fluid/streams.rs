@@ -15,27 +15,42 @@ use std::collections::BTreeMap;
 pub(super) struct Held {
     /// Bytes per second: the least of its credit windows over their round trips.
     pub rate: f64,
-    /// Each credit window on its way: (payload bytes a credit's TLP carries, TLPs the
-    /// window holds, seconds a credit takes round, seconds one TLP takes on that link).
-    pub windows: Vec<(f64, f64, f64, f64)>,
+    /// Each credit window on its way.
+    pub windows: Vec<Window>,
+}
+
+/// One credit window on a reader's way, for [`Held::burst`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Window {
+    /// Bytes of the transfer one credit stands for: a completion's payload, or the bytes
+    /// a read request asks for.
+    pub per: f64,
+    /// TLPs the window holds.
+    pub tlps: f64,
+    /// Seconds a credit takes round.
+    pub rtt: f64,
+    /// Seconds one of its TLPs takes on that link.
+    pub ser: f64,
 }
 
 impl Held {
-    /// Seconds after a lone burst of `bytes` sends its first TLP that it sends its last,
-    /// where a credit window, not the link, holds it: a window of `w` TLPs sends TLP
-    /// `k` no sooner than the credit of TLP `k - w` comes back, so the last of `n`
-    /// goes `floor((n - 1) / w)` round trips in, and the rest of its round at the link's
-    /// pace after it. A burst within every window waits for none (seed 1732: a transfer's
-    /// 64 completions in sw0's 64 CplH credits come back to back).
+    /// The least seconds after a lone burst of `bytes` sends its first TLP that its
+    /// credits let it send its last (0 where no window holds it): a window of `w` TLPs
+    /// sends TLP `k` no sooner than the credit of TLP `k - w` comes back, so the last of
+    /// `n` goes `floor((n - 1) / w)` round trips in, and the rest of its round at the
+    /// link's pace after it. A burst within every window waits for none (seed 1732: a
+    /// transfer's 64 completions in sw0's 64 CplH credits come back to back). TLPs are
+    /// counted as `bytes` over a credit's bytes, so an unaligned transfer's extra
+    /// completion at an RCB boundary is not.
     pub(super) fn burst(&self, bytes: f64) -> f64 {
         (self.windows.iter())
-            .map(|&(per, w, rtt, ser)| {
-                let n = (bytes / per).ceil().max(1.0);
-                let rounds = ((n - 1.0) / w).floor();
+            .map(|w| {
+                let n = (bytes / w.per).ceil().max(1.0);
+                let rounds = ((n - 1.0) / w.tlps).floor();
                 if rounds < 1.0 {
                     0.0
                 } else {
-                    rounds * rtt + (n - 1.0 - rounds * w) * ser
+                    rounds * w.rtt + (n - 1.0 - rounds * w.tlps) * w.ser
                 }
             })
             .fold(0.0, f64::max)
@@ -203,19 +218,31 @@ impl Model<'_> {
         cpl: &Path,
         cs: u32,
         (requests, per_request): (&[Limit], f64),
-    ) -> Vec<(f64, f64, f64, f64)> {
+    ) -> Vec<Window> {
         let mut out = Vec::new();
         for (i, hop) in cpl.hops.iter().enumerate() {
             let Hop::Chan(c) = *hop else { continue };
             if let Some((tlps, _, rtt)) = self.hop_credits(cpl, i, cs, FcClass::Completion) {
                 let ser = self.ser(c, self.wire(c, TlpKind::CplD, cs));
-                out.push((cs as f64, tlps, rtt, ser));
+                let per = cs as f64;
+                out.push(Window {
+                    per,
+                    tlps,
+                    rtt,
+                    ser,
+                });
             }
         }
         for l in requests {
             if let (Some((window, rtt)), Some((c, _))) = (l.window, l.shared) {
                 let ser = self.ser(c, self.wire(c, TlpKind::MRd, 0));
-                out.push((per_request, window / per_request, rtt, ser));
+                let (per, tlps) = (per_request, window / per_request);
+                out.push(Window {
+                    per,
+                    tlps,
+                    rtt,
+                    ser,
+                });
             }
         }
         out
@@ -460,10 +487,16 @@ impl Model<'_> {
             // The rest of its completions no sooner than its credits come back for them.
             let whole = whole.max(first_in + held.burst(t as f64));
             if transfers == 1.0 && w.rate.is_none() {
+                // While it flows its credits hold it only where its transfer outruns them.
+                let wait = held.burst(t as f64);
                 duty = Some(Duty {
                     bytes: t as f64,
                     first: first_in,
-                    limit: held.rate,
+                    limit: if wait > 0.0 {
+                        t as f64 / wait
+                    } else {
+                        f64::INFINITY
+                    },
                 });
             }
             let detail = format!(

@@ -703,9 +703,15 @@ fn readers_sharing_a_fifo_or_waiting_behind_a_backlog_name_the_estimate() {
 
 #[test]
 fn a_burst_within_its_credit_window_waits_for_no_credit() {
+    let window = |per: f64, tlps: f64, rtt: f64, ser: f64| streams::Window {
+        per,
+        tlps,
+        rtt,
+        ser,
+    };
     let held = streams::Held {
         rate: 64.0 * 64.0 / 200e-9,
-        windows: vec![(64.0, 64.0, 200e-9, 1e-9)],
+        windows: vec![window(64.0, 64.0, 200e-9, 1e-9)],
     };
     // 64 TLPs in 64 credits go back to back; the 65th waits for the first's credit.
     assert_eq!(held.burst(4096.0), 0.0);
@@ -714,7 +720,10 @@ fn a_burst_within_its_credit_window_waits_for_no_credit() {
     assert!((held.burst(16384.0) - (3.0 * 200e-9 + 63e-9)).abs() < 1e-18);
     // The longest wait of several windows.
     let two = streams::Held {
-        windows: vec![(64.0, 64.0, 200e-9, 1e-9), (512.0, 4.0, 900e-9, 2e-9)],
+        windows: vec![
+            window(64.0, 64.0, 200e-9, 1e-9),
+            window(512.0, 4.0, 900e-9, 2e-9),
+        ],
         ..held
     };
     assert!((two.burst(4096.0) - (900e-9 + 3.0 * 2e-9)).abs() < 1e-18);
@@ -749,25 +758,40 @@ outstanding = 2
         let credits = m
             .hop_credits(&cpl, 0, 64, FcClass::Completion)
             .expect("finite");
-        (l.window.unwrap().1, first, whole, credits)
+        let Hop::Chan(c) = cpl.hops[0] else {
+            panic!("a link first")
+        };
+        let ser = m.ser(c, m.wire(c, TlpKind::CplD, 64));
+        (
+            l.window.unwrap().1,
+            first,
+            whole,
+            (credits.0, credits.2, ser),
+        )
     };
     let (t, _, whole, (tlps, _, _)) = whole_limit("");
     assert_eq!(tlps, 64.0);
     assert!((t - whole).abs() < 1e-15, "{t} against the link's {whole}");
-    // Eight credits: the 64 completions wait seven round trips, but not an eighth for
-    // the first round.
-    let (t, first, whole, (tlps, _, rtt)) = whole_limit("credits = { cplh = 8 }");
+    // Eight credits: the 64 completions wait seven round trips and the last round's
+    // seven TLPs after its first, not an eighth round trip for the first round (the whole
+    // transfer over the window's rate).
+    let (t, first, whole, (tlps, rtt, ser)) = whole_limit("credits = { cplh = 8 }");
     assert_eq!(tlps, 8.0);
+    let expect = first + 7.0 * rtt + 7.0 * ser;
     assert!(
-        t > whole && t > first + 7.0 * rtt && t < first + 8.0 * rtt,
-        "{t}"
+        t > whole && (t - expect).abs() < 1e-15,
+        "{t} against {expect}"
+    );
+    assert!(
+        8.0 * rtt - 7.0 * rtt - 7.0 * ser > 1e-9,
+        "the two apart by {rtt} - 7 x {ser}"
     );
 }
 
-/// A root complex with 10 GB/s of memory, `ep` reading 4 KiB at a time on a Gen3 x8 link
-/// (its window binds), and, with `bursts`, `ep2` reading 64 KiB transfers whose requests
-/// all go out at once.
-fn memory_shared(bursts: bool) -> System {
+/// A root complex with `gbps` GB/s of memory, `ep` reading 4 KiB at a time on a Gen3 x8
+/// link (its window binds), and, with `bursts`, `ep2` reading 64 KiB transfers whose
+/// requests all go out at once.
+fn memory_shared(gbps: u32, bursts: bool) -> System {
     let other = r#"
 [[endpoint]]
 name = "ep2"
@@ -792,7 +816,7 @@ mrrs = 512
 [[root_complex]]
 name = "rc"
 memory_read_latency = "500ns"
-memory_bandwidth = "10GB/s"
+memory_bandwidth = "{gbps}GB/s"
 [[endpoint]]
 name = "ep"
 kind = "dma"
@@ -808,30 +832,43 @@ direction = "read"
 transfer_size = "4KiB"
 outstanding = 1
 {}"#,
-        if bursts { other } else { "" }
+        if bursts { other } else { "" },
     ))
 }
 
 #[test]
 fn a_window_behind_other_readers_bursts_at_the_memory_names_the_wait() {
-    let out = run(&memory_shared(true)).expect("runs");
-    let burst =
-        (out.estimates[0].iter()).find(|l| l.starts_with("burst:") && l.contains("rc memory"));
-    // `big` books 64 KiB at once, 6.6 us of the memory's time, and the memory is nearly
-    // full: the M/G/1 wait is longer than `big` can queue, so it is what `big` queues.
-    let line = burst.unwrap_or_else(|| panic!("{:?}", out.estimates));
-    let ns: f64 = line
-        .split("about ")
-        .nth(1)
-        .unwrap()
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!((ns - 6554.0).abs() < 1.0, "{line}");
+    // The wait the `burst` line names for `r` at the memory, in ns, and the two readers'
+    // rates in bytes per second.
+    let wait = |gbps: u32| {
+        let out = run(&memory_shared(gbps, true)).expect("runs");
+        let line = (out.estimates[0].iter())
+            .find(|l| l.starts_with("burst:") && l.contains("rc memory"))
+            .unwrap_or_else(|| panic!("{:?}", out.estimates));
+        let ns: f64 = (line
+            .split("about ")
+            .nth(1)
+            .and_then(|w| w.split(' ').next()))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+        let rate = |f: usize| out.result.flows[f].throughput_gbps * 1e9 / 8.0;
+        (ns, rate(0), rate(1))
+    };
+    // At 40 GB/s: the M/G/1 mean residual of `big`'s 64 KiB bursts, each 1.6 us of the
+    // memory's time, over the part of it the two leave free.
+    let cap = 40e9;
+    let (ns, r, big) = wait(40);
+    let expect = big * 65536.0 / cap / cap / 2.0 / (1.0 - (r + big) / cap) * 1e9;
+    assert!(
+        expect > 10.0 && (ns - expect).abs() <= 0.5,
+        "{ns} against {expect}"
+    );
+    // At 10 GB/s the memory is nearly full and the M/G/1 wait longer than `big` can queue:
+    // it is what `big` queues, 64 KiB at 10 GB/s.
+    let (ns, _, _) = wait(10);
+    assert!((ns - 6554.0).abs() < 1.0, "{ns}");
     // Alone it waits behind nothing.
-    let alone = run(&memory_shared(false)).expect("runs");
+    let alone = run(&memory_shared(10, false)).expect("runs");
     assert!(
         alone.estimates[0].iter().all(|l| !l.starts_with("burst:")),
         "{:?}",
