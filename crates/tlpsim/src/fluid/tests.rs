@@ -146,8 +146,8 @@ outstanding = 1
 }
 
 /// A DMA endpoint reading 4 KiB at a time from a root complex with `memory` lines, on
-/// a Gen3 x8 link.
-fn with_memory(memory: &str) -> System {
+/// a Gen3 x8 link, with `more` appended.
+fn with_memory(memory: &str, more: &str) -> System {
     system(&format!(
         r#"
 [[root_complex]]
@@ -168,7 +168,7 @@ endpoint = "ep"
 direction = "read"
 transfer_size = "4KiB"
 outstanding = 1
-"#
+{more}"#
     ))
 }
 
@@ -180,13 +180,15 @@ fn a_memory_slower_than_the_link_paces_a_reads_completions_after_the_first() {
         let (req, cpl) = (m.tree.path(ep, rc).unwrap(), m.tree.path(rc, ep).unwrap());
         (m.read_round_trip(&req, &cpl, 4096), m.cpl_size(rc) as f64)
     };
-    let ((first, whole), _) = round_trip(&with_memory(""));
+    let ((first, whole), _) = round_trip(&with_memory("", ""));
     // 2 GB/s, a quarter of the link: each completion's data passes it after the latency.
-    let ((slow_first, slow_whole), cs) = round_trip(&with_memory(r#"memory_bandwidth = "2GB/s""#));
+    let ((slow_first, slow_whole), cs) =
+        round_trip(&with_memory(r#"memory_bandwidth = "2GB/s""#, ""));
     assert!((slow_first - (first + cs / 2e9)).abs() < 1e-15);
     assert!((slow_whole - slow_first - (4096.0 - cs) / 2e9).abs() < 1e-15);
     // 100 GB/s, faster than the link: the link paces the rest, as with no memory limit.
-    let ((fast_first, fast_whole), _) = round_trip(&with_memory(r#"memory_bandwidth = "100GB/s""#));
+    let ((fast_first, fast_whole), _) =
+        round_trip(&with_memory(r#"memory_bandwidth = "100GB/s""#, ""));
     assert!((fast_whole - fast_first - (whole - first)).abs() < 1e-15);
 }
 
@@ -788,9 +790,8 @@ outstanding = 2
     );
 }
 
-/// A root complex with `gbps` GB/s of memory, `ep` reading 4 KiB at a time on a Gen3 x8
-/// link (its window binds), and, with `bursts`, `ep2` reading 64 KiB transfers whose
-/// requests all go out at once.
+/// `with_memory`'s reader with `gbps` GB/s of memory (its window binds), and, with
+/// `bursts`, `ep2` reading 64 KiB transfers whose requests all go out at once.
 fn memory_shared(gbps: u32, bursts: bool) -> System {
     let other = r#"
 [[endpoint]]
@@ -809,31 +810,8 @@ direction = "read"
 transfer_size = "64KiB"
 outstanding = 1
 "#;
-    system(&format!(
-        r#"
-[pcie]
-mrrs = 512
-[[root_complex]]
-name = "rc"
-memory_read_latency = "500ns"
-memory_bandwidth = "{gbps}GB/s"
-[[endpoint]]
-name = "ep"
-kind = "dma"
-[[link]]
-between = ["rc", "ep"]
-gen = 3
-width = 8
-[[workload]]
-name = "r"
-kind = "dma"
-endpoint = "ep"
-direction = "read"
-transfer_size = "4KiB"
-outstanding = 1
-{}"#,
-        if bursts { other } else { "" },
-    ))
+    let memory = format!(r#"memory_bandwidth = "{gbps}GB/s""#);
+    with_memory(&memory, if bursts { other } else { "" })
 }
 
 #[test]

@@ -118,25 +118,6 @@ impl Calendar {
         self.rate.busy.saturating_sub(ahead)
     }
 
-    /// It as a resource of node `node` for the bottleneck verdict (`Throttle::resource`).
-    pub(in crate::sim) fn resource(
-        &self,
-        node: usize,
-        used_by: UsedBy,
-        kind: &'static str,
-        name: String,
-        t: SimTime,
-    ) -> Resource {
-        Resource::of_node(
-            node,
-            used_by,
-            kind,
-            name,
-            self.busy_by(t),
-            Some(self.bytes_per_s()),
-        )
-    }
-
     /// Passes `bytes` arriving at `t` (no sooner than `now`, before which nothing is
     /// booked again); returns when the last byte is through.
     pub(in crate::sim) fn pass(&mut self, now: SimTime, t: SimTime, bytes: u32) -> SimTime {

@@ -223,7 +223,16 @@ impl Node for RootComplex {
             ));
         }
         if let Some(m) = &self.memory {
-            out.push(m.resource(n, UsedBy::Every, "memory", format!("{name} memory"), t));
+            let (busy, rate) = (m.busy_by(t), Some(m.bytes_per_s()));
+            let what = format!("{name} memory");
+            out.push(Resource::of_node(
+                n,
+                UsedBy::Every,
+                "memory",
+                what,
+                busy,
+                rate,
+            ));
         }
         if let Some(r) = &self.read_path {
             let what = format!("{name} read data path");
