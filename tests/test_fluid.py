@@ -259,10 +259,30 @@ def test_credit_round_trips_through_a_cut_through_switch_at_mps_128() -> None:
     starts out, its latency after the TLP's first byte (not after the TLP and the next
     link's wire time), so the writes fill the link here too (the round trip had been 3 %
     long: 405.7 against 419.4 Gb/s); a reader's completion credits are a window of its own
-    (without them gpu7 ran at the link's 431.5 against 419.1)."""
+    (without them gpu7 ran at the link's 431.5 against 419.1). Within 2 %, the issue's
+    tolerance: gpu7 is 1.3 % under (the DLLP test below)."""
     des, fl = both_engines(SERVER, {"pcie.mps": 128})
     for name in ("p2p-in-switch", "h2d-gpu7"):
-        assert fl[name]["throughput_gbps"] == pytest.approx(des[name]["throughput_gbps"], rel=0.01), name
+        assert fl[name]["throughput_gbps"] == pytest.approx(des[name]["throughput_gbps"], rel=0.02), name
+
+
+def test_dllps_are_an_ack_and_an_updatefc_per_counted_class_per_timer_interval() -> None:
+    """The DLLPs each direction carries for the TLPs coming the other way: an Ack each and,
+    where the receiver counts the class's credits, an UpdateFC; with the Ack timer, at most
+    one Ack and one UpdateFC per class per interval. On the 8-GPU server at MPS 128 the
+    fluid engine gave 2,182 on both rc -> sw1 and sw1 -> gpu7 up (two per TLP or interval);
+    the simulator sends 3,284 on the first (an Ack, and UpdateFCs for the posted writes and
+    the read requests coming up) and 1,096 on the second (Acks alone: gpu7 counts no
+    completion credits). gpu7's copy is 1.3 % under the simulator's since (413.8 against
+    419.2 Gb/s; 415.2 before)."""
+    fluid_run = json.loads(
+        _core.run_scenario(load_scenario(SERVER, values={"pcie.mps": 128, "simulation.engine": "fluid"}), None, None)[0]
+    )
+    des = run(load_scenario(SERVER, values={"pcie.mps": 128}))
+    key = lambda links: {(x["name"], x["direction"]): x["dllps"] for x in links}  # noqa: E731
+    fluid, sim = key(fluid_run["links"]), key(des.links)
+    for link in [("rc-sw1", "down"), ("sw1-gpu7", "up"), ("rc-sw0", "down")]:
+        assert fluid[link] == pytest.approx(sim[link], rel=0.02), (link, fluid[link], sim[link])
 
 
 @pytest.mark.parametrize("pd", [512, 1024, 2048])

@@ -810,22 +810,33 @@ impl<'a> Model<'a> {
             .collect()
     }
 
-    /// DLLP bytes per second channel `c` carries for `tlps_back` TLPs per second coming
-    /// the other way (arrivals owing an Ack and an UpdateFC, [`Model::owed`]).
-    fn dllp_load(&self, c: usize, tlps_back: f64) -> f64 {
+    /// DLLP bytes per second channel `c` carries for the arrivals coming the other way
+    /// that owe an Ack and an UpdateFC ([`Model::owed`]), `back[k]` per second of
+    /// flow-control class `k`: an Ack each and, where the receiver counts the class's
+    /// credits, an UpdateFC each; with an Ack timer, at most one Ack and one UpdateFC per
+    /// class per interval (`on_dll_timer` sends the Ack and an UpdateFC for each class
+    /// whose credits freed).
+    fn dllp_load(&self, c: usize, back: [f64; 3]) -> f64 {
         let l = &self.sys.links[c / 2];
-        if l.flit || tlps_back <= 0.0 {
+        let total: f64 = back.iter().sum();
+        if l.flit || total <= 0.0 {
             return 0.0;
         }
-        let per_tlp = 2.0 * DLLP_BYTES as f64 * tlps_back;
-        match l.ack {
-            AckPolicy::Immediate => per_tlp,
+        let rx = if (c ^ 1) % 2 == 0 { l.down } else { l.up };
+        let credits = &self.sys.nodes[rx].credits.0;
+        let counted = |k: usize| credits[2 * k].is_some() || credits[2 * k + 1].is_some();
+        let per_interval = match l.ack {
+            AckPolicy::Immediate => f64::INFINITY,
             AckPolicy::Timer => {
-                let timer =
-                    self.tlp_cap(c) * spec_dllp_fraction(l.gen, l.width, self.sys.pcie.mps, 2);
-                per_tlp.min(timer)
+                let one = spec_dllp_fraction(l.gen, l.width, self.sys.pcie.mps, 1);
+                self.tlp_cap(c) * one / DLLP_BYTES as f64
             }
-        }
+        };
+        let updates: f64 = (0..3)
+            .filter(|&k| counted(k))
+            .map(|k| back[k].min(per_interval))
+            .sum();
+        DLLP_BYTES as f64 * (total.min(per_interval) + updates)
     }
 
     /// Each link direction's capacity `cap` at `rates`: its wire's `base` less the DLLPs
@@ -837,10 +848,18 @@ impl<'a> Model<'a> {
         (cap, dllp): (&mut [f64], &mut [f64]),
     ) {
         let chans = self.sys.links.len() * 2;
-        let mut owing = vec![0.0; chans];
-        for (s, &r) in owed.iter().zip(rates) {
+        let mut owing = vec![[0.0; 3]; chans];
+        for ((s, &r), st) in owed.iter().zip(rates).zip(&self.streams) {
             for &(c, n) in s {
-                owing[c] += n * r;
+                // Split among the stream's classes there (one, but for a "both" stream's
+                // requests and writes in one input).
+                let bits = st.mix.classes.get(&c).copied().unwrap_or(1);
+                let k = bits.count_ones().max(1) as f64;
+                for (class, o) in owing[c].iter_mut().enumerate() {
+                    if bits & (1 << class) != 0 || bits == 0 && class == 0 {
+                        *o += n * r / k;
+                    }
+                }
             }
         }
         for c in 0..chans {
