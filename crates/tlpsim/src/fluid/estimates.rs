@@ -47,16 +47,16 @@ const BANDS: [(&str, f64); 13] = [
     ("all", 0.0153),
     ("backlog", 0.0816),
     ("burst", 0.1405),
-    ("duty", 0.03644),
-    ("near", 0.02645),
+    ("duty", 0.03677),
+    ("near", 0.02637),
     ("none", 0.001482),
     ("phases", 0.0153),
     ("pool", 0.1397),
-    ("queue", 0.03399),
+    ("queue", 0.03418),
     ("rate", 0.003719),
     ("shares", 0.2519),
     ("throttle", 0.08557),
-    ("turn", 0.2064),
+    ("turn", 0.2063),
 ];
 
 /// The kind of an estimate's line: the word before its colon ("queue: ..."), or its first

@@ -69,9 +69,7 @@ use std::time::Instant;
 
 use crate::engine::SimTime;
 use crate::fabric::{AckPolicy, NodeId, NodeKind, System, TargetKind, WorkloadSpec};
-use crate::pcie::dll::{
-    ack_latency_symbols, spec_dllp_fraction, update_fc_latency_symbols, DLLP_BYTES,
-};
+use crate::pcie::dll::{ack_latency_symbols, update_fc_latency_symbols, DLLP_BYTES};
 use crate::pcie::flow_control::FcClass;
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::symbol_ticks;
@@ -241,6 +239,8 @@ struct Mix {
     inputs: BTreeMap<usize, BTreeSet<usize>>,
     /// Per link direction, the flow-control classes of its TLPs there ([`hol::bit`]).
     classes: BTreeMap<usize, u8>,
+    /// Per link direction, its TLPs per payload byte of each flow-control class there.
+    by_class: BTreeMap<usize, [f64; 3]>,
 }
 
 impl Mix {
@@ -261,12 +261,15 @@ impl Mix {
                 *v /= bytes;
             }
         }
+        for v in self.by_class.values_mut().flatten() {
+            *v /= bytes;
+        }
         self
     }
 }
 
 /// A stream's link directions, each with its arrivals there per payload byte that owe an
-/// Ack and an UpdateFC ([`Model::owed`]).
+/// Ack, and an UpdateFC where the receiver counts their class's credits ([`Model::owed`]).
 type Owing = Vec<(usize, f64)>;
 
 /// A limit of a stream's own.
@@ -502,6 +505,7 @@ impl<'a> Model<'a> {
                     *mix.classes.entry(c).or_default() |= hol::bit(kind.class());
                     *mix.uses.entry(c).or_default() += self.wire(c, kind, payload) * count;
                     *mix.tlps.entry(c).or_default() += count;
+                    mix.by_class.entry(c).or_default()[kind.class() as usize] += count;
                     *mix.payload.entry(c).or_default() += payload as f64 * count;
                 }
                 Hop::Socket { from, to, .. } => {
@@ -775,11 +779,11 @@ impl<'a> Model<'a> {
     }
 
     /// Per stream, each link direction it crosses and the arrivals there per payload byte
-    /// that owe an Ack and an UpdateFC: its TLPs, but those that come back to back, one per
-    /// Ack timer interval their burst spans (the simulator's receiver sends the Ack and
-    /// UpdateFCs owed when its timer fires, at most one of each per interval:
-    /// `on_dll_timer` in `sim/transmit.rs`): a read's completions of one request, and the
-    /// requests of a transfer that sends them all at once.
+    /// that owe an Ack (and an UpdateFC, [`Model::dllp_load`]): its TLPs, but those that
+    /// come back to back, one per Ack timer interval their burst spans (the simulator's
+    /// receiver sends the Ack and UpdateFCs owed when its timer fires, at most one of each
+    /// per interval: `on_dll_timer` in `sim/transmit.rs`): a read's completions of one
+    /// request, and the requests of a transfer that sends them all at once.
     fn owed(&self) -> Vec<Owing> {
         use crate::pcie::flow_control::FcClass;
         let (completions, requests) = (hol::bit(FcClass::Completion), hol::bit(FcClass::NonPosted));
@@ -827,9 +831,10 @@ impl<'a> Model<'a> {
         let counted = |k: usize| credits[2 * k].is_some() || credits[2 * k + 1].is_some();
         let per_interval = match l.ack {
             AckPolicy::Immediate => f64::INFINITY,
+            // The timer runs in time, not in the wire's symbols (SKP ordered sets included).
             AckPolicy::Timer => {
-                let one = spec_dllp_fraction(l.gen, l.width, self.sys.pcie.mps, 1);
-                self.tlp_cap(c) * one / DLLP_BYTES as f64
+                let sym = ack_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
+                1.0 / secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)))
             }
         };
         let updates: f64 = (0..3)
@@ -851,14 +856,14 @@ impl<'a> Model<'a> {
         let mut owing = vec![[0.0; 3]; chans];
         for ((s, &r), st) in owed.iter().zip(rates).zip(&self.streams) {
             for &(c, n) in s {
-                // Split among the stream's classes there (one, but for a "both" stream's
-                // requests and writes in one input).
-                let bits = st.mix.classes.get(&c).copied().unwrap_or(1);
-                let k = bits.count_ones().max(1) as f64;
-                for (class, o) in owing[c].iter_mut().enumerate() {
-                    if bits & (1 << class) != 0 || bits == 0 && class == 0 {
-                        *o += n * r / k;
-                    }
+                // Split among the stream's classes there by their TLPs (one class but for
+                // an fio job's, whose data, requests and queue entries share links).
+                let (by, all) = (st.mix.by_class.get(&c), st.mix.tlps_on(c));
+                if all <= 0.0 {
+                    continue;
+                }
+                for (o, k) in owing[c].iter_mut().zip(by.into_iter().flatten()) {
+                    *o += n * r * k / all;
                 }
             }
         }
