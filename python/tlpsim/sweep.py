@@ -79,6 +79,7 @@ class SweepResult:
             for f in run["flows"]:
                 b = f["bottleneck"]
                 e = ethernet.get(f["name"], {})
+                low, high = f.get("throughput_band_gbps") or (None, None)
                 out.append({
                     **point,
                     "flow": f["name"],
@@ -89,8 +90,8 @@ class SweepResult:
                     "bottleneck": f"{b['kind'].replace('_', ' ')} {b['resource']}".strip(),
                     "bottleneck_busy": b["busy"],
                     "estimate_kinds": estimate_kinds(f["estimates"]) if "estimates" in f else None,
-                    "band_low_gbps": f["throughput_band_gbps"][0] if "throughput_band_gbps" in f else None,
-                    "band_high_gbps": f["throughput_band_gbps"][1] if "throughput_band_gbps" in f else None,
+                    "band_low_gbps": low,
+                    "band_high_gbps": high,
                     "forwarded_mbps": e.get("forwarded_mbps"),
                     "frames_dropped": e.get("dropped"),
                     "audit_passed": run["audit"]["passed"],

@@ -174,15 +174,6 @@ impl Model<'_> {
         let name = |c: usize| &self.res[c].name;
         let used = self.used(e.solved);
         for (s, st) in self.streams.iter().enumerate() {
-            for &r in st.mix.uses.keys() {
-                let full = used[r] >= 0.999 * e.cap[r] && e.cap[r] > 0.0;
-                if full && THROTTLES.contains(&self.res[r].kind) {
-                    let n = name(r);
-                    own[s].insert(format!(
-                        "throttle: crosses {n}, full, in the order TLPs come"
-                    ));
-                }
-            }
             // Its rate limit is the limit the solve held it to (not a window with waits).
             let held = e.demands[s].limit * (1.0 + 1e-9);
             let rate = st.limits.iter().any(|l| l.kind == "rate" && l.rate <= held);
@@ -199,7 +190,8 @@ impl Model<'_> {
             if matches!(e.bounds[s], Bound::Resource(_)) && st.limits.iter().any(near) {
                 own[s].insert(NEAR.to_string());
             }
-            // A window whose round trip crosses a node throttle where other streams'
+            // Each node throttle it crosses: full, it serves TLPs in the order they come
+            // (`fifo`); or a window whose round trip crosses it, where other streams'
             // bursts keep its TLPs waiting, which the solve does not time, long enough to
             // hold it 1 % below its rate (random fabric seeds with host throttles 207 `w0`
             // and 394 `w1`, +7 and +15 %: reads behind another reader's transfers at a
@@ -209,6 +201,12 @@ impl Model<'_> {
             for &r in st.mix.uses.keys() {
                 if !THROTTLES.contains(&self.res[r].kind) {
                     continue;
+                }
+                if used[r] >= 0.999 * e.cap[r] && e.cap[r] > 0.0 {
+                    let n = name(r);
+                    own[s].insert(format!(
+                        "throttle: crosses {n}, full, in the order TLPs come"
+                    ));
                 }
                 let wait = self.burst_wait(e, s, r, used[r]);
                 let crosses =

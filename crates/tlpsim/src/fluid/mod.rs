@@ -69,7 +69,7 @@ use std::time::Instant;
 
 use crate::engine::SimTime;
 use crate::fabric::{AckPolicy, NodeId, NodeKind, System, TargetKind, WorkloadSpec};
-use crate::pcie::dll::{ack_latency_symbols, update_fc_latency_symbols, DLLP_BYTES};
+use crate::pcie::dll::{ack_latency_symbols, DLLP_BYTES};
 use crate::pcie::flow_control::FcClass;
 use crate::pcie::tlp::{self, TlpKind};
 use crate::pcie::wire::symbol_ticks;
@@ -768,14 +768,20 @@ impl<'a> Model<'a> {
     pub(super) fn credit_return(&self, c: usize, kind: TlpKind, payload: u32) -> f64 {
         let l = &self.sys.links[c / 2];
         let timer = match l.ack {
-            AckPolicy::Timer if !l.flit => {
-                let sym = update_fc_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
-                secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)))
-            }
+            AckPolicy::Timer if !l.flit => self.dll_timer(c),
             _ => 0.0,
         };
         let ser = self.ser(c, self.wire(c, kind, payload));
         ser + 2.0 * secs(l.propagation) + timer + self.ser(c ^ 1, DLLP_BYTES as f64)
+    }
+
+    /// Seconds of link direction `c`'s Ack/UpdateFC timer interval: the spec's Ack latency
+    /// guideline, which the UpdateFC one equals (`update_fc_latency_symbols`); the simulator
+    /// runs one timer for both.
+    fn dll_timer(&self, c: usize) -> f64 {
+        let l = &self.sys.links[c / 2];
+        let sym = ack_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
+        secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)))
     }
 
     /// Per stream, each link direction it crosses and the arrivals there per payload byte
@@ -799,11 +805,9 @@ impl<'a> Model<'a> {
             if bursts <= 0.0 || l.flit || l.ack != AckPolicy::Timer {
                 return n;
             }
-            let sym = ack_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
-            let interval = secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)));
             let span = self.ser(c, s.mix.uses[&c] / bursts);
             let tlps = n / bursts;
-            bursts * (1.0 + span / interval).min(tlps)
+            bursts * (1.0 + span / self.dll_timer(c)).min(tlps)
         };
         (self.streams.iter())
             .map(|s| {
@@ -832,10 +836,7 @@ impl<'a> Model<'a> {
         let per_interval = match l.ack {
             AckPolicy::Immediate => f64::INFINITY,
             // The timer runs in time, not in the wire's symbols (SKP ordered sets included).
-            AckPolicy::Timer => {
-                let sym = ack_latency_symbols(l.gen, l.width, self.sys.pcie.mps);
-                1.0 / secs(SimTime::from_ticks(sym as u64 * symbol_ticks(l.gen)))
-            }
+            AckPolicy::Timer => 1.0 / self.dll_timer(c),
         };
         let updates: f64 = (0..3)
             .filter(|&k| counted(k))

@@ -485,10 +485,10 @@ impl Model<'_> {
             share = (transfers - 0.5) / transfers;
             let (first_in, whole) = self.read_round_trip(req, cpl, t.min(u32::MAX as u64) as u32);
             // The rest of its completions no sooner than its credits come back for them.
-            let whole = whole.max(first_in + held.burst(t as f64));
+            let wait = held.burst(t as f64);
+            let whole = whole.max(first_in + wait);
             if transfers == 1.0 && w.rate.is_none() {
                 // While it flows its credits hold it only where its transfer outruns them.
-                let wait = held.burst(t as f64);
                 duty = Some(Duty {
                     bytes: t as f64,
                     first: first_in,
