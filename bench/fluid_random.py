@@ -135,7 +135,7 @@ def compare(text):
     """Each flow's fluid error against the simulator: (name, error, tolerance, simulator's
     verdict, fluid's verdict, the window's rise or None, the verdict's tolerance, the kinds
     of the fluid engine's estimates for it: `queue`, `turn`, `backlog`, `duty`, `phases`,
-    `pool`, `throttle`, `burst`, `near`, `rate`, `shares`)."""
+    `pool`, `runs`, `throttle`, `burst`, `near`, `rate`, `shares`)."""
     des = des_flows(text)
     fl = json.loads(_core.run_scenario(load_scenario(text, values={"simulation.engine": "fluid"}), None, None)[0])
     out = []

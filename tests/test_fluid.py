@@ -1295,14 +1295,81 @@ outstanding = 4
 def test_a_whole_transfer_waits_behind_another_readers_backlog() -> None:
     """Only a reader's per-request window waited behind others' backlogs, so a transfer that
     has all its requests out at once did not (6.34 against the simulator's 4.88 Gb/s). The
-    held reader is still 21 % high: its completions come in runs of 64 from each 4 KiB
-    request, and a run of the other's fills `sw1`'s 64 CplH credits, idling its link."""
+    held reader was then 21 % high: its completions come in runs of 64 from each 4 KiB
+    request, and a run of the other's fills `sw1`'s 64 CplH credits, idling its link; with
+    the buffer's time taken in turn by the runs (`pool::serial`) both are within 5 %, bound
+    by the credits the simulator names."""
     des = run(load_scenario(WHOLE_TRANSFER_BEHIND_A_BACKLOG))
     fluid = _fluid(WHOLE_TRANSFER_BEHIND_A_BACKLOG)
-    (whole, held), (fwhole, fheld) = des.flows, fluid["flows"]
-    assert abs(fwhole["throughput_gbps"] / whole["throughput_gbps"] - 1) < 0.05
-    assert fwhole["bottleneck"]["resource"] == whole["bottleneck"]["resource"] == "rc -> sw1 CplH credits"
-    assert 1.0 < fheld["throughput_gbps"] / held["throughput_gbps"] < 1.25
+    for d, f in zip(des.flows, fluid["flows"], strict=True):
+        assert abs(f["throughput_gbps"] / d["throughput_gbps"] - 1) < 0.05, (d, f)
+        assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == "rc -> sw1 CplH credits"
+
+
+#: Two readers through one switch (random fabric seed 2794's shape): a reader of whole 64 KiB
+#: transfers whose requests go out at once, on a Gen1 x4 link, and a 4-tag reader of 4 KiB
+#: requests on a Gen1 x2 link, both into `sw0`'s 64 CplH credits from the root complex's one
+#: completion queue.
+RUNS_INTO_ONE_BUFFER = """
+[simulation]
+duration = "1ms"
+warmup = "20us"
+[pcie]
+mps = 128
+mrrs = 4096
+[[root_complex]]
+name = "rc"
+[[switch]]
+name = "sw0"
+[[link]]
+between = ["rc", "sw0"]
+gen = 5
+width = 2
+[[endpoint]]
+name = "ep0"
+kind = "dma"
+tags = 4
+[[link]]
+between = ["sw0", "ep0"]
+gen = 1
+width = 2
+[[workload]]
+name = "w0"
+kind = "dma"
+endpoint = "ep0"
+direction = "read"
+transfer_size = "64KiB"
+outstanding = 8
+[[endpoint]]
+name = "ep1"
+kind = "dma"
+tags = 256
+[[link]]
+between = ["sw0", "ep1"]
+gen = 1
+width = 4
+[[workload]]
+name = "w1"
+kind = "dma"
+endpoint = "ep1"
+direction = "read"
+transfer_size = "64KiB"
+outstanding = 1
+"""
+
+
+def test_readers_runs_take_a_switchs_completion_buffer_in_turn() -> None:
+    """The 64 KiB reader's run fills the buffer and the rest of it waits in the root
+    complex's queue, so the small reader's completions get in only between its runs: the
+    simulator gives the small reader 1.17 Gb/s, where the buffer shared at once by both
+    readers' rates gave it 2.6 (+120 %). With the buffer's time taken in turn, each flow is
+    within 3 % and named by the credits as the simulator names it."""
+    des = run(load_scenario(RUNS_INTO_ONE_BUFFER))
+    fluid = _fluid(RUNS_INTO_ONE_BUFFER)
+    for d, f in zip(des.flows, fluid["flows"], strict=True):
+        assert abs(f["throughput_gbps"] / d["throughput_gbps"] - 1) < 0.03, (d, f)
+        assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == "rc -> sw0 CplH credits"
+        assert any(e.startswith("runs:") for e in f["estimates"]), f["estimates"]
 
 
 #: Four readers whose completions leave the root complex in one queue and come into `sw0`

@@ -104,7 +104,7 @@ impl Model<'_> {
     /// Bytes of TLPs of `class` with `tlp` payload bytes each that node `n`'s ingress
     /// buffer holds beside `used` of its credits (headers, data units), and whether its
     /// header credits, not its data credits, bound that.
-    fn fits(&self, n: usize, class: FcClass, tlp: f64, used: (f64, f64)) -> (f64, bool) {
+    pub(super) fn fits(&self, n: usize, class: FcClass, tlp: f64, used: (f64, f64)) -> (f64, bool) {
         let credits = self.sys.nodes[n].credits.0;
         let (h, d) = (credits[2 * class as usize], credits[2 * class as usize + 1]);
         let units = data_units(tlp);

@@ -969,6 +969,7 @@ impl<'a> Model<'a> {
         let estimates = self.estimates(&end);
         fifo::bounds(&fifos, (&q, &hol), &self.streams, &mut bounds);
         self.name_waits(waits, (&fifos, &q, &hol), &bounds);
+        self.name_runs(&pools, &solved, &mut bounds);
         self.report((rates, bounds), (&cap[..base.len()], &dllp), estimates)
     }
 }
