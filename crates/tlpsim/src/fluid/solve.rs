@@ -9,6 +9,10 @@
 //! whose least is their own limit and those of every resource that is the tightest of all
 //! its active flows. Frozen flows only free capacity for the rest, so levels never fall
 //! and each freeze is final; with one weight per flow this is weighted max-min fairness.
+//! With weights per resource a round can find no resource the tightest of all its flows;
+//! then each resource is levelled again with the flows that another one holds below their
+//! share there taken at what they get ([`relevel`]), and only if still none settles does
+//! the least share go first.
 
 /// A flow as the solver sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,39 +71,30 @@ pub fn solve(capacity: &[f64], demands: &[Demand]) -> (Vec<f64>, Vec<Bound>) {
                 }
             })
             .collect();
-        // Each active flow's least share, and where.
-        let mut cand = vec![(f64::INFINITY, Bound::Unbound); n];
-        for (i, d) in demands.iter().enumerate().filter(|(i, _)| active[*i]) {
-            let mut best = (d.limit, Bound::Limit);
-            for &(r, a, w) in &d.uses {
-                let share = level[r] * w;
-                if a > 0.0 && share < best.0 * (1.0 - EPS) {
-                    best = (share, Bound::Resource(r));
-                }
-            }
-            if !best.0.is_finite() {
-                best.1 = Bound::Unbound;
-            }
-            cand[i] = best;
-        }
-        // A resource is settled when it is the tightest of every active flow on it.
-        let mut settled = vec![true; capacity.len()];
-        for (i, d) in demands.iter().enumerate().filter(|(i, _)| active[*i]) {
-            for &(r, a, w) in &d.uses {
-                if a > 0.0 && cand[i].0 < level[r] * w * (1.0 - EPS) {
-                    settled[r] = false;
-                }
-            }
-        }
-        let mut freeze: Vec<usize> = (0..n)
-            .filter(|&i| active[i])
-            .filter(|&i| match cand[i].1 {
-                Bound::Limit | Bound::Unbound => true,
-                Bound::Resource(r) => settled[r],
-            })
-            .collect();
+        let cand = candidates(demands, &active, &level);
+        let mut freeze = settling(demands, &active, &level, &cand);
+        let mut cand = cand;
         if freeze.is_empty() {
-            // No resource is the tightest of all its flows: the least share goes first.
+            // No resource is the tightest of all its flows: each is held somewhere by a
+            // flow that another resource holds below its share there. Such a flow leaves
+            // the rest of its share to the others: level each resource again with it at its
+            // candidate, until the candidates settle (random fabric `--host` seed 322: a
+            // writer held by its link left a reader a ninth of the memory, its share by
+            // their TLP sizes, though the memory was half idle).
+            let mut level = level;
+            for _ in 0..=n {
+                let next = relevel(capacity, &frozen_load, demands, &active, (&level, &cand));
+                let again = candidates(demands, &active, &next);
+                let same = again == cand;
+                (level, cand) = (next, again);
+                if same {
+                    break;
+                }
+            }
+            freeze = settling(demands, &active, &level, &cand);
+        }
+        if freeze.is_empty() {
+            // Still none: the least share goes first.
             let least = (0..n)
                 .filter(|&i| active[i])
                 .min_by(|&a, &b| cand[a].0.total_cmp(&cand[b].0));
@@ -117,6 +112,81 @@ pub fn solve(capacity: &[f64], demands: &[Demand]) -> (Vec<f64>, Vec<Bound>) {
         }
     }
     (rate, bound)
+}
+
+/// Each active flow's least share at `level` or its own limit, and what gives it.
+fn candidates(demands: &[Demand], active: &[bool], level: &[f64]) -> Vec<(f64, Bound)> {
+    let mut cand = vec![(f64::INFINITY, Bound::Unbound); demands.len()];
+    for (i, d) in demands.iter().enumerate().filter(|(i, _)| active[*i]) {
+        let mut best = (d.limit, Bound::Limit);
+        for &(r, a, w) in &d.uses {
+            let share = level[r] * w;
+            if a > 0.0 && share < best.0 * (1.0 - EPS) {
+                best = (share, Bound::Resource(r));
+            }
+        }
+        if !best.0.is_finite() {
+            best.1 = Bound::Unbound;
+        }
+        cand[i] = best;
+    }
+    cand
+}
+
+/// The active flows that may freeze at their candidates `cand`: those at their own limit,
+/// and those whose resource is settled, the tightest of every active flow on it.
+fn settling(
+    demands: &[Demand],
+    active: &[bool],
+    level: &[f64],
+    cand: &[(f64, Bound)],
+) -> Vec<usize> {
+    let mut settled = vec![true; level.len()];
+    for (i, d) in demands.iter().enumerate().filter(|(i, _)| active[*i]) {
+        for &(r, a, w) in &d.uses {
+            if a > 0.0 && cand[i].0 < level[r] * w * (1.0 - EPS) {
+                settled[r] = false;
+            }
+        }
+    }
+    (0..demands.len())
+        .filter(|&i| active[i])
+        .filter(|&i| match cand[i].1 {
+            Bound::Limit | Bound::Unbound => true,
+            Bound::Resource(r) => settled[r],
+        })
+        .collect()
+}
+
+/// Each resource's level with the active flows that their candidates `cand` hold below
+/// their share at `level` there taken at their candidates, the rest sharing what is left.
+fn relevel(
+    capacity: &[f64],
+    frozen_load: &[f64],
+    demands: &[Demand],
+    active: &[bool],
+    (level, cand): (&[f64], &[(f64, Bound)]),
+) -> Vec<f64> {
+    let mut held = frozen_load.to_vec();
+    let mut weighted = vec![0.0; capacity.len()];
+    for (i, d) in demands.iter().enumerate().filter(|(i, _)| active[*i]) {
+        for &(r, a, w) in &d.uses {
+            if cand[i].0 < level[r] * w * (1.0 - EPS) {
+                held[r] += a * cand[i].0;
+            } else {
+                weighted[r] += a * w;
+            }
+        }
+    }
+    (0..capacity.len())
+        .map(|r| {
+            if weighted[r] > 0.0 {
+                (capacity[r] - held[r]).max(0.0) / weighted[r]
+            } else {
+                level[r]
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -198,5 +268,29 @@ mod tests {
         assert!((r[0] - 2.0).abs() < 1e-9 && (r[2] - 2.0).abs() < 1e-9);
         assert!((r[1] - 8.0).abs() < 1e-9);
         assert_eq!(b[1], Bound::Resource(0));
+    }
+
+    #[test]
+    fn a_flow_another_resource_holds_leaves_its_share_to_the_rest() {
+        // A reader (f0: a tenth of a link's bytes per byte in requests, 64-byte completions
+        // at the memory, its window 3) and a writer (f1: 512-byte writes) through a 4 GB/s
+        // link and a 10 GB/s memory. By TLP sizes the memory gives f0 a ninth (1.11), but
+        // the link holds f1 to 3.6, under its share of the memory, and f0's requests leave
+        // most of the link to f1: neither resource is the tightest of both. The memory f1
+        // cannot use is f0's: f0 runs at its window, f1 at what the link leaves it.
+        let d = [
+            Demand {
+                uses: vec![(0, 0.1, 512.0), (1, 1.0, 64.0)],
+                limit: 3.0,
+            },
+            Demand {
+                uses: vec![(0, 1.0, 512.0), (1, 1.0, 512.0)],
+                limit: f64::INFINITY,
+            },
+        ];
+        let (r, b) = solve(&[4.0, 10.0], &d);
+        assert_eq!(b, vec![Bound::Limit, Bound::Resource(0)]);
+        assert!((r[0] - 3.0).abs() < 1e-9, "{r:?}");
+        assert!((r[1] - 3.7).abs() < 1e-9, "{r:?}");
     }
 }
