@@ -84,7 +84,9 @@ impl Model<'_> {
     fn windowed(&self, on: &[usize], c: usize) -> bool {
         on.iter().all(|&s| {
             let s = &self.streams[s];
-            (s.limits.iter()).any(|l| l.window.is_some() && l.at.is_none_or(|a| a == c))
+            (s.limits.iter()).any(|l| {
+                l.window.is_some() && (l.at.is_none_or(|a| a == c) || l.behind.contains(&c))
+            })
         })
     }
 

@@ -158,13 +158,27 @@ impl Model<'_> {
                 }),
                 None => None,
             };
+            // Into a root complex, a write's credits wait for every throttle it books, not
+            // only the slowest: its memory and shared data path beside its posted-write sink
+            // (`RootComplex::write`), which readers' windows may keep queued far longer
+            // than the sink (random fabric `--host` seed 266: two 4 KiB readers beside two
+            // readers of 128 KiB in flight through a 5 GB/s data path, +592 % while the
+            // writes' credits waited behind their 2 GB/s sink alone). The delays add, as
+            // in series; beside a sink the simulator waits for the longest of them.
+            let behind = match (p.hops.get(i + 1), at) {
+                (None, Some(_)) if class == FcClass::Posted => {
+                    let names = self.target_names(rx, true);
+                    names.iter().filter_map(|s| self.named(s)).collect()
+                }
+                _ => Vec::new(),
+            };
             let names = &self.sys.nodes;
             out.push(Limit {
                 rate: window / rtt,
                 window: at.map(|_| (window, rtt)),
                 at,
                 paced: None,
-                behind: Vec::new(),
+                behind,
                 shared: at.map(|_| (c, class)),
                 hol: at.is_none(),
                 kind: "credits",
