@@ -1306,56 +1306,8 @@ def test_a_whole_transfer_waits_behind_another_readers_backlog() -> None:
         assert f["bottleneck"]["resource"] == d["bottleneck"]["resource"] == "rc -> sw1 CplH credits"
 
 
-#: Two readers through one switch (random fabric seed 2794's shape): a reader of whole 64 KiB
-#: transfers whose requests go out at once, on a Gen1 x4 link, and a 4-tag reader of 4 KiB
-#: requests on a Gen1 x2 link, both into `sw0`'s 64 CplH credits from the root complex's one
-#: completion queue.
-RUNS_INTO_ONE_BUFFER = """
-[simulation]
-duration = "1ms"
-warmup = "20us"
-[pcie]
-mps = 128
-mrrs = 4096
-[[root_complex]]
-name = "rc"
-[[switch]]
-name = "sw0"
-[[link]]
-between = ["rc", "sw0"]
-gen = 5
-width = 2
-[[endpoint]]
-name = "ep0"
-kind = "dma"
-tags = 4
-[[link]]
-between = ["sw0", "ep0"]
-gen = 1
-width = 2
-[[workload]]
-name = "w0"
-kind = "dma"
-endpoint = "ep0"
-direction = "read"
-transfer_size = "64KiB"
-outstanding = 8
-[[endpoint]]
-name = "ep1"
-kind = "dma"
-tags = 256
-[[link]]
-between = ["sw0", "ep1"]
-gen = 1
-width = 4
-[[workload]]
-name = "w1"
-kind = "dma"
-endpoint = "ep1"
-direction = "read"
-transfer_size = "64KiB"
-outstanding = 1
-"""
+#: Two readers through one switch (random fabric seed 2794's shape), shared with the Rust tests.
+RUNS_INTO_ONE_BUFFER = (Path(__file__).parent / "data" / "runs_into_one_buffer.toml").read_text()
 
 
 def test_readers_runs_take_a_switchs_completion_buffer_in_turn() -> None:

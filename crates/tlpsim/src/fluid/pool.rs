@@ -276,55 +276,14 @@ mod tests {
     use crate::pcie::flow_control::FcClass;
 
     /// Two readers through one switch from the root complex's one completion queue (random
-    /// fabric seed 2794's shape): a reader of whole 64 KiB transfers whose requests go out at
-    /// once (256 tags, MRRS 4096) on a Gen1 x4 link, and a 4-tag reader of 4 KiB requests on a
-    /// Gen1 x2 link; `sw0` has 64 CplH credits, one per completion.
+    /// fabric seed 2794's shape; the Python tests run it on both engines): a reader of
+    /// whole 64 KiB transfers whose requests go out at once on a Gen1 x4 link, and a 4-tag
+    /// reader of 4 KiB requests on a Gen1 x2 link; `sw0` has 64 CplH credits, one per
+    /// completion.
     fn runs_into_one_buffer() -> System {
-        system(
-            r#"
-    [pcie]
-    mps = 128
-    mrrs = 4096
-    [[root_complex]]
-    name = "rc"
-    [[switch]]
-    name = "sw0"
-    [[link]]
-    between = ["rc", "sw0"]
-    gen = 5
-    width = 2
-    [[endpoint]]
-    name = "ep0"
-    kind = "dma"
-    tags = 4
-    [[link]]
-    between = ["sw0", "ep0"]
-    gen = 1
-    width = 2
-    [[workload]]
-    name = "w0"
-    kind = "dma"
-    endpoint = "ep0"
-    direction = "read"
-    transfer_size = "64KiB"
-    outstanding = 8
-    [[endpoint]]
-    name = "ep1"
-    kind = "dma"
-    tags = 256
-    [[link]]
-    between = ["sw0", "ep1"]
-    gen = 1
-    width = 4
-    [[workload]]
-    name = "w1"
-    kind = "dma"
-    endpoint = "ep1"
-    direction = "read"
-    transfer_size = "64KiB"
-    outstanding = 1
-    "#,
-        )
+        system(include_str!(
+            "../../../../tests/data/runs_into_one_buffer.toml"
+        ))
     }
 
     #[test]
