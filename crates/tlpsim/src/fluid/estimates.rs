@@ -221,8 +221,11 @@ impl Model<'_> {
                     ));
                 }
                 let wait = self.burst_wait(e, s, r, used[r]);
-                let crosses =
-                    |l: &super::Limit| matches!(l.kind, "requests" | "iodepth") || l.at == Some(r);
+                let crosses = |l: &super::Limit| {
+                    matches!(l.kind, "requests" | "iodepth")
+                        || l.at == Some(r)
+                        || l.behind.contains(&r)
+                };
                 let held = |l: &super::Limit| {
                     let slower = |(_, t): (f64, f64)| l.rate * t / (t + wait) < 0.99 * e.solved[s];
                     crosses(l) && l.window.is_some_and(slower)

@@ -19,7 +19,8 @@
 //! of its own); behind a switch's egress, the posted credits it took at the hop before,
 //! freed as the TLP leaves (over the credit round trip), one buffer that the writers crossing
 //! that link share by the TLPs each sends into it (`Limit::shared`). Each such window waits
-//! behind that one FIFO only (`Limit::at`), and a writer it holds backs up to its source
+//! behind that one FIFO only (`Limit::at`; into a root complex, behind every throttle the
+//! write books, `Limit::behind`), and a writer it holds backs up to its source
 //! ([`held_at`]). Where a link's egress serves several inputs round robin and
 //! one of them holds two or more windowed streams, each input is a FIFO with its own delay,
 //! and every input that would send more gets the same TLP rate: the one that fills the link.
@@ -173,6 +174,16 @@ impl Model<'_> {
     }
 }
 
+/// Whether window `l` waits behind the FIFO at resource `c`: one of those it lists
+/// (`behind`), else its own FIFO's (`at`), else every FIFO its stream crosses.
+pub(super) fn waits_at(l: &super::Limit, c: usize) -> bool {
+    if l.behind.is_empty() {
+        l.at.is_none_or(|a| a == c)
+    } else {
+        l.behind.contains(&c)
+    }
+}
+
 /// The most stream `s` (`st`) may run at with the FIFOs' delays `q`: each window over its
 /// round trip plus the delays it waits behind (those of the FIFOs the stream crosses, or
 /// the one at its link), its fixed limits. A read window, its transfers' as well as its
@@ -184,13 +195,7 @@ pub(super) fn limit_at(fifos: &[Fifo], q: &[f64], (s, hol): (usize, f64), st: &S
         .map(|l| match l.window {
             Some((w, t)) => {
                 let d: f64 = (fifos.iter().zip(q))
-                    .filter(|(f, _)| {
-                        if l.behind.is_empty() {
-                            l.at.is_none_or(|a| a == f.chan)
-                        } else {
-                            l.behind.contains(&f.chan)
-                        }
-                    })
+                    .filter(|(f, _)| waits_at(l, f.chan))
                     .filter_map(|(f, &q)| f.wait(s, q))
                     .sum::<f64>()
                     + if l.hol { hol } else { 0.0 };
@@ -355,17 +360,19 @@ pub(super) fn held_at(
         let mut least = (f64::INFINITY, None);
         for l in &st.limits {
             let here = match (l.window, l.at) {
-                (Some((w, t)), Some(c)) => {
-                    let d: f64 = (fifos.iter().zip(q))
-                        .filter(|(f, _)| f.chan == c && f.streams.contains(&s))
-                        .map(|(_, &q)| q)
-                        .sum();
+                (Some((w, t)), Some(_)) => {
+                    // The FIFOs it waits behind (its own, or each write throttle it books),
+                    // and the one with the longest delay, which holds it.
+                    let waits = (fifos.iter().zip(q))
+                        .filter(|(f, _)| waits_at(l, f.chan) && f.streams.contains(&s));
+                    let d: f64 = waits.clone().map(|(_, &q)| q).sum();
+                    let fullest = waits.max_by(|a, b| a.1.total_cmp(b.1)).map(|(f, _)| f.chan);
                     let window = if t + d > 0.0 {
                         w / (t + d)
                     } else {
                         f64::INFINITY
                     };
-                    (l.rate.min(window), (d > 0.0).then_some(c))
+                    (l.rate.min(window), fullest.filter(|_| d > 0.0))
                 }
                 _ => (l.rate, None),
             };

@@ -280,17 +280,19 @@ struct Limit {
     /// delay `d` the limit is the least of `rate` and the window over round trip plus `d`;
     /// `None` for a fixed rate.
     window: Option<(f64, f64)>,
-    /// The link direction whose FIFO delay alone the window waits behind (a writer's
-    /// TLPs held in one queue); `None`: every FIFO the stream crosses (a read's round trip).
+    /// The link direction (or throttle) whose FIFO delay alone the window waits behind (a
+    /// writer's TLPs held in one queue; into a root complex, its slowest write throttle);
+    /// `None`: every FIFO the stream crosses (a read's round trip).
     at: Option<usize>,
     /// The link direction and wire bytes of the window that cross it back to back, counted
     /// in the round trip at the link's whole capacity: the solve stretches them to what
     /// the DLLPs leave of it, or a shared completion buffer lets through (`None`: nothing
     /// paced by a link).
     paced: Option<(usize, f64)>,
-    /// Where not empty, the link directions whose FIFO delays the window waits behind, in
-    /// place of `at`'s (a transfer's requests, which wait together in each FIFO on their
-    /// way out).
+    /// Where not empty, the link directions or throttles whose FIFO delays the window
+    /// waits behind, in place of `at`'s (a transfer's requests, which wait together in
+    /// each FIFO on their way out; a write's credits into a root complex, behind every
+    /// throttle it books).
     behind: Vec<usize>,
     /// The link direction whose receiver's buffer of a class (posted, non-posted) the
     /// window is, which every stream crossing it with TLPs of that class shares (`None`: a

@@ -114,7 +114,11 @@ impl Model<'_> {
             if !window.is_finite() {
                 return Vec::new();
             }
-            let alone = |x: usize| self.res[x].cap / st.mix.use_of(x);
+            // What it drains at with a link to itself (none where it puts nothing there).
+            let alone = |x: usize| match st.mix.use_of(x) {
+                u if u > 0.0 => self.res[x].cap / u,
+                _ => f64::INFINITY,
+            };
             let inflow = alone(c);
             let down = (bl.path.hops[i + 1..].iter())
                 .filter_map(|h| match *h {
@@ -129,8 +133,11 @@ impl Model<'_> {
             hog |= down < inflow && run > buffer;
             // Of a run, what the buffer takes in holds no one up: the rest waits in the
             // FIFO before the link and holds up whatever comes behind it.
-            let queued = (1.0 - buffer / window).max(0.0);
-            out.push((s, queued / inflow.min(down), window));
+            let (queued, drain) = ((1.0 - buffer / window).max(0.0), inflow.min(down));
+            if !(drain > 0.0 && drain.is_finite()) {
+                return Vec::new();
+            }
+            out.push((s, queued / drain, window));
         }
         if hog {
             out
@@ -184,9 +191,10 @@ impl Model<'_> {
 /// have on the pool's link (its transmitter gives returned credits to one TLP per input in
 /// turn); and its time, where runs take it in turn ([`Model::serial`]). Returns the
 /// resources' capacities; resource indices `first + 3k` to `first + 3k + 2` are pool `k`'s.
-/// A linear constraint of its own, not a lowered link capacity, so in the max-min solve the link's other traffic (posted writes, other
-/// classes) is not held back and the link's busy time stays its wire's. (A FIFO before
-/// the link drains at the lowered capacity, [`cap_pools`], whatever it holds.)
+/// A linear constraint of its own, not a lowered link capacity, so in the max-min solve
+/// the link's other traffic (posted writes, other classes) is not held back and the link's
+/// busy time stays its wire's. (A FIFO before the link drains at the lowered capacity,
+/// [`cap_pools`], whatever it holds.)
 pub(super) fn resources(pools: &[Pool], first: usize, demands: &mut [Demand]) -> Vec<f64> {
     let mut cap = Vec::with_capacity(PER_POOL * pools.len());
     for (k, p) in pools.iter().enumerate() {
@@ -247,8 +255,8 @@ pub(super) fn drains(pools: &[Pool], s: usize, c: usize) -> bool {
     (pools.iter()).any(|p| p.chan == c && p.users.iter().any(|u| u.0 == s))
 }
 
-/// The max-min solve of `demands` over `cap`, whose last `2 * pools.len()` resources are
-/// the `pools`' buffers (see [`resources`]), with a flow the buffer bounds named as bound
+/// The max-min solve of `demands` over `cap`, whose last `PER_POOL * pools.len()` resources
+/// are the `pools`' buffers (see [`resources`]), with a flow the buffer bounds named as bound
 /// by its link direction: the simulator's link waits for the credits, and its verdict
 /// names the link.
 pub(super) fn solve(pools: &[Pool], cap: &[f64], demands: &[Demand]) -> (Vec<f64>, Vec<Bound>) {

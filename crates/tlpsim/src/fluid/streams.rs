@@ -150,8 +150,8 @@ impl Model<'_> {
                 Some(&Hop::Chan(next)) => Some(next),
                 Some(&Hop::Socket { from, to, .. }) => self.socket_res(from, to),
                 // The root complex frees a write's credits once its memory has it: a
-                // window behind the slowest throttle the write passes (one FIFO), its
-                // round trip with that throttle's time for the TLP.
+                // window behind the throttles the write passes (`behind`, below), its
+                // round trip with the slowest one's time for the TLP.
                 None if class == FcClass::Posted => self.write_throttle(rx).map(|(r, cap)| {
                     rtt += max as f64 / cap;
                     r
