@@ -102,8 +102,7 @@ impl Model<'_> {
             if on.len() < 2 {
                 continue;
             }
-            let l = &self.sys.links[c / 2];
-            let tx = if c % 2 == 0 { l.up } else { l.down };
+            let (tx, _) = super::path::ends(self.sys, c);
             let oldest = self.sys.nodes[tx].kind.arbiter_inputs(1).1;
             let inputs = |s: usize| self.streams[s].mix.inputs.get(&c);
             let one_input = on

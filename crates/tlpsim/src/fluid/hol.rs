@@ -104,7 +104,7 @@ impl Model<'_> {
     /// Bytes of TLPs of `class` with `tlp` payload bytes each that node `n`'s ingress
     /// buffer holds beside `used` of its credits (headers, data units), and whether its
     /// header credits, not its data credits, bound that.
-    pub(super) fn fits(&self, n: usize, class: FcClass, tlp: f64, used: (f64, f64)) -> (f64, bool) {
+    fn fits(&self, n: usize, class: FcClass, tlp: f64, used: (f64, f64)) -> (f64, bool) {
         let credits = self.sys.nodes[n].credits.0;
         let (h, d) = (credits[2 * class as usize], credits[2 * class as usize + 1]);
         let units = data_units(tlp);
@@ -253,12 +253,7 @@ impl Model<'_> {
     pub(super) fn credit_wait(&self, w: &Wait) -> Option<(String, String)> {
         let bl = self.streams[w.a].backlog.as_ref()?;
         let (tx, rx) = (bl.path.nodes[w.k], bl.path.nodes[w.k + 1]);
-        let ty = match (bl.class, self.fits(rx, bl.class, bl.tlp, (0.0, 0.0)).1) {
-            (FcClass::Posted, true) => "PH",
-            (FcClass::Posted, false) => "PD",
-            (_, true) => "CplH",
-            (_, false) => "CplD",
-        };
+        let ty = self.credit_type(rx, bl.class, bl.tlp);
         let names = &self.sys.nodes;
         let flow = &self.sys.workloads[self.streams[w.a].flow].name;
         Some((
@@ -271,6 +266,17 @@ impl Model<'_> {
                 names[rx].name
             ),
         ))
+    }
+
+    /// The credit type of `class` that bounds what node `n`'s ingress buffer holds of TLPs
+    /// of `tlp` payload bytes, as the simulator names it (`PH`, `PD`, `CplH`, `CplD`).
+    pub(super) fn credit_type(&self, n: usize, class: FcClass, tlp: f64) -> &'static str {
+        match (class, self.fits(n, class, tlp, (0.0, 0.0)).1) {
+            (FcClass::Posted, true) => "PH",
+            (FcClass::Posted, false) => "PD",
+            (_, true) => "CplH",
+            (_, false) => "CplD",
+        }
     }
 
     /// Whether `h` crosses the socket link direction that is resource `r`.

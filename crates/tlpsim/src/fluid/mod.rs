@@ -832,7 +832,7 @@ impl<'a> Model<'a> {
         if l.flit || total <= 0.0 {
             return 0.0;
         }
-        let rx = if (c ^ 1) % 2 == 0 { l.down } else { l.up };
+        let (_, rx) = path::ends(self.sys, c ^ 1);
         let credits = &self.sys.nodes[rx].credits.0;
         let counted = |k: usize| credits[2 * k].is_some() || credits[2 * k + 1].is_some();
         let per_interval = match l.ack {

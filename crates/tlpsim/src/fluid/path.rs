@@ -20,6 +20,17 @@ pub enum Hop {
     },
 }
 
+/// The node that transmits on link direction `c` and the one that receives (down, from the
+/// link's upper end, when `c` is even).
+pub fn ends(sys: &System, c: usize) -> (NodeId, NodeId) {
+    let l = &sys.links[c / 2];
+    if c % 2 == 0 {
+        (l.up, l.down)
+    } else {
+        (l.down, l.up)
+    }
+}
+
 /// A path: its hops in order and the nodes it visits, both ends included (`nodes[i]` sends
 /// on `hops[i]`, `nodes[i + 1]` receives).
 #[derive(Debug, Clone, Default, PartialEq)]

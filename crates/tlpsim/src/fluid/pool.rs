@@ -156,12 +156,7 @@ impl Model<'_> {
             if time < 1.0 - 1e-6 {
                 continue;
             }
-            let l = &self.sys.links[p.chan / 2];
-            let (tx, rx) = if p.chan % 2 == 0 {
-                (l.up, l.down)
-            } else {
-                (l.down, l.up)
-            };
+            let (tx, rx) = super::path::ends(self.sys, p.chan);
             for &(s, secs, _) in &p.serial {
                 let Some(bl) = self.streams[s].backlog.as_ref() else {
                     continue;
@@ -169,8 +164,7 @@ impl Model<'_> {
                 if secs <= 0.0 || bounds[s] != Bound::Resource(p.chan) {
                     continue;
                 }
-                let header = self.fits(rx, FcClass::Completion, bl.tlp, (0.0, 0.0)).1;
-                let ty = if header { "CplH" } else { "CplD" };
+                let ty = self.credit_type(rx, FcClass::Completion, bl.tlp);
                 let (tx, rx) = (&self.sys.nodes[tx].name, &self.sys.nodes[rx].name);
                 self.streams[s].waits = Some((
                     format!("{tx} -> {rx} {ty} credits"),

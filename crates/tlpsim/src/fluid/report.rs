@@ -161,12 +161,7 @@ impl Model<'_> {
         let sys = self.sys;
         match b {
             Bound::Resource(k) if k < sys.links.len() * 2 => {
-                let l = &sys.links[k / 2];
-                let (tx, rx) = if k % 2 == 0 {
-                    (l.up, l.down)
-                } else {
-                    (l.down, l.up)
-                };
+                let (tx, rx) = super::path::ends(sys, k);
                 let busy = self.busy(load, k);
                 // Not full on average where a reader of one transfer at a time leaves it
                 // idle in its gaps (`duty`).

@@ -71,9 +71,8 @@ pub fn solve(capacity: &[f64], demands: &[Demand]) -> (Vec<f64>, Vec<Bound>) {
                 }
             })
             .collect();
-        let cand = candidates(demands, &active, &level);
+        let mut cand = candidates(demands, &active, &level);
         let mut freeze = settling(demands, &active, &level, &cand);
-        let mut cand = cand;
         if freeze.is_empty() {
             // No resource is the tightest of all its flows: each is held somewhere by a
             // flow that another resource holds below its share there. Such a flow leaves
@@ -114,6 +113,11 @@ pub fn solve(capacity: &[f64], demands: &[Demand]) -> (Vec<f64>, Vec<Bound>) {
     (rate, bound)
 }
 
+/// Whether rate `x` is tighter than rate `y` (below it by more than [`EPS`]).
+fn below(x: f64, y: f64) -> bool {
+    x < y * (1.0 - EPS)
+}
+
 /// Each active flow's least share at `level` or its own limit, and what gives it.
 fn candidates(demands: &[Demand], active: &[bool], level: &[f64]) -> Vec<(f64, Bound)> {
     let mut cand = vec![(f64::INFINITY, Bound::Unbound); demands.len()];
@@ -121,7 +125,7 @@ fn candidates(demands: &[Demand], active: &[bool], level: &[f64]) -> Vec<(f64, B
         let mut best = (d.limit, Bound::Limit);
         for &(r, a, w) in &d.uses {
             let share = level[r] * w;
-            if a > 0.0 && share < best.0 * (1.0 - EPS) {
+            if a > 0.0 && below(share, best.0) {
                 best = (share, Bound::Resource(r));
             }
         }
@@ -144,7 +148,7 @@ fn settling(
     let mut settled = vec![true; level.len()];
     for (i, d) in demands.iter().enumerate().filter(|(i, _)| active[*i]) {
         for &(r, a, w) in &d.uses {
-            if a > 0.0 && cand[i].0 < level[r] * w * (1.0 - EPS) {
+            if a > 0.0 && below(cand[i].0, level[r] * w) {
                 settled[r] = false;
             }
         }
@@ -171,7 +175,7 @@ fn relevel(
     let mut weighted = vec![0.0; capacity.len()];
     for (i, d) in demands.iter().enumerate().filter(|(i, _)| active[*i]) {
         for &(r, a, w) in &d.uses {
-            if cand[i].0 < level[r] * w * (1.0 - EPS) {
+            if below(cand[i].0, level[r] * w) {
                 held[r] += a * cand[i].0;
             } else {
                 weighted[r] += a * w;

@@ -141,6 +141,7 @@ impl Model<'_> {
             let window = tlps * max as f64;
             // Held in the receiver's ingress buffer until it leaves on the next link (or
             // is across the socket link): a window behind that FIFO, if it is one.
+            let mut behind = Vec::new();
             let at = match p.hops.get(i + 1) {
                 // Completions: a window of the reader's own over the unloaded round trip.
                 // How readers split a switch's completion buffer they share follows from
@@ -150,27 +151,21 @@ impl Model<'_> {
                 Some(&Hop::Chan(next)) => Some(next),
                 Some(&Hop::Socket { from, to, .. }) => self.socket_res(from, to),
                 // The root complex frees a write's credits once its memory has it: a
-                // window behind the throttles the write passes (`behind`, below), its
-                // round trip with the slowest one's time for the TLP.
+                // window behind every throttle the write books, not only the slowest: its
+                // memory and shared data path beside its posted-write sink
+                // (`RootComplex::write`), which readers' windows may keep queued far longer
+                // than the sink (random fabric `--host` seed 266: two 4 KiB readers beside
+                // two readers of 128 KiB in flight through a 5 GB/s data path, +592 % while
+                // the writes' credits waited behind their 2 GB/s sink alone). The delays
+                // add, as in series; beside a sink the simulator waits for the longest of
+                // them. Its round trip has the slowest one's time for the TLP.
                 None if class == FcClass::Posted => self.write_throttle(rx).map(|(r, cap)| {
                     rtt += max as f64 / cap;
+                    let names = self.target_names(rx, true);
+                    behind = names.iter().filter_map(|s| self.named(s)).collect();
                     r
                 }),
                 None => None,
-            };
-            // Into a root complex, a write's credits wait for every throttle it books, not
-            // only the slowest: its memory and shared data path beside its posted-write sink
-            // (`RootComplex::write`), which readers' windows may keep queued far longer
-            // than the sink (random fabric `--host` seed 266: two 4 KiB readers beside two
-            // readers of 128 KiB in flight through a 5 GB/s data path, +592 % while the
-            // writes' credits waited behind their 2 GB/s sink alone). The delays add, as
-            // in series; beside a sink the simulator waits for the longest of them.
-            let behind = match (p.hops.get(i + 1), at) {
-                (None, Some(_)) if class == FcClass::Posted => {
-                    let names = self.target_names(rx, true);
-                    names.iter().filter_map(|s| self.named(s)).collect()
-                }
-                _ => Vec::new(),
             };
             let names = &self.sys.nodes;
             out.push(Limit {
