@@ -1951,3 +1951,21 @@ def test_a_writes_credits_wait_behind_every_throttle_it_books() -> None:
     for d, f in zip(des.flows, fluid["flows"], strict=True):
         assert abs(f["throughput_gbps"] / d["throughput_gbps"] - 1) < 0.05, (d, f)
     assert fluid["flows"][0]["bottleneck"]["resource"] == "rc data path (reads and writes)"
+
+
+#: A greedy writer and two paced flows behind it into a full memory (random fabric `--host`
+#: seed 1372's shape), shared with the Rust tests.
+PACED_WRITER = (Path(__file__).parent / "data" / "paced_writer_in_a_shared_buffer.toml").read_text()
+
+
+def test_paced_flows_meet_their_rates_beside_a_greedy_writer_in_a_shared_buffer() -> None:
+    """The root complex's posted buffer is full of the greedy writer's TLPs, but sw0's round
+    robin gives the paced writer a credit whenever it has a write: the simulator meets
+    both paced flows' rates (8 and 4 Gb/s) and gives the greedy writer the rest of the
+    memory. The buffer split by the flows' rates alone held the paced writer below its rate
+    and its backlog held both readers (-34 and -61 %)."""
+    des = run(load_scenario(PACED_WRITER))
+    fluid = _fluid(PACED_WRITER)
+    for d, f in zip(des.flows, fluid["flows"], strict=True):
+        assert abs(f["throughput_gbps"] / d["throughput_gbps"] - 1) < 0.02, (d, f)
+        assert f["bottleneck"]["kind"] == d["bottleneck"]["kind"]

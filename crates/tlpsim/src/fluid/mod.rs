@@ -937,7 +937,7 @@ impl<'a> Model<'a> {
                 streams::stretch(&mut self.streams, &limits, (&base, &cap), (&pools, &drain));
             }
             if shared {
-                streams::share(&mut self.streams, &limits, &rates);
+                streams::share(&mut self.streams, &limits, (&rates, &bounds));
             }
             if !fifos.is_empty() || held || paced || shared {
                 let last = (&rates[..], &bounds[..], &hol[..]);

@@ -120,6 +120,57 @@ fn a_rate_caps_a_flow_and_the_other_takes_the_rest() {
 }
 
 #[test]
+fn a_buffer_shared_in_turn_holds_only_the_inputs_that_send_their_turn() {
+    let sender = |stream: usize, input: usize, tlps: f64, most: f64| streams::Sender {
+        stream,
+        input: [input].into(),
+        tlps,
+        most,
+    };
+    // A greedy input of two streams, a paced one and another greedy one: the paced input
+    // (a tenth of the buffer's TLPs) is not held, the greedy ones take equal turns of the
+    // rest, 0.45 each, split in their inputs by their TLPs.
+    let on = [
+        sender(0, 1, 3.0, f64::INFINITY),
+        sender(1, 1, 1.0, f64::INFINITY),
+        sender(2, 2, 1.0, 1.0),
+        sender(3, 3, 5.0, 9.0),
+    ];
+    let parts: Vec<_> = streams::turns(&on)
+        .into_iter()
+        .map(|(s, p)| (s, p.map(|p| (p * 1e6).round() / 1e6)))
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            (0, Some(0.3375)),
+            (1, Some(0.1125)),
+            (2, None),
+            (3, Some(0.45))
+        ]
+    );
+    // Nothing comes in yet: each may fill the buffer.
+    let on = [sender(0, 1, 0.0, 6.0), sender(1, 2, 0.0, 8.0)];
+    assert_eq!(streams::turns(&on), [(0, Some(1.0)), (1, Some(1.0))]);
+}
+
+#[test]
+fn paced_flows_beside_a_greedy_writer_into_a_full_memory_meet_their_rates() {
+    let sys = system(include_str!(
+        "../../../../tests/data/paced_writer_in_a_shared_buffer.toml"
+    ));
+    let r = run(&sys).expect("runs").result;
+    let gbps: Vec<f64> = r.flows.iter().map(|f| f.throughput_gbps).collect();
+    // w1's two streams and w2's reads at 0.5 GB/s each; w0 takes the rest of 40 Gb/s.
+    for (got, want) in gbps.iter().zip([28.0, 8.0, 4.0]) {
+        assert!((got - want).abs() < 1e-3 * want, "{gbps:?}");
+    }
+    assert_eq!(r.flows[0].bottleneck.kind, "memory");
+    assert_eq!(r.flows[1].bottleneck.kind, "rate");
+    assert_eq!(r.flows[2].bottleneck.kind, "rate");
+}
+
+#[test]
 fn a_tag_limited_read_runs_at_bytes_in_flight_over_its_round_trip() {
     let read = r#"
 [[workload]]
