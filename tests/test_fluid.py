@@ -1969,3 +1969,19 @@ def test_paced_flows_meet_their_rates_beside_a_greedy_writer_in_a_shared_buffer(
     for d, f in zip(des.flows, fluid["flows"], strict=True):
         assert abs(f["throughput_gbps"] / d["throughput_gbps"] - 1) < 0.02, (d, f)
         assert f["bottleneck"]["kind"] == d["bottleneck"]["kind"]
+
+
+#: A fabric whose fluid solve cycles through four rounds without settling (random fabric
+#: seed 132).
+OSCILLATING = (Path(__file__).parent / "data" / "oscillating_solve.toml").read_text()
+
+
+def test_a_solve_that_never_settles_comes_to_the_mean_of_its_cycle() -> None:
+    """The 4-tag reader `w3` waits behind another stream's backlog in one round and not in
+    the next; the solve's last round gave it +288 % against the simulator. With each limit
+    damped toward the mean of what the cycle's rounds give it, every flow is within 15 %
+    (w3 about -9 %, the others within 1 %)."""
+    des = run(load_scenario(OSCILLATING))
+    fluid = _fluid(OSCILLATING)
+    for d, f in zip(des.flows, fluid["flows"], strict=True):
+        assert abs(f["throughput_gbps"] / d["throughput_gbps"] - 1) < 0.15, (d, f)

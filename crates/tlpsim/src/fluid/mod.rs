@@ -923,7 +923,7 @@ impl<'a> Model<'a> {
         let paced = limits.iter().flatten().any(|l| l.paced.is_some());
         let shared = limits.iter().flatten().any(|l| l.shared.is_some());
         let owed = self.owed();
-        for round in 0..200 {
+        for round in 0..fifo::ROUNDS {
             (hol, waits, turns) = self.waits(&victims, (&fifos, &q), (&rates, &bounds, &cap));
             let held = hol.iter().any(|&h| h > 0.0);
             if fifos.is_empty() && !held && round >= 4 {
@@ -942,14 +942,7 @@ impl<'a> Model<'a> {
             if !fifos.is_empty() || held || paced || shared {
                 let last = (&rates[..], &bounds[..], &hol[..]);
                 fifo::settle(&fifos, &mut q, &self.streams, last, &drain);
-                // Settled when no stream's limit moves (two FIFOs in series that the same
-                // streams cross may trade their delays without changing a rate).
-                let mut moved = false;
-                for (i, (dm, s)) in demands.iter_mut().zip(&self.streams).enumerate() {
-                    let limit = fifo::limit_at(&fifos, &q, (i, hol[i]), s);
-                    moved |= (limit - dm.limit).abs() > 1e-12 * limit.abs();
-                    dm.limit = limit;
-                }
+                let moved = fifo::relimit((&fifos, &q, &hol), &self.streams, &mut demands, round);
                 if round >= 4 && !moved {
                     break;
                 }
