@@ -487,6 +487,10 @@ impl Model<'_> {
         let mut out = Vec::with_capacity(2);
         let mut share = 1.0;
         let mut duty = None;
+        // A rate no slower than its narrowest link's wire cannot hold it: the reader runs
+        // as one without (random fabric `--host` seed 133: a 4 GB/s cap on a Gen1 x16
+        // reader hid its completions' backlog from the reader behind them, +181 %).
+        let unpaced = w.rate.is_none_or(|r| r >= self.narrowest(cpl));
         if let (true, Some(&Hop::Chan(first))) = (
             requests > 1.0 && in_flight >= transfers * requests,
             req.hops.first(),
@@ -496,7 +500,7 @@ impl Model<'_> {
             // The rest of its completions no sooner than its credits come back for them.
             let wait = held.burst(t as f64);
             let whole = whole.max(first_in + wait);
-            if transfers == 1.0 && w.rate.is_none() {
+            if transfers == 1.0 && unpaced {
                 // While it flows its credits hold it only where its transfer outruns them.
                 duty = Some(Duty {
                     bytes: t as f64,
@@ -524,7 +528,7 @@ impl Model<'_> {
             transfers == 1.0 && requests > in_flight && in_flight >= 1.0,
             req.hops.first(),
         ) {
-            if w.rate.is_none() {
+            if unpaced {
                 duty = Some(Duty {
                     bytes: t as f64,
                     first: self.read_round_trip(req, cpl, per_request.ceil() as u32).0,

@@ -403,6 +403,29 @@ fn completions_wait_behind_a_slow_readers_backlog_in_the_root_complexs_queue() {
 }
 
 #[test]
+fn a_rate_its_link_cannot_reach_leaves_a_reader_as_without_one() {
+    let text = include_str!("../../../../tests/data/one_transfer_reader_backlog.toml");
+    let gbps = |text: &str| -> Vec<f64> {
+        let r = run(&system(text)).expect("runs").result;
+        r.flows.iter().map(|f| f.throughput_gbps).collect()
+    };
+    let with_rate = |rate: &str| {
+        text.replace(
+            "transfer_size = \"64KiB\"",
+            &format!("transfer_size = \"64KiB\"\nrate = \"{rate}\""),
+        )
+    };
+    // 4 GB/s is no slower than the Gen1 x16 link's wire: w1's completions still back up
+    // and w0 still waits behind them (5.1 Gb/s; 11.7 where the rate hid the backlog).
+    let free = gbps(text);
+    assert_eq!(gbps(&with_rate("4GB/s")), free);
+    assert!(free[0] < 6.0, "{free:?}");
+    // A rate below it paces the reader.
+    let paced = gbps(&with_rate("1GB/s"));
+    assert!((paced[1] - 8.0).abs() < 1e-6, "{paced:?}");
+}
+
+#[test]
 fn a_switchs_completion_buffer_has_room_for_one_reader_beside_what_the_others_hold() {
     // Both readers' completions come into sw0 over rc -> sw0 and share its 64 CplH.
     let sys = behind_a_backlog(true);
