@@ -129,6 +129,27 @@ fn few_reads_per_engine_limit_a_host_to_device_copy() {
 }
 
 #[test]
+fn a_copy_setup_adds_its_time_to_every_copy() {
+    // 64 KiB copies one after another, device to host (posted writes: no round trip of
+    // their own). With a setup of 2 us each copy takes 2 us more: 64 KiB over (t + 2 us),
+    // where t is a copy's time without it.
+    let w = memcpy("d2h", "gpu0", "direction = \"d2h\"\nsize = \"64KiB\"");
+    // 400 us: a hundred copies or more, so the window's edges hardly count.
+    let gbps = |keys: &str| {
+        let text = host_and_gpu(5, keys, &w).replace("\"40us\"", "\"400us\"");
+        simulate(&text).flows[0].throughput_gbps
+    };
+    let (bare, slow) = (gbps(""), gbps("copy_setup = \"2us\""));
+    let bits = 65536.0 * 8.0;
+    let expected = bits / (bits / bare + 2000.0);
+    eprintln!("{bare} Gb/s bare, {slow} with a 2 us setup, expected {expected}");
+    assert!(
+        (slow / expected - 1.0).abs() < 0.02,
+        "{slow} against {expected}"
+    );
+}
+
+#[test]
 fn both_directions_copy_at_once_as_two_flows() {
     let w = memcpy("bi", "gpu0", "direction = \"both\"\nsize = \"64MiB\"");
     let r = simulate(&host_and_gpu(4, "", &w));
@@ -209,6 +230,7 @@ fn the_gpu_and_memcpy_are_in_the_schema_with_their_defaults() {
         "\"memcpy\"",
         "copy_engines",
         "engine_reads",
+        "copy_setup",
         "\"h2d\"",
         "\"d2h\"",
         "512MiB",
@@ -249,6 +271,10 @@ fn mistakes_with_a_gpu_or_a_memcpy_get_one_clear_message() {
         (
             host_and_gpu(5, "read_latency = \"fast\"", &h2d),
             vec!["read_latency"],
+        ),
+        (
+            host_and_gpu(5, "copy_setup = \"soon\"", &h2d),
+            vec!["copy_setup"],
         ),
         (
             host_and_gpu(5, "write_rate = \"-1GB/s\"", &h2d),

@@ -432,6 +432,12 @@ pub struct GpuEndpointSection {
     /// (default 256: 128 KiB of 512 B reads, a Gen5 x16 link's data for 2.5 us).
     #[serde(default = "default_engine_reads")]
     pub engine_reads: i64,
+    /// Copy engine time per copy before its first request, e.g. "2us": the copy's command
+    /// taken from its channel and its end signalled before the next copy starts (default
+    /// "0ns": copies back to back).
+    #[serde(default = "default_zero_ns")]
+    #[schemars(pattern(units::DURATION_PATTERN))]
+    pub copy_setup: String,
     /// Size of its memory BAR, a power of two, e.g. "64GiB" (default "32GiB"); a transfer
     /// into it stays inside it.
     #[serde(default = "default_gpu_bar_size")]
@@ -687,7 +693,8 @@ fn bar(
 }
 
 /// A GPU: its copy engines (a DMA endpoint's engines, `copy_engines` on each side, each
-/// keeping at most `engine_reads` reads in flight) and its BAR.
+/// keeping at most `engine_reads` reads in flight and spending `copy_setup` on each copy)
+/// and its BAR.
 fn gpu(place: &Place, s: &GpuEndpointSection) -> Result<NodeKind, BuildError> {
     let engines = values::count(place, "copy_engines", s.copy_engines, 1..=64, "1 to 64")?;
     let reads = values::count(
@@ -699,6 +706,7 @@ fn gpu(place: &Place, s: &GpuEndpointSection) -> Result<NodeKind, BuildError> {
     )?;
     let side = DmaEngines {
         engines: Some(engines),
+        transfer_cost: values::duration(place, "copy_setup", &s.copy_setup)?,
         ..DmaEngines::default()
     };
     let (bar_size, read_latency, write_rate) =
