@@ -172,14 +172,19 @@ fn refuse(sys: &System) -> Result<(), Refused> {
             l.name
         ));
     }
-    for n in &sys.nodes {
+    for (i, n) in sys.nodes.iter().enumerate() {
         if let Some(why) = n.kind.fluid_refusal() {
             return no(format!("{} {why}", n.name));
         }
         if let Some(d) = n.kind.dma_device() {
+            // A time per transfer only where each of its workloads keeps one transfer in
+            // flight: one transfer per that time and the transfer's own (`streams::setup`).
+            let one_at_a_time = (sys.workloads.iter())
+                .filter(|w| w.source == i)
+                .all(|w| w.outstanding <= 1);
             let simple = |e: &crate::fabric::DmaEngines| {
                 e.request_cost == SimTime::ZERO
-                    && e.transfer_cost == SimTime::ZERO
+                    && (e.transfer_cost == SimTime::ZERO || one_at_a_time)
                     && e.latency == SimTime::ZERO
                     && e.latency_per_kib == SimTime::ZERO
                     && e.transfer_cost_per_kib == SimTime::ZERO

@@ -123,6 +123,40 @@ impl Model<'_> {
         })
     }
 
+    /// A copy of one transfer at a time whose source's engines spend a time on each before
+    /// its first request (`transfer_cost`: a GPU's `copy_setup`): one transfer per that
+    /// time and the `rest` of its round trip (a write's data on its narrowest link; a read's
+    /// first completion and the rest at its narrowest link), a window waiting behind the
+    /// FIFO its first link (`way`) leaves by. None where it has no such time.
+    fn setup(&self, w: &WorkloadSpec, reads: bool, rest: f64, way: &Path) -> Option<Limit> {
+        let d = self.sys.nodes[w.source].kind.dma_device()?;
+        let cost = secs(if reads { d.read } else { d.write }.transfer_cost);
+        if cost <= 0.0 {
+            return None;
+        }
+        let t = w.transfer_size as f64;
+        let round = cost + rest;
+        let name = &self.sys.nodes[w.source].name;
+        Some(Limit {
+            rate: t / round,
+            window: Some((t, round)),
+            at: chans(way).first().copied(),
+            paced: None,
+            behind: Vec::new(),
+            shared: None,
+            hol: false,
+            kind: if reads { "requests" } else { "offered_load" },
+            resource: format!("{} copies", w.name),
+            detail: format!(
+                "{name}'s engine spends {:.0} ns on each {t:.0} B transfer before its first \
+                 request, and the transfer {:.0} ns more: at most {:.3} GB/s",
+                cost * 1e9,
+                rest * 1e9,
+                t / round / 1e9
+            ),
+        })
+    }
+
     /// A stream's credits of `class` (posted for writes, completion for a read's
     /// completions) at each hop of `p`, TLPs of `max` bytes, over that hop's credit round
     /// trip.
@@ -388,6 +422,9 @@ impl Model<'_> {
             let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
             limits.extend(self.queue_window(&p, max));
             limits.extend(self.credit_limits(&p, max, FcClass::Posted));
+            // The transfer's wire bytes on its first link (the mix is still per transfer).
+            let wire = mix.use_of(chans(&p).first().copied().unwrap_or(0));
+            limits.extend(self.setup(w, false, wire / self.narrowest(&p), &p));
             if self.unloaded[i].is_none() {
                 self.unloaded[i] = Some(self.one_way(&p, TlpKind::MWr, max) * 1e9);
             }
@@ -417,8 +454,16 @@ impl Model<'_> {
                 rate: credits.iter().map(|l| l.rate).fold(f64::INFINITY, f64::min),
                 windows: self.credit_windows(&cpl, cs, (&credits[first_request..], per_request)),
             };
-            let (window, share, duty) = self.read_window(w, (&req, &cpl), requests, &held);
+            let (window, share, mut duty) = self.read_window(w, (&req, &cpl), requests, &held);
             limits.extend(window);
+            let (_, whole) = self.read_round_trip(&req, &cpl, t.min(u32::MAX as u64) as u32);
+            if let Some(l) = self.setup(w, true, whole, &req) {
+                // Each transfer's cycle idles its links for the setup too.
+                if let Some(d) = duty.as_mut() {
+                    d.first += l.window.map_or(0.0, |(_, round)| round - whole);
+                }
+                limits.push(l);
+            }
             limits.extend(credits);
             self.push(i, mix, t as f64, limits, requests, 0.0);
             if let Some(s) = self.streams.last_mut() {
