@@ -221,14 +221,15 @@ const DAMPED_AFTER: usize = 50;
 /// streams cross may trade their delays without changing a rate). Some never settle: a
 /// wait behind a backlog that is there in one round and gone in the next (a stream held at
 /// a resource, then not) takes them round a cycle of two to eight rounds. After
-/// [`DAMPED_AFTER`] rounds each limit moves by 1/(k + 2) of its change in the k-th round
-/// after, so that it comes to the mean of what the cycle's rounds give it, not to
-/// wherever the last round falls (random fabric seed 132's 4-tag reader: +288 % at the
-/// last round, -9 % at the mean).
+/// [`DAMPED_AFTER`] rounds a limit that has turned round since (its change against its last
+/// one, `last`: each stream's last change and whether it turned) moves by 1/(k + 2) of its
+/// change in the k-th round after, so that it comes to the mean of what the cycle's rounds
+/// give it, not to wherever the last round falls (random fabric seed 132's 4-tag reader:
+/// +288 % at the last round, -9 % at the mean); a limit still moving one way is not slowed.
 pub(super) fn relimit(
     (fifos, q, hol): (&[Fifo], &[f64], &[f64]),
     streams: &[Stream],
-    demands: &mut [super::solve::Demand],
+    (demands, last): (&mut [super::solve::Demand], &mut [(f64, bool)]),
     round: usize,
 ) -> bool {
     let step = match round.checked_sub(DAMPED_AFTER) {
@@ -238,10 +239,19 @@ pub(super) fn relimit(
     let mut moved = false;
     for (i, (dm, s)) in demands.iter_mut().zip(streams).enumerate() {
         let mut limit = limit_at(fifos, q, (i, hol[i]), s);
-        if step < 1.0 && dm.limit.is_finite() && limit.is_finite() {
-            limit = dm.limit + step * (limit - dm.limit);
+        let change = limit - dm.limit;
+        let (before, turned) = last[i];
+        let turned = turned || (step < 1.0 && change * before < 0.0);
+        if turned && change.is_finite() {
+            limit = dm.limit + step * change;
         }
-        moved |= (limit - dm.limit).abs() > 1e-12 * limit.abs();
+        last[i] = (if change.is_finite() { change } else { 0.0 }, turned);
+        // A limit that comes to or leaves infinity moved.
+        moved |= if limit.is_finite() && dm.limit.is_finite() {
+            (limit - dm.limit).abs() > 1e-12 * limit.abs()
+        } else {
+            limit != dm.limit
+        };
         dm.limit = limit;
     }
     moved

@@ -53,6 +53,7 @@
 //! (LLC, IOMMU), shared outbound queues, DMA engine costs, descriptors and status writes,
 //! mixed read-write streams, scratchpad and NIC register targets.
 
+mod adjust;
 mod duty;
 mod estimates;
 mod fifo;
@@ -172,29 +173,27 @@ fn refuse(sys: &System) -> Result<(), Refused> {
             l.name
         ));
     }
-    for (i, n) in sys.nodes.iter().enumerate() {
+    for n in &sys.nodes {
         if let Some(why) = n.kind.fluid_refusal() {
             return no(format!("{} {why}", n.name));
         }
         if let Some(d) = n.kind.dma_device() {
-            // A time per transfer only where each of its workloads keeps one transfer in
-            // flight: one transfer per that time and the transfer's own (`streams::setup`).
-            let one_at_a_time = (sys.workloads.iter())
-                .filter(|w| w.source == i)
-                .all(|w| w.outstanding <= 1);
             let simple = |e: &crate::fabric::DmaEngines| {
                 e.request_cost == SimTime::ZERO
-                    && (e.transfer_cost == SimTime::ZERO || one_at_a_time)
+                    && e.transfer_cost == SimTime::ZERO
                     && e.latency == SimTime::ZERO
                     && e.latency_per_kib == SimTime::ZERO
                     && e.transfer_cost_per_kib == SimTime::ZERO
                     && e.partial_unit_cost == SimTime::ZERO
             };
             if !simple(&d.read) || !simple(&d.write) || d.descriptor > 0 || d.status_writeback > 0 {
-                return no(format!(
-                    "{}'s DMA engines have costs, latencies, descriptors or status writes",
-                    n.name
-                ));
+                // A GPU's only engine cost is its time per copy.
+                let what = if matches!(n.kind, NodeKind::Gpu { .. }) {
+                    "copy engines have a time per copy (`copy_setup`)"
+                } else {
+                    "DMA engines have costs, latencies, descriptors or status writes"
+                };
+                return no(format!("{}'s {what}", n.name));
             }
         }
     }
@@ -924,6 +923,7 @@ impl<'a> Model<'a> {
         let mut q = vec![0.0; fifos.len()];
         let mut hol = vec![0.0; self.streams.len()];
         let (mut waits, mut turns) = (vec![None; self.streams.len()], Vec::new());
+        let mut changes = vec![(0.0, false); self.streams.len()];
         let limits: Vec<Vec<Limit>> = self.streams.iter().map(|s| s.limits.clone()).collect();
         let paced = limits.iter().flatten().any(|l| l.paced.is_some());
         let shared = limits.iter().flatten().any(|l| l.shared.is_some());
@@ -939,15 +939,16 @@ impl<'a> Model<'a> {
             let mut drain = cap.clone();
             pool::cap_pools(&pools, &self.streams, &rates, &mut drain);
             if paced {
-                streams::stretch(&mut self.streams, &limits, (&base, &cap), (&pools, &drain));
+                adjust::stretch(&mut self.streams, &limits, (&base, &cap), (&pools, &drain));
             }
             if shared {
-                streams::share(&mut self.streams, &limits, (&rates, &bounds));
+                adjust::share(&mut self.streams, &limits, (&rates, &bounds));
             }
             if !fifos.is_empty() || held || paced || shared {
                 let last = (&rates[..], &bounds[..], &hol[..]);
                 fifo::settle(&fifos, &mut q, &self.streams, last, &drain);
-                let moved = fifo::relimit((&fifos, &q, &hol), &self.streams, &mut demands, round);
+                let damped = (&mut demands[..], &mut changes[..]);
+                let moved = fifo::relimit((&fifos, &q, &hol), &self.streams, damped, round);
                 if round >= 4 && !moved {
                     break;
                 }

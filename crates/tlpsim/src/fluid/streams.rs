@@ -4,12 +4,11 @@
 
 use super::duty::Duty;
 use super::hol::Backlog;
-use super::{fifo, pool, secs, Bound, Hop, Limit, Mix, Model, Path, Refused, Stream};
+use super::{secs, Hop, Limit, Mix, Model, Path, Refused, Stream};
 use crate::fabric::{DmaDirection, FioSpec, NodeId, NodeKind, NvmeSpec, WorkloadSpec};
 use crate::pcie::flow_control::FcClass;
 use crate::pcie::tlp::TlpKind;
 use crate::sim::WRITE_QUEUE_DEPTH;
-use std::collections::{BTreeMap, BTreeSet};
 
 /// What a reader's completion and request credits allow it.
 pub(super) struct Held {
@@ -119,40 +118,6 @@ impl Model<'_> {
             resource: format!("{name}'s queued writes"),
             detail: format!(
                 "{name} keeps {WRITE_QUEUE_DEPTH} writes of {max} B queued at its egress"
-            ),
-        })
-    }
-
-    /// A copy of one transfer at a time whose source's engines spend a time on each before
-    /// its first request (`transfer_cost`: a GPU's `copy_setup`): one transfer per that
-    /// time and the `rest` of its round trip (a write's data on its narrowest link; a read's
-    /// first completion and the rest at its narrowest link), a window waiting behind the
-    /// FIFO its first link (`way`) leaves by. None where it has no such time.
-    fn setup(&self, w: &WorkloadSpec, reads: bool, rest: f64, way: &Path) -> Option<Limit> {
-        let d = self.sys.nodes[w.source].kind.dma_device()?;
-        let cost = secs(if reads { d.read } else { d.write }.transfer_cost);
-        if cost <= 0.0 {
-            return None;
-        }
-        let t = w.transfer_size as f64;
-        let round = cost + rest;
-        let name = &self.sys.nodes[w.source].name;
-        Some(Limit {
-            rate: t / round,
-            window: Some((t, round)),
-            at: chans(way).first().copied(),
-            paced: None,
-            behind: Vec::new(),
-            shared: None,
-            hol: false,
-            kind: if reads { "requests" } else { "offered_load" },
-            resource: format!("{} copies", w.name),
-            detail: format!(
-                "{name}'s engine spends {:.0} ns on each {t:.0} B transfer before its first \
-                 request, and the transfer {:.0} ns more: at most {:.3} GB/s",
-                cost * 1e9,
-                rest * 1e9,
-                t / round / 1e9
             ),
         })
     }
@@ -422,9 +387,6 @@ impl Model<'_> {
             let mut limits: Vec<Limit> = self.rate_limit(w, 1.0).into_iter().collect();
             limits.extend(self.queue_window(&p, max));
             limits.extend(self.credit_limits(&p, max, FcClass::Posted));
-            // The transfer's wire bytes on its first link (the mix is still per transfer).
-            let wire = mix.use_of(chans(&p).first().copied().unwrap_or(0));
-            limits.extend(self.setup(w, false, wire / self.narrowest(&p), &p));
             if self.unloaded[i].is_none() {
                 self.unloaded[i] = Some(self.one_way(&p, TlpKind::MWr, max) * 1e9);
             }
@@ -454,16 +416,8 @@ impl Model<'_> {
                 rate: credits.iter().map(|l| l.rate).fold(f64::INFINITY, f64::min),
                 windows: self.credit_windows(&cpl, cs, (&credits[first_request..], per_request)),
             };
-            let (window, share, mut duty) = self.read_window(w, (&req, &cpl), requests, &held);
+            let (window, share, duty) = self.read_window(w, (&req, &cpl), requests, &held);
             limits.extend(window);
-            let (_, whole) = self.read_round_trip(&req, &cpl, t.min(u32::MAX as u64) as u32);
-            if let Some(l) = self.setup(w, true, whole, &req) {
-                // Each transfer's cycle idles its links for the setup too.
-                if let Some(d) = duty.as_mut() {
-                    d.first += l.window.map_or(0.0, |(_, round)| round - whole);
-                }
-                limits.push(l);
-            }
             limits.extend(credits);
             self.push(i, mix, t as f64, limits, requests, 0.0);
             if let Some(s) = self.streams.last_mut() {
@@ -861,148 +815,4 @@ fn read_limit(w: &WorkloadSpec, window: f64, t: f64, detail: String) -> Limit {
         resource: format!("{} read requests", w.name),
         detail,
     }
-}
-
-/// Sets each stream's limits to `base`'s with the bytes a limit's round trip carries back
-/// to back over a link at its whole capacity `full` taken at the capacity `cap` the DLLPs
-/// leave of it, or for a reader's completions into a switch's shared buffer (`pools`), at
-/// the rate `drain` the buffer lets them through.
-pub(super) fn stretch(
-    streams: &mut [Stream],
-    base: &[Vec<Limit>],
-    (full, cap): (&[f64], &[f64]),
-    (pools, drain): (&[pool::Pool], &[f64]),
-) {
-    for (s, (st, base)) in streams.iter_mut().zip(base).enumerate() {
-        for (l, b) in st.limits.iter_mut().zip(base) {
-            let (Some((c, bytes)), Some((w, t))) = (b.paced, b.window) else {
-                continue;
-            };
-            let at = if pool::drains(pools, s, c) {
-                drain[c]
-            } else {
-                cap[c]
-            };
-            let t = t + bytes / at.max(1.0) - bytes / full[c];
-            l.window = Some((w, t));
-            l.rate = w / t;
-        }
-    }
-}
-
-/// Sets each window of a buffer that several streams share (`Limit::shared`: a posted
-/// buffer its writers, a non-posted one its readers' requests) to its stream's part of
-/// `base`'s, at the last `rates` and `bounds`. The simulator's switch holds a TLP in the
-/// buffer it came into until it leaves, whoever sent it, and the egress before the buffer
-/// gives its credits to its inputs one TLP each in turn: an input whose streams send less
-/// than an equal turn (held by their workloads' rates, or by a resource the window does not
-/// wait behind) is not held by the buffer, and the others' inputs take equal turns of the
-/// rest, each stream its part of its input's TLPs. (Parts in proportion to the rates alone
-/// fit any split once the buffer is full: random fabric `--host` seed 1372, a 0.5 GB/s
-/// writer beside a greedy one held below its rate, and two readers behind its writes, -34
-/// and -61 %.)
-pub(super) fn share(
-    streams: &mut [Stream],
-    base: &[Vec<Limit>],
-    (rates, bounds): (&[f64], &[Bound]),
-) {
-    let mut into: BTreeMap<(usize, FcClass), Vec<Sender>> = BTreeMap::new();
-    for (s, (st, base)) in streams.iter().zip(base).enumerate() {
-        let paced = (base.iter().filter(|l| l.kind == "rate"))
-            .map(|l| l.rate)
-            .fold(f64::INFINITY, f64::min);
-        for (l, key) in base.iter().filter_map(|l| Some((l, l.shared?))) {
-            let elsewhere = match bounds[s] {
-                Bound::Resource(r) if !fifo::waits_at(l, r) => rates[s],
-                _ => f64::INFINITY,
-            };
-            let tlps = st.mix.tlps_on(key.0);
-            (into.entry(key).or_default()).push(Sender {
-                stream: s,
-                input: st.mix.inputs.get(&key.0).cloned().unwrap_or_default(),
-                tlps: tlps * rates[s],
-                most: tlps * paced.min(elsewhere),
-            });
-        }
-    }
-    let parts: BTreeMap<((usize, FcClass), usize), Option<f64>> = (into.iter())
-        .flat_map(|(&key, on)| turns(on).into_iter().map(move |(s, p)| ((key, s), p)))
-        .collect();
-    for (s, (st, base)) in streams.iter_mut().zip(base).enumerate() {
-        for (l, b) in st.limits.iter_mut().zip(base) {
-            let (Some(key), Some((w, t))) = (b.shared, b.window) else {
-                continue;
-            };
-            match parts.get(&(key, s)).copied().unwrap_or(Some(1.0)) {
-                Some(part) => {
-                    l.window = Some((w * part, t));
-                    l.rate = w * part / t;
-                }
-                // Something else holds it below its turn: the buffer does not.
-                None => {
-                    l.window = None;
-                    l.rate = f64::INFINITY;
-                }
-            }
-        }
-    }
-}
-
-/// A stream sending into a shared buffer.
-pub(super) struct Sender {
-    /// The stream.
-    pub(super) stream: usize,
-    /// The egress inputs it joins before the buffer.
-    pub(super) input: BTreeSet<usize>,
-    /// Its TLPs a second into the buffer.
-    pub(super) tlps: f64,
-    /// The most it would send, held by something else (infinite where nothing is).
-    pub(super) most: f64,
-}
-
-/// Each stream's part of a shared buffer: None for one whose input sends less than an
-/// equal turn of what the inputs sending more leave (the buffer does not hold it), else an
-/// equal turn of the buffer's TLPs split over its input's streams by their TLPs (its
-/// input's whole turn to a stream where the input sends none yet; the whole buffer to each
-/// where nothing comes in yet).
-pub(super) fn turns(on: &[Sender]) -> Vec<(usize, Option<f64>)> {
-    let total: f64 = on.iter().map(|x| x.tlps).sum();
-    if total <= 0.0 {
-        return on.iter().map(|x| (x.stream, Some(1.0))).collect();
-    }
-    // Per input: its TLPs, the most it would send, and its streams.
-    let mut inputs: BTreeMap<&BTreeSet<usize>, (f64, f64, usize)> = BTreeMap::new();
-    for x in on {
-        let e = inputs.entry(&x.input).or_insert((0.0, 0.0, 0));
-        (e.0, e.1, e.2) = (e.0 + x.tlps, e.1 + x.most, e.2 + 1);
-    }
-    let mut order: Vec<_> = inputs.iter().collect();
-    order.sort_by(|a, b| a.1 .1.total_cmp(&b.1 .1));
-    let (mut left, mut n) = (total, order.len());
-    let mut under = BTreeSet::new();
-    for (&input, &(_, most, _)) in &order {
-        let turn = left / n as f64;
-        n -= 1;
-        // Not below it by rounding alone (equal streams bound at one rate elsewhere).
-        if most >= turn * (1.0 - 1e-9) || n == 0 {
-            break;
-        }
-        under.insert(input);
-        left -= most;
-    }
-    let turn = left / (inputs.len() - under.len()) as f64;
-    (on.iter())
-        .map(|x| {
-            let (tlps, _, count) = inputs[&x.input];
-            let mine = if tlps > 0.0 {
-                x.tlps / tlps
-            } else {
-                1.0 / count as f64
-            };
-            (
-                x.stream,
-                (!under.contains(&x.input)).then_some(turn * mine / total),
-            )
-        })
-        .collect()
 }

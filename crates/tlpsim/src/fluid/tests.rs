@@ -121,7 +121,7 @@ fn a_rate_caps_a_flow_and_the_other_takes_the_rest() {
 
 #[test]
 fn a_buffer_shared_in_turn_holds_only_the_inputs_that_send_their_turn() {
-    let sender = |stream: usize, input: usize, tlps: f64, most: f64| streams::Sender {
+    let sender = |stream: usize, input: usize, tlps: f64, most: f64| adjust::Sender {
         stream,
         input: [input].into(),
         tlps,
@@ -136,7 +136,7 @@ fn a_buffer_shared_in_turn_holds_only_the_inputs_that_send_their_turn() {
         sender(2, 2, 1.0, 1.0),
         sender(3, 3, 5.0, 9.0),
     ];
-    let parts: Vec<_> = streams::turns(&on)
+    let parts: Vec<_> = adjust::turns(&on)
         .into_iter()
         .map(|(s, p)| (s, p.map(|p| (p * 1e6).round() / 1e6)))
         .collect();
@@ -151,7 +151,7 @@ fn a_buffer_shared_in_turn_holds_only_the_inputs_that_send_their_turn() {
     );
     // Nothing comes in yet: each may fill the buffer.
     let on = [sender(0, 1, 0.0, 6.0), sender(1, 2, 0.0, 8.0)];
-    assert_eq!(streams::turns(&on), [(0, Some(1.0)), (1, Some(1.0))]);
+    assert_eq!(adjust::turns(&on), [(0, Some(1.0)), (1, Some(1.0))]);
 }
 
 #[test]
