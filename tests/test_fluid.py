@@ -1964,10 +1964,8 @@ def test_paced_flows_meet_their_rates_beside_a_greedy_writer_in_a_shared_buffer(
     both paced flows' rates (8 and 4 Gb/s) and gives the greedy writer the rest of the
     memory. The buffer split by the flows' rates alone held the paced writer below its rate
     and its backlog held both readers (-34 and -61 %)."""
-    des = run(load_scenario(PACED_WRITER))
-    fluid = _fluid(PACED_WRITER)
+    des, fluid = _both(PACED_WRITER, 0.02)
     for d, f in zip(des.flows, fluid["flows"], strict=True):
-        assert abs(f["throughput_gbps"] / d["throughput_gbps"] - 1) < 0.02, (d, f)
         assert f["bottleneck"]["kind"] == d["bottleneck"]["kind"]
 
 
@@ -1981,10 +1979,7 @@ def test_a_solve_that_never_settles_comes_to_the_mean_of_its_cycle() -> None:
     the next; the solve's last round gave it +288 % against the simulator. With each limit
     damped toward the mean of what the cycle's rounds give it, every flow is within 15 %
     (w3 about -9 %, the others within 1 %)."""
-    des = run(load_scenario(OSCILLATING))
-    fluid = _fluid(OSCILLATING)
-    for d, f in zip(des.flows, fluid["flows"], strict=True):
-        assert abs(f["throughput_gbps"] / d["throughput_gbps"] - 1) < 0.15, (d, f)
+    _both(OSCILLATING, 0.15)
 
 
 #: A writer whose posted credits wait behind another reader's bursts at the root complex's

@@ -240,7 +240,7 @@ impl Model<'_> {
                 }
                 // Posted credits the throttle frees: a burst booked there longer than what
                 // the window has in hand stops the writer (random fabric `--host` seed 1541
-                // `w0`, -2.6 %: a reader's 64 KiB transfers book a root complex's data path
+                // `w0`, +2.6 %: a reader's 64 KiB transfers book a root complex's data path
                 // 3.3 us at a time against 0.3 us of a Gen3 x16 writer's credits).
                 let stall = |l: &super::Limit| match l.window {
                     Some((w, t)) if l.behind.contains(&r) && e.solved[s] > 0.0 => {
@@ -270,16 +270,30 @@ impl Model<'_> {
         if cap <= 0.0 {
             return 0.0;
         }
-        let mut part = 0.0;
-        for (o, st) in self.streams.iter().enumerate() {
-            if o == s || st.requests_per_byte <= 0.0 || !e.solved[o].is_finite() {
-                continue;
-            }
-            let bytes = st.burst / st.requests_per_byte;
-            let hold = bytes * st.mix.use_of(r) / cap;
-            part += e.solved[o] / bytes * (hold - slack).max(0.0);
-        }
-        part
+        (self.bursts(e, s, r))
+            .map(|(_, rate, bytes, a)| rate / bytes * (bytes * a / cap - slack).max(0.0))
+            .sum()
+    }
+
+    /// The other streams' bursts at resource `r`, seen from stream `s`: each stream that
+    /// sends requests, with its rate at the end of the solve, the payload bytes it sends back
+    /// to back (`Stream::burst`) and what it uses of `r` per payload byte.
+    fn bursts<'b>(
+        &'b self,
+        e: &'b End<'_>,
+        s: usize,
+        r: usize,
+    ) -> impl Iterator<Item = (&'b super::Stream, f64, f64, f64)> + 'b {
+        (self.streams.iter().enumerate())
+            .filter(move |&(o, st)| o != s && st.requests_per_byte > 0.0 && e.solved[o].is_finite())
+            .map(move |(o, st)| {
+                (
+                    st,
+                    e.solved[o],
+                    st.burst / st.requests_per_byte,
+                    st.mix.use_of(r),
+                )
+            })
     }
 
     /// Seconds stream `s`'s TLPs wait on average at resource `r` (`used` of its capacity
@@ -295,12 +309,8 @@ impl Model<'_> {
             return 0.0;
         }
         let (mut residual, mut most) = (0.0, 0.0);
-        for (o, st) in self.streams.iter().enumerate() {
-            if o == s || st.requests_per_byte <= 0.0 || !e.solved[o].is_finite() {
-                continue;
-            }
-            let (a, bytes) = (st.mix.use_of(r), st.burst / st.requests_per_byte);
-            residual += e.solved[o] * bytes * (a / cap).powi(2) / 2.0;
+        for (st, rate, bytes, a) in self.bursts(e, s, r) {
+            residual += rate * bytes * (a / cap).powi(2) / 2.0;
             let window =
                 (st.limits.iter().filter_map(|l| l.window.map(|w| w.0))).fold(bytes, f64::max);
             most += window * a / cap;
