@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from fractions import Fraction
@@ -48,6 +49,8 @@ _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:([KMGT])i?)?B?", re.IGNORECASE)
 _MULTIPLE = {None: 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
+# Cached: a pcie-bench directory repeats a few dozen sizes in tens of thousands of rows.
+@functools.lru_cache(maxsize=4096)
 def parse_size(text: str) -> int:
     """Bytes of a size as pcie-bench writes it: ``64``, ``8KB`` (8192), ``1.5MB``
     (1572864), ``4KiB``. ``KB``, ``MB``, ``GB`` are binary here, as pcie-bench means them;
