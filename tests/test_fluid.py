@@ -2026,3 +2026,18 @@ def test_writers_a_round_robin_serves_in_credit_timed_turns_name_the_pointer() -
     writes_only = POINTER.replace('direction = "read"', 'direction = "write"')
     for f in _fluid(writes_only)["flows"]:
         assert not any(e.startswith("pointer:") for e in f["estimates"]), f
+
+
+BURSTS_AT_A_LINK = (Path(__file__).parent / "data" / "completions_behind_completion_bursts.toml").read_text()
+
+
+def test_completions_behind_other_readers_completion_bursts_are_named() -> None:
+    """A 4-tag reader's completions wait at a switch's Gen2 x1 egress behind the bursts of
+    other readers' 4 KiB transfers, at a link neither engine finds full: the simulator's
+    reader is far below the fluid engine's, which names the wait (untimed, so the fluid
+    figure stays high) on that reader alone."""
+    des = run(load_scenario(BURSTS_AT_A_LINK))
+    fluid = _fluid(BURSTS_AT_A_LINK)["flows"]
+    assert des.flows[0]["throughput_gbps"] < 0.8 * fluid[0]["throughput_gbps"], (des.flows[0], fluid[0])
+    named = [any(e.startswith("burst: its completions cross sw0-sw2 down") for e in f["estimates"]) for f in fluid]
+    assert named == [True, False, False], named
