@@ -444,8 +444,8 @@ mod tests {
     }
 
     /// Three writers into one switch behind a full Gen2 x1 link, with a reader's MRds
-    /// through the same egress (`tests/data/round_robin_pointer_starves_a_writer.toml`) or
-    /// without them.
+    /// through the same egress or without them (the pattern of
+    /// `tests/data/round_robin_pointer_starves_a_writer.toml`, on equal links).
     fn writers_behind_a_full_link(reader: bool) -> crate::fabric::System {
         let mut text = String::from(
             "[pcie]\nmps = 512\nmrrs = 512\n[[root_complex]]\nname = \"rc\"\n\
