@@ -79,6 +79,13 @@ pub(super) fn band(estimates: &[String]) -> f64 {
     kinds.fold(of("none"), f64::max)
 }
 
+/// Whether a `wait` added to window `l`'s round trip would hold it 1 % below `solved`, the
+/// rate the solve gave its stream (the test of each untimed `burst` wait).
+fn slowed(l: &super::Limit, wait: f64, solved: f64) -> bool {
+    l.window
+        .is_some_and(|(_, t)| l.rate * t / (t + wait) < 0.99 * solved)
+}
+
 /// The solve's end state that the estimates are read from.
 pub(super) struct End<'a> {
     /// The FIFOs.
@@ -159,8 +166,9 @@ impl Model<'_> {
                 ));
             }
         }
-        self.throttles_and_rates(e, &mut own);
-        self.pointers(e, &mut own);
+        let used = self.used(e.solved);
+        self.throttles_and_rates(e, &used, &mut own);
+        self.pointers(e, &used, &mut own);
         // A stream bound by a resource that another flow's stream with an estimate uses.
         let mut all = own.clone();
         for (s, b) in e.bounds.iter().enumerate() {
@@ -185,9 +193,8 @@ impl Model<'_> {
 
     /// Each stream's node throttles: one it crosses that is full (served in the order TLPs
     /// come, `fifo`) or that its window's round trip shares; and its workload's own rate.
-    fn throttles_and_rates(&self, e: &End<'_>, own: &mut [BTreeSet<String>]) {
+    fn throttles_and_rates(&self, e: &End<'_>, used: &[f64], own: &mut [BTreeSet<String>]) {
         let name = |c: usize| &self.res[c].name;
-        let used = self.used(e.solved);
         for (s, st) in self.streams.iter().enumerate() {
             // Its rate limit is the limit the solve held it to (not a window with waits).
             let held = e.demands[s].limit * (1.0 + 1e-9);
@@ -205,7 +212,7 @@ impl Model<'_> {
             if matches!(e.bounds[s], Bound::Resource(_)) && st.limits.iter().any(near) {
                 own[s].insert(NEAR.to_string());
             }
-            self.link_bursts(e, s, &used, &mut own[s]);
+            self.link_bursts(e, s, used, &mut own[s]);
             // Each node throttle it crosses: full, it serves TLPs in the order they come
             // (`fifo`); or a window whose round trip crosses it, where other streams'
             // bursts keep its TLPs waiting, which the solve does not time, long enough to
@@ -230,10 +237,7 @@ impl Model<'_> {
                         || l.at == Some(r)
                         || l.behind.contains(&r)
                 };
-                let held = |l: &super::Limit| {
-                    let slower = |(_, t): (f64, f64)| l.rate * t / (t + wait) < 0.99 * e.solved[s];
-                    crosses(l) && l.window.is_some_and(slower)
-                };
+                let held = |l: &super::Limit| crosses(l) && slowed(l, wait, e.solved[s]);
                 if wait > 0.0 && st.limits.iter().any(held) {
                     own[s].insert(format!(
                         "burst: its window's round trip crosses {}, where other streams' \
@@ -288,10 +292,7 @@ impl Model<'_> {
                 continue;
             }
             let wait = self.burst_wait(e, s, c, used[c]);
-            let held = |l: &super::Limit| {
-                let slower = |(_, t): (f64, f64)| l.rate * t / (t + wait) < 0.99 * e.solved[s];
-                reads(l) && l.window.is_some_and(slower)
-            };
+            let held = |l: &super::Limit| reads(l) && slowed(l, wait, e.solved[s]);
             if wait > 0.0 && st.limits.iter().any(held) {
                 own.insert(format!(
                     "burst: its completions cross {}, where other readers' completion \
@@ -312,11 +313,10 @@ impl Model<'_> {
     /// seed 3373, three writers behind a full Gen2 x1 link beside a reader's MRds, the
     /// simulator gives one of them nothing after 120 us and the fluid engine a third each;
     /// `gen5-8gpu-acs.toml`'s writers 175 against 145 Gb/s.
-    fn pointers(&self, e: &End<'_>, own: &mut [BTreeSet<String>]) {
+    fn pointers(&self, e: &End<'_>, used: &[f64], own: &mut [BTreeSet<String>]) {
         use crate::pcie::flow_control::FcClass;
         let posted = super::hol::bit(FcClass::Posted);
         let chans = self.sys.links.len() * 2;
-        let used = self.used(e.solved);
         for c in 0..chans {
             let (tx, _) = super::path::ends(self.sys, c);
             let switch = matches!(
@@ -340,7 +340,8 @@ impl Model<'_> {
                     held.push((s, r, ins));
                 }
             }
-            for &(_, r, _) in &held {
+            let beyond: BTreeSet<usize> = held.iter().map(|h| h.1).collect();
+            for r in beyond {
                 let writers: Vec<_> = held.iter().filter(|h| h.1 == r).collect();
                 let inputs: BTreeSet<&BTreeSet<usize>> = writers.iter().map(|h| h.2).collect();
                 let passing = (0..self.streams.len())
