@@ -1,7 +1,6 @@
 //! What a run reports: per flow, per link direction, and the self-audit, with the JSON
 //! field names of the design (`flows[].latency_ns.p99`, `links[].credit_stall_fraction`, ...).
 
-use hdrhistogram::Histogram;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
@@ -446,8 +445,8 @@ const LATENCY_MAX_NS: u64 = 3_600_000_000_000;
 ///
 /// Samples are counted in buckets of 3 significant digits laid out as `hdrhistogram`'s
 /// (2,048 sub-buckets from 1 ns, each further bucket twice as wide), indexed with a shift
-/// and a leading-zero count; the `hdrhistogram` that gives the percentiles is built from the
-/// counts once, at the end.
+/// and a leading-zero count; the percentiles are read off the counts once, at the end, as
+/// an `hdrhistogram` of them gives them (a proptest checks them against one).
 #[derive(Debug, Clone)]
 pub struct LatencyRecorder {
     /// Samples per bucket, grown as far as the largest sample needs (at most up to
@@ -581,42 +580,67 @@ impl LatencyRecorder {
         self.count + self.last.run
     }
 
-    /// The samples as an `hdrhistogram`, each at its bucket's lowest value.
-    fn histogram(&self) -> Histogram<u64> {
-        let mut hist = Histogram::new(3).expect("valid bounds");
-        let pending = (self.last.index, self.last.run);
-        for (i, n) in self.counts.iter().copied().enumerate().chain([pending]) {
-            if n > 0 {
-                hist.record_n(bucket_value(i), n)
-                    .expect("a value up to an hour fits");
-            }
-        }
-        hist
-    }
-
-    /// Mean, p50, p95, p99, p99.9, max (all `None` when nothing was recorded).
+    /// Mean, p50, p95, p99, p99.9, max (all `None` when nothing was recorded), as an
+    /// `hdrhistogram` of the samples, each at its bucket's lowest value, gives them: a
+    /// quantile `q` is the highest value equivalent to the first bucket whose running count
+    /// reaches `ceil(q * count)` (at least 1), the max the highest value equivalent to the
+    /// last bucket holding a sample. One pass over the buckets, no histogram built (building
+    /// one took 2.4 % of a 40 us pcie-bench cell's instructions).
     pub fn summary(&self) -> LatencySummary {
+        const QUANTILES: [f64; 4] = [0.5, 0.95, 0.99, 0.999];
         let count = self.count();
         if count == 0 {
             return LatencySummary::default();
         }
-        let hist = self.histogram();
-        let at = |q: f64| Some(hist.value_at_quantile(q) as f64);
+        let targets = QUANTILES.map(|q| ((q * count as f64).ceil() as u64).max(1));
+        let pending = |i: usize| {
+            if i == self.last.index {
+                self.last.run
+            } else {
+                0
+            }
+        };
+        let len = self.counts.len().max(self.last.index + 1);
+        let samples = |i: usize| self.counts.get(i).copied().unwrap_or(0) + pending(i);
+        let mut found = [0u64; 4];
+        let (mut next, mut running, mut last) = (0, 0u64, 0);
+        for i in 0..len {
+            let n = samples(i);
+            if n == 0 {
+                continue;
+            }
+            last = i;
+            running += n;
+            while next < targets.len() && running >= targets[next] {
+                found[next] = highest_equivalent(i);
+                next += 1;
+            }
+        }
+        let at = |k: usize| Some(found[k] as f64);
         LatencySummary {
             mean: Some(self.sum_ns / count as f64),
-            p50: at(0.5),
-            p95: at(0.95),
-            p99: at(0.99),
-            p99_9: at(0.999),
-            max: Some(hist.max() as f64),
+            p50: at(0),
+            p95: at(1),
+            p99: at(2),
+            p99_9: at(3),
+            max: Some(highest_equivalent(last) as f64),
         }
     }
+}
+
+/// The highest value that bucket `index` holds, as `hdrhistogram`'s `highest_equivalent`
+/// gives it for the bucket's lowest value: buckets below 2,048 hold one value each, bucket
+/// `b` above them `2^b`.
+fn highest_equivalent(index: usize) -> u64 {
+    let b = (index >> HALF_BUCKET_BITS).saturating_sub(1);
+    bucket_value(index) + (1u64 << b) - 1
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::SimTime;
+    use hdrhistogram::Histogram;
     use proptest::prelude::*;
 
     proptest! {
