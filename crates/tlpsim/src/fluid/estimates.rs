@@ -17,6 +17,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::pcie::flow_control::FcClass;
+
 use super::fifo::{Fifo, THROTTLES};
 use super::hol::Wait;
 use super::pool::Pool;
@@ -168,6 +170,9 @@ impl Model<'_> {
         }
         let used = self.used(e.solved);
         self.throttles_and_rates(e, &used, &mut own);
+        for (s, own) in own.iter_mut().enumerate() {
+            self.link_bursts(e, s, &used, own);
+        }
         self.pointers(e, &used, &mut own);
         // A stream bound by a resource that another flow's stream with an estimate uses.
         let mut all = own.clone();
@@ -212,7 +217,6 @@ impl Model<'_> {
             if matches!(e.bounds[s], Bound::Resource(_)) && st.limits.iter().any(near) {
                 own[s].insert(NEAR.to_string());
             }
-            self.link_bursts(e, s, used, &mut own[s]);
             // Each node throttle it crosses: full, it serves TLPs in the order they come
             // (`fifo`); or a window whose round trip crosses it, where other streams'
             // bursts keep its TLPs waiting, which the solve does not time, long enough to
@@ -280,7 +284,7 @@ impl Model<'_> {
         let st = &self.streams[s];
         let name = |c: usize| &self.res[c].name;
         let chans = self.sys.links.len() * 2;
-        let completions = super::hol::bit(crate::pcie::flow_control::FcClass::Completion);
+        let completions = super::hol::bit(FcClass::Completion);
         let reads = |l: &super::Limit| matches!(l.kind, "requests" | "iodepth");
         for &c in st.mix.uses.keys().filter(|&&c| c < chans) {
             let cpl = st
@@ -314,7 +318,6 @@ impl Model<'_> {
     /// simulator gives one of them nothing after 120 us and the fluid engine a third each;
     /// `gen5-8gpu-acs.toml`'s writers 175 against 145 Gb/s.
     fn pointers(&self, e: &End<'_>, used: &[f64], own: &mut [BTreeSet<String>]) {
-        use crate::pcie::flow_control::FcClass;
         let posted = super::hol::bit(FcClass::Posted);
         let chans = self.sys.links.len() * 2;
         for c in 0..chans {
